@@ -1,0 +1,66 @@
+/**
+ * The closed set of error codes. Every refusal anywhere in Idem carries exactly one of these, so an
+ * integrator can branch on `code` and never on a message. Each entry says why the code exists.
+ */
+export const errorCodes = {
+  IDEMPOTENCY_CONFLICT:
+    'The key is bound to a different payload, or the withdrawal reference is held by another key. Never retry with a fresh key: find out why two instructions disagree.',
+  IN_FLIGHT:
+    'The key is claimed and its money-moving outcome is not known yet (UNKNOWN). Retry later with the same key; nothing will be sent twice.',
+  INSUFFICIENT_FUNDS: 'The account lacks available funds. For withdrawals this is stored, and a replay returns it.',
+  VALIDATION: 'The input is malformed. Nothing was written.',
+  NOT_FOUND: 'No such object for this tenant. Another tenant’s objects are NOT_FOUND too, never FORBIDDEN.',
+  UNAUTHORIZED: 'The credential is missing, unknown or revoked.',
+  INVALID_TRANSITION: 'The state machine does not allow this transition from the operation’s current state.',
+  STALE_WRITE:
+    'The operation changed since it was read (state, version, or a newer lease generation): another actor won. Re-read; do not retry blindly.',
+  PAYLOAD_MISMATCH:
+    'The stored payload no longer hashes to the approved hash. Signing is refused: the approval does not cover what would be sent.',
+  PAYLOAD_TOO_LARGE: 'The request body is over the size limit. Nothing was read or written.',
+  RATE_LIMITED: 'Too many requests for this credential. Retry after the given delay.',
+  INTERNAL: 'An unexpected fault. Nothing is assumed about the outcome of a money-moving step: see UNKNOWN.',
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+export const errorCodeList = Object.keys(errorCodes) as ErrorCode[];
+
+/** Transport status for each code (RFC 9457 `status`). One table, used by the server and the SDK. */
+export const errorStatus: Record<ErrorCode, number> = {
+  IDEMPOTENCY_CONFLICT: 409,
+  IN_FLIGHT: 409,
+  INSUFFICIENT_FUNDS: 422,
+  VALIDATION: 400,
+  NOT_FOUND: 404,
+  UNAUTHORIZED: 401,
+  INVALID_TRANSITION: 409,
+  STALE_WRITE: 409,
+  PAYLOAD_MISMATCH: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+};
+
+export interface IdemErrorDetails {
+  /** On an IDEMPOTENCY_CONFLICT over a withdrawal reference: the key that holds it (C04). */
+  holderKey?: string;
+  /** On IN_FLIGHT and RATE_LIMITED: when a retry makes sense. */
+  retryAfterMs?: number;
+  /** On VALIDATION: which fields are wrong. */
+  issues?: { path: string; message: string }[];
+}
+
+/** The one error type. Messages never include another tenant's data or a secret. */
+export class IdemError extends Error {
+  override readonly name = 'IdemError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: IdemErrorDetails = {},
+  ) {
+    super(message);
+  }
+}
+
+export function isIdemError(error: unknown, code?: ErrorCode): error is IdemError {
+  return error instanceof IdemError && (code === undefined || error.code === code);
+}

@@ -1,0 +1,5 @@
+export * from './amount.ts';
+export * from './errors.ts';
+export * from './key.ts';
+export * from './network.ts';
+export * from './operation.ts';

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { amountMinorSchema } from './amount.ts';
+import { idempotencyKeySchema, referenceSchema } from './key.ts';
+
+/** The states of seed 000's state machine. Deposits and adjustments use a subset (see core). */
+export const operationStates = [
+  'REQUESTED',
+  'APPROVED',
+  'REJECTED',
+  'SIGNING',
+  'SIGNED',
+  'BROADCAST',
+  'UNKNOWN',
+  'CONFIRMED',
+  'VERIFIED_NOT_SENT',
+  'FAILED_TERMINAL',
+] as const;
+export const operationStateSchema = z.enum(operationStates);
+export type OperationState = z.infer<typeof operationStateSchema>;
+
+export const operationKinds = ['withdrawal', 'deposit', 'adjustment'] as const;
+export const operationKindSchema = z.enum(operationKinds);
+export type OperationKind = z.infer<typeof operationKindSchema>;
+
+export const memoSchema = z.string().max(128, { error: 'memo is longer than 128 characters' });
+
+/** What an integrator submits. The tenant never comes from here: it comes from the credential. */
+export const withdrawalRequestSchema = z.strictObject({
+  withdrawalId: referenceSchema,
+  accountId: referenceSchema,
+  asset: z.string().regex(/^[A-Z0-9]{2,12}$/, { error: 'asset must be an asset code such as ETH' }),
+  destination: z.string().min(1).max(128),
+  memo: memoSchema.optional(),
+  amountMinor: amountMinorSchema,
+  feeCapMinor: amountMinorSchema.optional(),
+});
+export type WithdrawalRequest = z.infer<typeof withdrawalRequestSchema>;
+
+export const submitWithdrawalInputSchema = z.strictObject({
+  request: withdrawalRequestSchema,
+  idempotencyKey: idempotencyKeySchema,
+});
+
+/** An operation as shown to the tenant that owns it. The payload hash is internal (seed 000's privacy table). */
+export const operationViewSchema = z.object({
+  operationId: z.uuid(),
+  kind: operationKindSchema,
+  reference: z.string(),
+  accountId: z.string(),
+  asset: z.string(),
+  network: z.string(),
+  destination: z.string().nullable(),
+  memo: z.string().nullable(),
+  amountMinor: z.string(),
+  feeCapMinor: z.string().nullable(),
+  state: operationStateSchema,
+  rejectionCode: z.string().nullable(),
+  txHash: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type OperationView = z.infer<typeof operationViewSchema>;
+
+export const submitOutcomeSchema = z.enum(['CREATED', 'REPLAYED']);
+export type SubmitOutcome = z.infer<typeof submitOutcomeSchema>;

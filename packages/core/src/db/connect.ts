@@ -1,0 +1,71 @@
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+
+/** Either driver behind one type: core code never knows which PostgreSQL it runs on. */
+export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+/** Anything that runs queries: a database or a transaction. */
+export type Executor = Database | Tx;
+
+export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: 'postgres' | 'pglite';
+  /** The connection string for PostgreSQL, or the data directory (or 'memory') for PGlite. */
+  location: string;
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** A PostgreSQL connection string. Without it, an embedded PGlite database is used. */
+  url?: string | undefined;
+  /** PGlite data directory; in memory when absent. */
+  dataDir?: string | undefined;
+  /** Pool size for PostgreSQL. */
+  maxConnections?: number;
+}
+
+export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseHandle> {
+  if (options.url) {
+    const client = postgres(options.url, {
+      max: options.maxConnections ?? 10,
+      onnotice: () => {},
+      // numeric(78,0) stays a string: amounts never pass through a float.
+      types: {},
+    });
+    const db = drizzlePostgres(client) as unknown as Database;
+    return {
+      db,
+      kind: 'postgres',
+      location: options.url,
+      migrate: async () => {
+        await migratePostgres(drizzlePostgres(client), { migrationsFolder });
+      },
+      close: async () => {
+        await client.end({ timeout: 5 });
+      },
+    };
+  }
+  const client = options.dataDir ? new PGlite(options.dataDir) : new PGlite();
+  await client.waitReady;
+  const db = drizzlePglite(client) as unknown as Database;
+  return {
+    db,
+    kind: 'pglite',
+    location: options.dataDir ?? 'memory',
+    migrate: async () => {
+      await migratePglite(drizzlePglite(client), { migrationsFolder });
+    },
+    close: async () => {
+      await client.close();
+    },
+  };
+}

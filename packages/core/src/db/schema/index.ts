@@ -1,0 +1,5 @@
+export * from './balances.ts';
+export * from './journal.ts';
+export * from './operations.ts';
+export * from './outbox.ts';
+export * from './tenants.ts';

@@ -1,0 +1,96 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  check,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import { tenantPolicy } from './tenant-policy.ts';
+
+const stateList = sql.raw(
+  `'REQUESTED','APPROVED','REJECTED','SIGNING','SIGNED','BROADCAST','UNKNOWN','CONFIRMED','VERIFIED_NOT_SENT','FAILED_TERMINAL'`,
+);
+
+/**
+ * One row per intent. Identity (tenant, key, reference) and the approved payload are immutable:
+ * a trigger refuses any UPDATE of them (see migration 0001). The payload is kept as discrete
+ * columns so that a signer can recompute the hash from what is actually stored (C02).
+ */
+export const operations = pgTable(
+  'operations',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    operationId: uuid('operation_id').notNull(),
+    kind: text('kind').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    /** The integrator's withdrawal id, or the deposit's chain/custodian reference. */
+    reference: text('reference').notNull(),
+    accountRef: text('account_ref').notNull(),
+    assetCode: text('asset_code').notNull(),
+    network: text('network').notNull(),
+    destination: text('destination'),
+    memo: text('memo'),
+    /** Positive, except for a debit adjustment. */
+    amountMinor: numeric('amount_minor', { precision: 78, scale: 0 }).notNull(),
+    feeCapMinor: numeric('fee_cap_minor', { precision: 78, scale: 0 }),
+    policyVersion: integer('policy_version').notNull(),
+    /** Hex SHA-256 of the RFC 8785 canonical JSON of the approved fields. */
+    payloadHash: text('payload_hash').notNull(),
+    state: text('state').notNull(),
+    rejectionCode: text('rejection_code'),
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
+    /** A fencing number: grows with every claim; a worker's later writes must carry the current one. */
+    leaseGeneration: bigint('lease_generation', { mode: 'number' }).notNull().default(0),
+    /** The signed bytes (hex), persisted before the first broadcast and never changed after (C12). */
+    signedArtifact: text('signed_artifact'),
+    txHash: text('tx_hash'),
+    /** Who is accountable for an UNKNOWN or FAILED_TERMINAL operation (C15). */
+    owner: text('owner'),
+    version: bigint('version', { mode: 'number' }).notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Set when the operation reaches a state from which its key may one day expire (C07). */
+    settledAt: timestamp('settled_at', { withTimezone: true }),
+    keyExpiredAt: timestamp('key_expired_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.operationId] }),
+    unique('operations_tenant_key').on(t.tenantId, t.idempotencyKey),
+    unique('operations_tenant_kind_reference').on(t.tenantId, t.kind, t.reference),
+    index('operations_tenant_state').on(t.tenantId, t.state, t.updatedAt),
+    index('operations_state_lease').on(t.state, t.leaseExpiresAt),
+    check('operations_kind_known', sql`${t.kind} in ('withdrawal', 'deposit', 'adjustment')`),
+    check('operations_state_known', sql`${t.state} in (${stateList})`),
+    check('operations_amount_sign', sql`${t.amountMinor} > 0 or (${t.kind} = 'adjustment' and ${t.amountMinor} <> 0)`),
+    check('operations_fee_cap_positive', sql`${t.feeCapMinor} is null or ${t.feeCapMinor} > 0`),
+    tenantPolicy(),
+  ],
+);
+
+/** Append-only history of every state change, with who did it and on what evidence. */
+export const operationTransitions = pgTable(
+  'operation_transitions',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    operationId: uuid('operation_id').notNull(),
+    /** The operation's version after the change; with the primary key it orders history. */
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    fromState: text('from_state'),
+    toState: text('to_state').notNull(),
+    actor: text('actor').notNull(),
+    reason: text('reason').notNull(),
+    evidence: jsonb('evidence'),
+    leaseGeneration: bigint('lease_generation', { mode: 'number' }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.operationId, t.seq] }), tenantPolicy()],
+);

@@ -1,0 +1,36 @@
+import { check, integer, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { tenantPolicy } from './tenant-policy.ts';
+
+export const tenants = pgTable(
+  'tenants',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    name: text('name').notNull(),
+    /** Bumped when a tenant's risk or approval policy changes; part of every payload hash (C02). */
+    policyVersion: integer('policy_version').notNull().default(1),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId] }), tenantPolicy()],
+);
+
+export const assets = pgTable(
+  'assets',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    code: text('code').notNull(),
+    network: text('network').notNull(),
+    decimals: integer('decimals').notNull(),
+    /** Blocks (or the custodian's equivalent) before a transfer counts as confirmed (C17). */
+    confirmations: integer('confirmations').notNull(),
+    /** The token contract on EVM networks; null for a network's native asset. */
+    contractAddress: text('contract_address'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.code] }),
+    check('assets_decimals_range', sql`${t.decimals} between 0 and 36`),
+    check('assets_confirmations_positive', sql`${t.confirmations} >= 1`),
+    check('assets_network_known', sql`${t.network} in ('bitcoin', 'ethereum')`),
+    tenantPolicy(),
+  ],
+);

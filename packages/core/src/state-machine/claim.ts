@@ -1,0 +1,106 @@
+import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import { IdemError } from '@idem/contracts';
+import type { Tx } from '../db/connect.ts';
+import { operations } from '../db/schema/index.ts';
+import { assertPayloadIntact, getOperation, type Operation } from '../operations/operation-record.ts';
+import { recordTransition, transition } from './transition.ts';
+
+export const LEASE_MS_MAX = 10 * 60_000;
+
+export interface Claimed {
+  operation: Operation;
+  /** The fencing number every later write by this worker must carry. */
+  leaseGeneration: number;
+}
+
+/**
+ * A worker claims an APPROVED withdrawal (APPROVED -> SIGNING) by one conditional UPDATE with the
+ * state, version and payload hash in its WHERE clause (C09). It sets the owner, the lease expiry
+ * and a new lease generation. An expired lease is reclaimable only while nothing is signed (C12).
+ * Returns null when another worker won or the operation moved on: the caller does nothing.
+ */
+export async function claim(
+  tx: Tx,
+  input: { operation: Operation; workerId: string; leaseMs: number },
+): Promise<Claimed | null> {
+  const { operation: op, workerId, leaseMs } = input;
+  if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
+    throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
+  }
+  const claimable = or(
+    eq(operations.state, 'APPROVED'),
+    and(
+      eq(operations.state, 'SIGNING'),
+      lt(operations.leaseExpiresAt, sql`now()`),
+      isNull(operations.signedArtifact),
+    ),
+  );
+  const updated = await tx
+    .update(operations)
+    .set({
+      state: 'SIGNING',
+      leaseOwner: workerId,
+      leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+      leaseGeneration: sql`${operations.leaseGeneration} + 1`,
+      version: sql`${operations.version} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(operations.tenantId, op.tenantId),
+        eq(operations.operationId, op.operationId),
+        eq(operations.kind, 'withdrawal'),
+        eq(operations.version, op.version),
+        eq(operations.payloadHash, op.payloadHash),
+        claimable,
+      ),
+    )
+    .returning();
+  const claimed = updated[0] as Operation | undefined;
+  if (!claimed) return null;
+  await recordTransition(tx, claimed, op.state, {
+    actor: workerId,
+    reason: op.state === 'APPROVED' ? 'claimed for signing' : 'expired lease reclaimed; nothing was signed',
+    leaseGeneration: claimed.leaseGeneration,
+  });
+  return { operation: claimed, leaseGeneration: claimed.leaseGeneration };
+}
+
+/**
+ * Persists the signed bytes and transaction hash (SIGNING -> SIGNED) before any broadcast (C12).
+ * The signer recomputes the payload hash from the stored fields first and refuses a mismatch
+ * (C02). Fenced by the lease generation: a worker whose lease was reclaimed gets STALE_WRITE.
+ */
+export async function recordSigned(
+  tx: Tx,
+  input: { tenantId: string; operationId: string; leaseGeneration: number; signedArtifact: string; txHash: string; workerId: string },
+): Promise<Operation> {
+  const op = await getOperation(tx, input.tenantId, input.operationId);
+  assertPayloadIntact(op);
+  if (op.leaseGeneration !== input.leaseGeneration || op.state !== 'SIGNING') {
+    throw new IdemError('STALE_WRITE', 'the lease was taken over or the operation moved on; not recording the signature');
+  }
+  return transition(tx, op, 'SIGNED', {
+    actor: input.workerId,
+    reason: 'signed bytes persisted before broadcast',
+    evidence: { txHash: input.txHash },
+    leaseGeneration: input.leaseGeneration,
+    set: { signedArtifact: input.signedArtifact, txHash: input.txHash },
+    where: [isNull(operations.signedArtifact), eq(operations.leaseOwner, input.workerId)],
+  });
+}
+
+/** Gives an unsigned claim back (SIGNING -> APPROVED), e.g. on a clean shutdown before signing. */
+export async function releaseClaim(
+  tx: Tx,
+  input: { tenantId: string; operationId: string; leaseGeneration: number; workerId: string; reason: string },
+): Promise<Operation> {
+  const op = await getOperation(tx, input.tenantId, input.operationId);
+  return transition(tx, op, 'APPROVED', {
+    actor: input.workerId,
+    reason: input.reason,
+    leaseGeneration: input.leaseGeneration,
+    set: { clearLease: true },
+    where: [isNull(operations.signedArtifact)],
+  });
+}

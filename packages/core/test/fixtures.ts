@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import { IdemError, type WithdrawalRequest } from '@idem/contracts';
+import { getAddress } from 'viem';
+import type { Database } from '../src/db/connect.ts';
+import { withTenant } from '../src/db/tenant-scope.ts';
+import { getBalances } from '../src/journal/balances.ts';
+import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
+import { recordDeposit } from '../src/operations/record-credit.ts';
+import { createTenant } from '../src/tenants/provision.ts';
+
+/** One ether in wei, as a bigint: amounts in tests are minor units too. */
+export const ETH = 10n ** 18n;
+
+export function evmAddress(): string {
+  return getAddress(`0x${randomBytes(20).toString('hex')}`);
+}
+
+export async function newTenant(db: Database, name = 'Test Exchange'): Promise<string> {
+  const { tenantId } = await createTenant(db, { name });
+  return tenantId;
+}
+
+/** Credits an account through the real deposit path. */
+export async function fund(db: Database, tenantId: string, accountId: string, asset: string, amountMinor: bigint) {
+  const reference = `dep-${randomBytes(6).toString('hex')}`;
+  await withTenant(db, tenantId, (tx) =>
+    recordDeposit(tx, {
+      tenantId,
+      deposit: { reference, accountId, asset, amountMinor: amountMinor.toString() },
+      idempotencyKey: `deposit-${reference}`,
+      actor: 'test',
+    }),
+  );
+}
+
+export function withdrawal(overrides: Partial<WithdrawalRequest> = {}): WithdrawalRequest {
+  return {
+    withdrawalId: `wd-${randomBytes(6).toString('hex')}`,
+    accountId: 'acct-1',
+    asset: 'ETH',
+    destination: evmAddress(),
+    amountMinor: (ETH / 10n).toString(),
+    ...overrides,
+  };
+}
+
+export function submit(db: Database, tenantId: string, request: unknown, idempotencyKey: unknown) {
+  return withTenant(db, tenantId, (tx) => createWithdrawal(tx, { tenantId, request, idempotencyKey }));
+}
+
+export async function balanceOf(db: Database, tenantId: string, accountId: string, asset = 'ETH') {
+  const rows = await withTenant(db, tenantId, (tx) => getBalances(tx, tenantId, accountId));
+  const row = rows.find((b) => b.asset === asset);
+  return { available: BigInt(row?.available ?? 0), held: BigInt(row?.held ?? 0) };
+}
+
+/** Awaits a promise that must fail with an IdemError, and returns it. */
+export async function refusal(promise: Promise<unknown>): Promise<IdemError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof IdemError) return error;
+    throw error;
+  }
+  throw new Error('expected a refusal, but the call succeeded');
+}

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
+
+/**
+ * One harness for every test file: a real PostgreSQL server when TEST_DATABASE_URL or DATABASE_URL
+ * is set (CI sets it), an in-memory PGlite otherwise. Each call gets its own fresh database, with
+ * migrations applied, and prints which backend it used.
+ */
+export interface TestDatabase extends DatabaseHandle {
+  /** The database's own connection string (PostgreSQL only): for child processes and extra pools. */
+  url: string | null;
+  /** Drops the database (PostgreSQL) or closes it (PGlite). */
+  dispose(): Promise<void>;
+}
+
+export function serverUrl(): string | null {
+  return process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || null;
+}
+
+export const onPostgres = serverUrl() !== null;
+
+export async function createTestDatabase(options: { maxConnections?: number } = {}): Promise<TestDatabase> {
+  const base = serverUrl();
+  if (!base) {
+    const handle = await openDatabase();
+    await handle.migrate();
+    console.info('[idem test] database: PGlite (in memory); set TEST_DATABASE_URL for PostgreSQL');
+    return { ...handle, url: null, dispose: () => handle.close() };
+  }
+  const name = `idem_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(base, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  const handle = await openDatabase({ url: url.toString(), maxConnections: options.maxConnections ?? 10 });
+  await handle.migrate();
+  console.info(`[idem test] database: PostgreSQL ${url.host}/${name}`);
+  return {
+    ...handle,
+    url: url.toString(),
+    dispose: async () => {
+      await handle.close();
+      const dropper = postgres(base, { max: 1, onnotice: () => {} });
+      try {
+        await dropper.unsafe(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await dropper.end();
+      }
+    },
+  };
+}
