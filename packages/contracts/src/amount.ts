@@ -13,7 +13,8 @@ export const amountMinorSchema = z
   .string({ error: 'amountMinor must be a string of digits in minor units' })
   .max(AMOUNT_DIGITS_MAX, { error: `amountMinor has more than ${AMOUNT_DIGITS_MAX} digits` })
   .regex(positiveMinor, {
-    error: 'amountMinor must be a positive integer in minor units, without sign, exponent, decimals or leading zeros',
+    error:
+      'amountMinor must be a positive integer in minor units, without sign, exponent, decimals or leading zeros',
   });
 
 /** A signed amount, for adjustments that may debit. Same rules, with an optional leading minus. */

@@ -7,7 +7,8 @@ export const errorCodes = {
     'The key is bound to a different payload, or the withdrawal reference is held by another key. Never retry with a fresh key: find out why two instructions disagree.',
   IN_FLIGHT:
     'The key is claimed and its money-moving outcome is not known yet (UNKNOWN). Retry later with the same key; nothing will be sent twice.',
-  INSUFFICIENT_FUNDS: 'The account lacks available funds. For withdrawals this is stored, and a replay returns it.',
+  INSUFFICIENT_FUNDS:
+    'The account lacks available funds. For withdrawals this is stored, and a replay returns it.',
   VALIDATION: 'The input is malformed. Nothing was written.',
   NOT_FOUND: 'No such object for this tenant. Another tenant’s objects are NOT_FOUND too, never FORBIDDEN.',
   UNAUTHORIZED: 'The credential is missing, unknown or revoked.',

@@ -9,7 +9,9 @@ export const IDEMPOTENCY_KEY_LENGTH_MAX = 255;
 export const idempotencyKeySchema = z
   .string({ error: 'idempotency key is required' })
   .min(1, { error: 'idempotency key must not be empty' })
-  .max(IDEMPOTENCY_KEY_LENGTH_MAX, { error: `idempotency key is longer than ${IDEMPOTENCY_KEY_LENGTH_MAX} characters` })
+  .max(IDEMPOTENCY_KEY_LENGTH_MAX, {
+    error: `idempotency key is longer than ${IDEMPOTENCY_KEY_LENGTH_MAX} characters`,
+  })
   .regex(/^[\x21-\x7e]+$/, { error: 'idempotency key must be printable ASCII without spaces' })
   .refine((key) => !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(key), {
     error: 'idempotency key looks like an e-mail address; use an opaque identifier such as withdrawal-<id>',

@@ -21,7 +21,13 @@ export async function newTenant(db: Database, name = 'Test Exchange'): Promise<s
 }
 
 /** Credits an account through the real deposit path. */
-export async function fund(db: Database, tenantId: string, accountId: string, asset: string, amountMinor: bigint) {
+export async function fund(
+  db: Database,
+  tenantId: string,
+  accountId: string,
+  asset: string,
+  amountMinor: bigint,
+) {
   const reference = `dep-${randomBytes(6).toString('hex')}`;
   await withTenant(db, tenantId, (tx) =>
     recordDeposit(tx, {

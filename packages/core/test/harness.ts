@@ -14,8 +14,13 @@ export interface TestDatabase extends DatabaseHandle {
   dispose(): Promise<void>;
 }
 
+/** Under CI the local PostgreSQL server is used even when no URL is given. */
+export const CI_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
 export function serverUrl(): string | null {
-  return process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || null;
+  const url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (url) return url;
+  return process.env.CI === 'true' || process.env.CI === '1' ? CI_DATABASE_URL : null;
 }
 
 export const onPostgres = serverUrl() !== null;

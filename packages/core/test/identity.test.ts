@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { withTenant } from '../src/db/tenant-scope.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations, workItems } from '../src/db/schema/index.ts';
+import { withTenant } from '../src/db/tenant-scope.ts';
 import { findByKey, getOperation } from '../src/operations/operation-record.ts';
-import { transition } from '../src/state-machine/transition.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
+import { transition } from '../src/state-machine/transition.ts';
 import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
+import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantA: string;
@@ -22,7 +22,10 @@ beforeAll(async () => {
 afterAll(() => t.dispose());
 
 async function operationCount(tenantId: string): Promise<number> {
-  const rows = await t.db.select({ n: sql<number>`count(*)::int` }).from(operations).where(sql`tenant_id = ${tenantId} and kind = 'withdrawal'`);
+  const rows = await t.db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(operations)
+    .where(sql`tenant_id = ${tenantId} and kind = 'withdrawal'`);
   return rows[0]?.n ?? 0;
 }
 
@@ -35,7 +38,12 @@ describe('operation identity', () => {
     expect(b.outcome).toBe('CREATED');
     expect(a.operation.operationId).not.toBe(b.operation.operationId);
     // Each tenant's replay returns its own operation.
-    const replayB = await submit(t.db, tenantB, withdrawal({ withdrawalId: 'shared-1', amountMinor: '7', destination: b.operation.destination ?? '' }), key);
+    const replayB = await submit(
+      t.db,
+      tenantB,
+      withdrawal({ withdrawalId: 'shared-1', amountMinor: '7', destination: b.operation.destination ?? '' }),
+      key,
+    );
     expect(replayB.outcome).toBe('REPLAYED');
     expect(replayB.operation.operationId).toBe(b.operation.operationId);
     // Under tenant B's scope, tenant A's operation does not exist.
@@ -74,10 +82,14 @@ describe('operation identity', () => {
     const key = `withdrawal-${request.withdrawalId}`;
     const first = await submit(t.db, tenantA, request, key);
     const changedAmount = await refusal(submit(t.db, tenantA, { ...request, amountMinor: '1' }, key));
-    const changedDestination = await refusal(submit(t.db, tenantA, { ...request, destination: evmAddress() }, key));
+    const changedDestination = await refusal(
+      submit(t.db, tenantA, { ...request, destination: evmAddress() }, key),
+    );
     expect(changedAmount.code).toBe('IDEMPOTENCY_CONFLICT');
     expect(changedDestination.code).toBe('IDEMPOTENCY_CONFLICT');
-    const stored = await withTenant(t.db, tenantA, (tx) => getOperation(tx, tenantA, first.operation.operationId));
+    const stored = await withTenant(t.db, tenantA, (tx) =>
+      getOperation(tx, tenantA, first.operation.operationId),
+    );
     expect(stored.amountMinor).toBe(request.amountMinor);
     expect(stored.destination).toBe(request.destination);
   });
@@ -111,7 +123,10 @@ describe('operation identity', () => {
     };
     // Approve, claim, sign: the path a worker takes.
     await withTenant(t.db, tenantA, async (tx) => {
-      const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
+      const approved = await transition(tx, created.operation, 'APPROVED', {
+        actor: 'staff:a',
+        reason: 'ok',
+      });
       const claimed = await claim(tx, { operation: approved, workerId: 'w1', leaseMs: 30_000 });
       if (!claimed) throw new Error('claim failed');
       const signed = await recordSigned(tx, {
@@ -125,7 +140,10 @@ describe('operation identity', () => {
       try {
         await send();
       } catch (error) {
-        await transition(tx, signed, 'UNKNOWN', { actor: 'w1', reason: `send raised: ${(error as Error).message}` });
+        await transition(tx, signed, 'UNKNOWN', {
+          actor: 'w1',
+          reason: `send raised: ${(error as Error).message}`,
+        });
       }
     });
     const retry = await refusal(submit(t.db, tenantA, request, key));
@@ -136,7 +154,9 @@ describe('operation identity', () => {
     expect(otherKey.details.holderKey).toBe(key);
     expect(sends).toBe(1);
     // The hold stays in place while the outcome is unknown.
-    const op = await withTenant(t.db, tenantA, (tx) => getOperation(tx, tenantA, created.operation.operationId));
+    const op = await withTenant(t.db, tenantA, (tx) =>
+      getOperation(tx, tenantA, created.operation.operationId),
+    );
     expect(op.state).toBe('UNKNOWN');
   });
 
@@ -161,7 +181,11 @@ describe('bad input is refused with VALIDATION and writes nothing', () => {
     ['79 digits', { amountMinor: '1'.repeat(79) }, 'k-long'],
     ['a number instead of a string', { amountMinor: 5 }, 'k-num'],
     ['an unknown asset', { asset: 'DOGE' }, 'k-asset'],
-    ['an EVM address with a broken checksum', { destination: '0x52908400098527886E0F7030069857D2E4169Ee7' }, 'k-cs'],
+    [
+      'an EVM address with a broken checksum',
+      { destination: '0x52908400098527886E0F7030069857D2E4169Ee7' },
+      'k-cs',
+    ],
     ['a bitcoin address for ETH', { destination: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq' }, 'k-net'],
     ['an unknown field', { surprise: true }, 'k-extra'],
   ];
@@ -183,13 +207,25 @@ describe('bad input is refused with VALIDATION and writes nothing', () => {
 
   it('accepts a valid bitcoin withdrawal and an 18-decimal amount beyond bigint range', async () => {
     await fund(t.db, tenantA, 'acct-big', 'ETH', 10n ** 40n);
-    const big = await submit(t.db, tenantA, withdrawal({ accountId: 'acct-big', amountMinor: (10n ** 39n).toString() }), 'k-big');
+    const big = await submit(
+      t.db,
+      tenantA,
+      withdrawal({ accountId: 'acct-big', amountMinor: (10n ** 39n).toString() }),
+      'k-big',
+    );
     expect(big.operation.state).toBe('REQUESTED');
-    expect(await balanceOf(t.db, tenantA, 'acct-big')).toEqual({ available: 10n ** 40n - 10n ** 39n, held: 10n ** 39n });
+    expect(await balanceOf(t.db, tenantA, 'acct-big')).toEqual({
+      available: 10n ** 40n - 10n ** 39n,
+      held: 10n ** 39n,
+    });
     const btc = await submit(
       t.db,
       tenantA,
-      withdrawal({ asset: 'BTC', destination: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq', amountMinor: '1' }),
+      withdrawal({
+        asset: 'BTC',
+        destination: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq',
+        amountMinor: '1',
+      }),
       'k-btc',
     );
     expect(btc.operation.state).toBe('REJECTED');

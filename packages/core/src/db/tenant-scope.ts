@@ -1,6 +1,6 @@
+import { IdemError } from '@idem/contracts';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { IdemError } from '@idem/contracts';
 import type { Database, Tx } from './connect.ts';
 
 const tenantIdSchema = z.uuid();
@@ -13,7 +13,11 @@ export const APP_ROLE = 'idem_app';
  * role and binds `app.tenant_id`, so row-level security filters every statement even when the
  * connection itself is a superuser (as PGlite's always is). Nothing tenant-scoped runs outside it.
  */
-export async function withTenant<T>(db: Database, tenantId: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+export async function withTenant<T>(
+  db: Database,
+  tenantId: string,
+  work: (tx: Tx) => Promise<T>,
+): Promise<T> {
   if (!tenantIdSchema.safeParse(tenantId).success) {
     throw new IdemError('UNAUTHORIZED', 'tenant id is not a valid identifier');
   }

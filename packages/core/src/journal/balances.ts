@@ -9,7 +9,11 @@ export interface BalanceView {
 }
 
 /** An account's balances per asset, as projected from its postings. */
-export async function getBalances(db: Executor, tenantId: string, accountRef: string): Promise<BalanceView[]> {
+export async function getBalances(
+  db: Executor,
+  tenantId: string,
+  accountRef: string,
+): Promise<BalanceView[]> {
   const rows = await db
     .select({ asset: balances.assetCode, available: balances.available, held: balances.held })
     .from(balances)

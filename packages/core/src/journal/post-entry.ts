@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
-import { balances, journalEntries, postings } from '../db/schema/index.ts';
 import type { Tx } from '../db/connect.ts';
+import { balances, journalEntries, postings } from '../db/schema/index.ts';
 
 export type Bucket = 'available' | 'held' | 'control';
 
@@ -40,7 +40,9 @@ export async function postEntry(
     if (!ok) {
       if (applied === 0) return { ok: false, code: 'INSUFFICIENT_FUNDS' };
       // A later debit failing would leave a half-applied entry: abort the whole transaction.
-      throw new Error(`postEntry: debit refused after ${applied} balance changes; transaction must roll back`);
+      throw new Error(
+        `postEntry: debit refused after ${applied} balance changes; transaction must roll back`,
+      );
     }
     applied += 1;
   }
@@ -92,7 +94,12 @@ function customerDeltas(entryPostings: Posting[]): Delta[] {
   for (const posting of entryPostings) {
     if (posting.bucket === 'control') continue;
     const key = `${posting.account}\u0000${posting.assetCode}`;
-    const delta = byKey.get(key) ?? { account: posting.account, assetCode: posting.assetCode, available: 0n, held: 0n };
+    const delta = byKey.get(key) ?? {
+      account: posting.account,
+      assetCode: posting.assetCode,
+      available: 0n,
+      held: 0n,
+    };
     if (posting.bucket === 'available') delta.available += posting.amount;
     else delta.held += posting.amount;
     byKey.set(key, delta);

@@ -7,7 +7,9 @@ import { type ApprovedPayload, payloadHash } from '../payload/payload-hash.ts';
 import { IN_FLIGHT_STATES } from '../state-machine/transitions.ts';
 import { findByKey, findByReference, type Operation } from './operation-record.ts';
 
-export type IdentityClaim = { outcome: 'CREATED'; operation: Operation } | { outcome: 'REPLAYED'; operation: Operation };
+export type IdentityClaim =
+  | { outcome: 'CREATED'; operation: Operation }
+  | { outcome: 'REPLAYED'; operation: Operation };
 
 /** How long an IN_FLIGHT caller should wait before asking again. */
 export const IN_FLIGHT_RETRY_AFTER_MS = 5_000;
@@ -65,7 +67,12 @@ export async function claimIdentity(
     }
     return { outcome: 'REPLAYED', operation: byKey };
   }
-  const holder = await findByReference(tx, payload.tenantId, payload.kind as OperationKind, payload.reference);
+  const holder = await findByReference(
+    tx,
+    payload.tenantId,
+    payload.kind as OperationKind,
+    payload.reference,
+  );
   if (holder) {
     // C04: the refusal names the holding key, so the caller can look up the real state.
     throw new IdemError(

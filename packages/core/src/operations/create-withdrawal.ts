@@ -1,4 +1,3 @@
-import { and, eq, sql } from 'drizzle-orm';
 import {
   IdemError,
   idempotencyKeySchema,
@@ -7,6 +6,7 @@ import {
   type WithdrawalRequest,
   withdrawalRequestSchema,
 } from '@idem/contracts';
+import { and, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { Tx } from '../db/connect.ts';
 import { assets, operations, tenants } from '../db/schema/index.ts';
@@ -91,7 +91,12 @@ export async function createWithdrawal(tx: Tx, input: CreateWithdrawalInput): Pr
   return claim;
 }
 
-export function withdrawalPayload(tenantId: string, request: WithdrawalRequest, network: Network, policyVersion: number) {
+export function withdrawalPayload(
+  tenantId: string,
+  request: WithdrawalRequest,
+  network: Network,
+  policyVersion: number,
+) {
   return {
     tenantId,
     kind: 'withdrawal',

@@ -1,13 +1,17 @@
-import { and, eq } from 'drizzle-orm';
 import type { OperationKind, OperationState, OperationView } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
+import { and, eq } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
 import { payloadHash } from '../payload/payload-hash.ts';
 
 export type Operation = typeof operations.$inferSelect & { kind: OperationKind; state: OperationState };
 
-export async function findOperation(db: Executor, tenantId: string, operationId: string): Promise<Operation | null> {
+export async function findOperation(
+  db: Executor,
+  tenantId: string,
+  operationId: string,
+): Promise<Operation | null> {
   const rows = await db
     .select()
     .from(operations)
@@ -38,7 +42,9 @@ export async function findByReference(
   const rows = await db
     .select()
     .from(operations)
-    .where(and(eq(operations.tenantId, tenantId), eq(operations.kind, kind), eq(operations.reference, reference)));
+    .where(
+      and(eq(operations.tenantId, tenantId), eq(operations.kind, kind), eq(operations.reference, reference)),
+    );
   return (rows[0] as Operation | undefined) ?? null;
 }
 

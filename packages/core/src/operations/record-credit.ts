@@ -1,4 +1,3 @@
-import { and, eq } from 'drizzle-orm';
 import {
   amountMinorSchema,
   IdemError,
@@ -7,6 +6,7 @@ import {
   referenceSchema,
   signedAmountMinorSchema,
 } from '@idem/contracts';
+import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Tx } from '../db/connect.ts';
 import { assets, tenants } from '../db/schema/index.ts';
@@ -40,7 +40,13 @@ export const adjustmentInputSchema = z.strictObject({
  */
 export async function recordDeposit(
   tx: Tx,
-  input: { tenantId: string; deposit: unknown; idempotencyKey: unknown; actor: string; evidence?: Record<string, unknown> },
+  input: {
+    tenantId: string;
+    deposit: unknown;
+    idempotencyKey: unknown;
+    actor: string;
+    evidence?: Record<string, unknown>;
+  },
 ): Promise<IdentityClaim> {
   const deposit = parseOrThrow(depositInputSchema, input.deposit);
   const idempotencyKey = parseOrThrow(idempotencyKeySchema, input.idempotencyKey);

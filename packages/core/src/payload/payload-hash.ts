@@ -38,4 +38,3 @@ export function payloadHash(payload: ApprovedPayload): string {
   if (canonical === undefined) throw new Error('payload could not be canonicalised');
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }
-

@@ -1,5 +1,5 @@
-import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { IdemError } from '@idem/contracts';
+import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
 import { assertPayloadIntact, getOperation, type Operation } from '../operations/operation-record.ts';
@@ -73,12 +73,22 @@ export async function claim(
  */
 export async function recordSigned(
   tx: Tx,
-  input: { tenantId: string; operationId: string; leaseGeneration: number; signedArtifact: string; txHash: string; workerId: string },
+  input: {
+    tenantId: string;
+    operationId: string;
+    leaseGeneration: number;
+    signedArtifact: string;
+    txHash: string;
+    workerId: string;
+  },
 ): Promise<Operation> {
   const op = await getOperation(tx, input.tenantId, input.operationId);
   assertPayloadIntact(op);
   if (op.leaseGeneration !== input.leaseGeneration || op.state !== 'SIGNING') {
-    throw new IdemError('STALE_WRITE', 'the lease was taken over or the operation moved on; not recording the signature');
+    throw new IdemError(
+      'STALE_WRITE',
+      'the lease was taken over or the operation moved on; not recording the signature',
+    );
   }
   return transition(tx, op, 'SIGNED', {
     actor: input.workerId,

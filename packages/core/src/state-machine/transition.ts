@@ -1,9 +1,9 @@
-import { and, eq, type SQL, sql } from 'drizzle-orm';
 import type { OperationState } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
+import { and, eq, type SQL, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { operations, operationTransitions } from '../db/schema/index.ts';
-import { postEntry, type Posting, SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
+import { type Posting, postEntry, SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 import { findOperation, type Operation } from '../operations/operation-record.ts';
 import { enqueue } from '../outbox/enqueue.ts';
 import { findEdge, type LedgerEffect, SETTLED_STATES } from './transitions.ts';
@@ -29,7 +29,12 @@ export interface TransitionContext {
  * entry the edge demands and the outbox notification, all in the caller's transaction.
  * A concurrent change makes the UPDATE match nothing: STALE_WRITE, and nothing is written.
  */
-export async function transition(tx: Tx, op: Operation, to: OperationState, ctx: TransitionContext): Promise<Operation> {
+export async function transition(
+  tx: Tx,
+  op: Operation,
+  to: OperationState,
+  ctx: TransitionContext,
+): Promise<Operation> {
   const edge = findEdge(op.kind, op.state, to);
   if (!edge) {
     throw new IdemError('INVALID_TRANSITION', `a ${op.kind} cannot move from ${op.state} to ${to}`);
@@ -124,5 +129,6 @@ async function applyLedgerEffect(tx: Tx, op: Operation, effect: LedgerEffect): P
   });
   // The hold covers every non-settled withdrawal, so releasing or settling it cannot fail; if it
   // does, the ledger is inconsistent and the transaction must not commit.
-  if (!result.ok) throw new Error(`ledger effect ${effect} refused for operation ${op.operationId}: hold missing`);
+  if (!result.ok)
+    throw new Error(`ledger effect ${effect} refused for operation ${op.operationId}: hold missing`);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
 import { IdemError, networkSchema } from '@idem/contracts';
+import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Database } from '../db/connect.ts';
 import { assets, tenants } from '../db/schema/index.ts';
@@ -31,8 +31,12 @@ export async function createTenant(
   input: { name: string; assets?: AssetConfig[]; tenantId?: string },
 ): Promise<{ tenantId: string }> {
   const name = input.name.trim();
-  if (name.length < 1 || name.length > 120) throw new IdemError('VALIDATION', 'tenant name must be 1..120 characters');
-  const assetList = z.array(assetConfigSchema).max(100).parse(input.assets ?? DEFAULT_ASSETS);
+  if (name.length < 1 || name.length > 120)
+    throw new IdemError('VALIDATION', 'tenant name must be 1..120 characters');
+  const assetList = z
+    .array(assetConfigSchema)
+    .max(100)
+    .parse(input.assets ?? DEFAULT_ASSETS);
   const tenantId = input.tenantId ?? randomUUID();
   await db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('app.tenant_id', ${tenantId}, true)`);

@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm';
-import { bigint, check, foreignKey, numeric, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  check,
+  foreignKey,
+  numeric,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 import { assets } from './tenants.ts';
 

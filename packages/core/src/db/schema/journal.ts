@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, integer, pgTable, primaryKey, text, timestamp, uuid, numeric } from 'drizzle-orm/pg-core';
+import { check, integer, numeric, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
 /**
@@ -38,10 +38,7 @@ export const postings = pgTable(
     primaryKey({ columns: [t.tenantId, t.entryId, t.postingNo] }),
     check('postings_amount_non_zero', sql`${t.amount} <> 0`),
     check('postings_bucket_known', sql`${t.bucket} in ('available', 'held', 'control')`),
-    check(
-      'postings_system_accounts_use_control',
-      sql`(${t.account} like '@%') = (${t.bucket} = 'control')`,
-    ),
+    check('postings_system_accounts_use_control', sql`(${t.account} like '@%') = (${t.bucket} = 'control')`),
     tenantPolicy(),
   ],
 );

@@ -70,7 +70,10 @@ export const operations = pgTable(
     index('operations_state_lease').on(t.state, t.leaseExpiresAt),
     check('operations_kind_known', sql`${t.kind} in ('withdrawal', 'deposit', 'adjustment')`),
     check('operations_state_known', sql`${t.state} in (${stateList})`),
-    check('operations_amount_sign', sql`${t.amountMinor} > 0 or (${t.kind} = 'adjustment' and ${t.amountMinor} <> 0)`),
+    check(
+      'operations_amount_sign',
+      sql`${t.amountMinor} > 0 or (${t.kind} = 'adjustment' and ${t.amountMinor} <> 0)`,
+    ),
     check('operations_fee_cap_positive', sql`${t.feeCapMinor} is null or ${t.feeCapMinor} > 0`),
     tenantPolicy(),
   ],
