@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
+import { networkSchema } from './network.ts';
 
 /** The states of seed 000's state machine. Deposits and adjustments use a subset (see core). */
 export const operationStates = [
@@ -29,6 +30,8 @@ export const withdrawalRequestSchema = z.strictObject({
   withdrawalId: referenceSchema,
   accountId: referenceSchema,
   asset: z.string().regex(/^[A-Z0-9]{2,12}$/, { error: 'asset must be an asset code such as ETH' }),
+  /** Optional; when given it must be the asset's network, so a caller's mistaken assumption is caught. */
+  network: networkSchema.optional(),
   destination: z.string().min(1).max(128),
   memo: memoSchema.optional(),
   amountMinor: amountMinorSchema,

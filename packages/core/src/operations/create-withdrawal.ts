@@ -52,6 +52,9 @@ export async function createWithdrawal(tx: Tx, input: CreateWithdrawalInput): Pr
     throw validation('request.asset', `unknown asset ${request.asset}`);
   }
   const network = found.network as Network;
+  if (request.network !== undefined && request.network !== network) {
+    throw validation('request.network', `asset ${request.asset} is on ${network}, not ${request.network}`);
+  }
   if (!isValidDestination(network, request.destination)) {
     throw validation('request.destination', `destination is not a valid ${network} address`);
   }
