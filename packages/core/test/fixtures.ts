@@ -70,3 +70,14 @@ export async function refusal(promise: Promise<unknown>): Promise<IdemError> {
   }
   throw new Error('expected a refusal, but the call succeeded');
 }
+
+/** Awaits a statement the database must refuse, and returns the database's own message. */
+export async function databaseRefusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause;
+    return cause?.message ?? (error as Error).message;
+  }
+  throw new Error('expected the database to refuse, but the statement succeeded');
+}

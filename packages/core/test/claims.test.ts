@@ -1,0 +1,147 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withTenant } from '../src/db/tenant-scope.ts';
+import { getOperation, type Operation } from '../src/operations/operation-record.ts';
+import { claim, recordSigned, releaseClaim } from '../src/state-machine/claim.ts';
+import { transition } from '../src/state-machine/transition.ts';
+import { databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
+import { createTestDatabase, type TestDatabase } from './harness.ts';
+
+let t: TestDatabase;
+let tenantId: string;
+
+beforeAll(async () => {
+  t = await createTestDatabase({ maxConnections: 20 });
+  tenantId = await newTenant(t.db);
+  await fund(t.db, tenantId, 'acct-1', 'ETH', 100n * ETH);
+});
+afterAll(() => t.dispose());
+
+async function approvedWithdrawal(): Promise<Operation> {
+  const created = await submit(t.db, tenantId, withdrawal(), `k-${Math.random().toString(36).slice(2)}`);
+  return withTenant(t.db, tenantId, (tx) =>
+    transition(tx, created.operation, 'APPROVED', { actor: 'staff:approver', reason: 'approved' }),
+  );
+}
+
+function tryClaim(op: Operation, workerId: string, leaseMs = 30_000) {
+  return withTenant(t.db, tenantId, (tx) => claim(tx, { operation: op, workerId, leaseMs }));
+}
+
+describe('claims', () => {
+  it('C09 exactly one of 50 concurrent workers claims the operation', async () => {
+    const op = await approvedWithdrawal();
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => tryClaim(op, `worker-${i}`)));
+    const winners = results.filter((r) => r !== null);
+    expect(winners).toHaveLength(1);
+    const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    expect(stored.state).toBe('SIGNING');
+    expect(stored.leaseOwner).toBe(winners[0]?.operation.leaseOwner);
+    expect(stored.leaseGeneration).toBe(1);
+  });
+
+  it('C09 a claim with a payload hash that is not the approved one matches nothing', async () => {
+    const op = await approvedWithdrawal();
+    const forged = { ...op, payloadHash: 'f'.repeat(64) };
+    expect(await tryClaim(forged, 'worker-x')).toBeNull();
+  });
+
+  it('C09 a stale lease generation cannot record a signature after the lease was reclaimed', async () => {
+    const op = await approvedWithdrawal();
+    const first = await tryClaim(op, 'worker-slow', 1);
+    expect(first).not.toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    const second = await tryClaim(current, 'worker-fast');
+    expect(second?.leaseGeneration).toBe((first?.leaseGeneration ?? 0) + 1);
+    const stale = await refusal(
+      withTenant(t.db, tenantId, (tx) =>
+        recordSigned(tx, {
+          tenantId,
+          operationId: op.operationId,
+          leaseGeneration: first?.leaseGeneration ?? 0,
+          signedArtifact: '0xstale',
+          txHash: '0xstale',
+          workerId: 'worker-slow',
+        }),
+      ),
+    );
+    expect(stale.code).toBe('STALE_WRITE');
+    const signed = await withTenant(t.db, tenantId, (tx) =>
+      recordSigned(tx, {
+        tenantId,
+        operationId: op.operationId,
+        leaseGeneration: second?.leaseGeneration ?? 0,
+        signedArtifact: '0xfresh',
+        txHash: '0xfreshhash',
+        workerId: 'worker-fast',
+      }),
+    );
+    expect(signed.state).toBe('SIGNED');
+    expect(signed.signedArtifact).toBe('0xfresh');
+  });
+
+  it('C12 an expired lease is not reclaimable once something is signed', async () => {
+    const op = await approvedWithdrawal();
+    const claimed = await tryClaim(op, 'worker-a', 1);
+    // Sign while still in SIGNING, then let the lease expire, and simulate a crash before the
+    // SIGNED transition is visible to others by reading the SIGNING row as a competitor would.
+    const signed = await withTenant(t.db, tenantId, (tx) =>
+      recordSigned(tx, {
+        tenantId,
+        operationId: op.operationId,
+        leaseGeneration: claimed?.leaseGeneration ?? 0,
+        signedArtifact: '0xbytes',
+        txHash: '0xhash',
+        workerId: 'worker-a',
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A competitor holding the old SIGNING snapshot cannot claim: version and artifact both stop it.
+    expect(await tryClaim(claimed?.operation as Operation, 'worker-b')).toBeNull();
+    // Nor can anyone claim the SIGNED row itself.
+    expect(await tryClaim(signed, 'worker-b')).toBeNull();
+    const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    expect(stored.signedArtifact).toBe('0xbytes');
+    expect(stored.leaseOwner).toBe('worker-a');
+  });
+
+  it('C12 the database refuses to overwrite stored signed bytes, whatever the caller', async () => {
+    const op = await approvedWithdrawal();
+    const claimed = await tryClaim(op, 'worker-a');
+    await withTenant(t.db, tenantId, (tx) =>
+      recordSigned(tx, {
+        tenantId,
+        operationId: op.operationId,
+        leaseGeneration: claimed?.leaseGeneration ?? 0,
+        signedArtifact: '0xoriginal',
+        txHash: '0xoriginalhash',
+        workerId: 'worker-a',
+      }),
+    );
+    const message = await databaseRefusal(
+      t.db.execute(
+        sql`update operations set signed_artifact = '0xother', version = version + 1 where operation_id = ${op.operationId}`,
+      ),
+    );
+    expect(message).toMatch(/already signed/);
+  });
+
+  it('an unsigned claim can be released back to APPROVED and claimed again', async () => {
+    const op = await approvedWithdrawal();
+    const claimed = await tryClaim(op, 'worker-a');
+    const released = await withTenant(t.db, tenantId, (tx) =>
+      releaseClaim(tx, {
+        tenantId,
+        operationId: op.operationId,
+        leaseGeneration: claimed?.leaseGeneration ?? 0,
+        workerId: 'worker-a',
+        reason: 'shutting down',
+      }),
+    );
+    expect(released.state).toBe('APPROVED');
+    expect(released.leaseOwner).toBeNull();
+    const again = await tryClaim(released, 'worker-b');
+    expect(again?.leaseGeneration).toBe(2);
+  });
+});
