@@ -1,0 +1,56 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { LatencyRecorder, type LatencySummary } from './latency.ts';
+import { createScratchDatabase } from './scratch.ts';
+
+const run = promisify(execFile);
+
+export interface PgbenchResult {
+  tps: number;
+  latency: LatencySummary;
+}
+
+/**
+ * The yardstick: pgbench's TPC-B-like script (scale 10, 8 clients, 2 threads) on the same server,
+ * in its own scratch database. Per-transaction logs (`-l`) give p50/p99 comparable to ours.
+ */
+export async function runPgbench(seconds: number): Promise<PgbenchResult> {
+  const binary = process.env.PGBENCH || 'pgbench';
+  const scratch = await createScratchDatabase('idem_bench_pgbench');
+  const logDir = await mkdtemp(join(tmpdir(), 'idem-pgbench-'));
+  try {
+    await run(binary, ['-i', '-s', '10', '-q', scratch.url], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(
+      binary,
+      ['-c', '8', '-j', '2', '-T', String(seconds), '-l', `--log-prefix=${join(logDir, 'tx')}`, scratch.url],
+      { maxBuffer: 16 << 20 },
+    );
+    return { tps: parseTps(stdout), latency: await readLatencies(logDir) };
+  } finally {
+    await rm(logDir, { recursive: true, force: true });
+    await scratch.drop();
+  }
+}
+
+/** `tps = 4123.456789 (without initial connection time)` */
+export function parseTps(stdout: string): number {
+  const match = /^tps = ([0-9.]+)/m.exec(stdout);
+  if (!match?.[1]) throw new Error(`pgbench printed no tps line:\n${stdout}`);
+  return Number(match[1]);
+}
+
+/** Each log line: client_id transaction_no time_us script_no epoch_s epoch_us. */
+async function readLatencies(logDir: string): Promise<LatencySummary> {
+  const recorder = new LatencyRecorder();
+  for (const file of await readdir(logDir)) {
+    const text = await readFile(join(logDir, file), 'utf8');
+    for (const line of text.split('\n')) {
+      const micros = Number(line.split(' ')[2]);
+      if (line.length > 0 && Number.isFinite(micros)) recorder.record(micros / 1000);
+    }
+  }
+  return recorder.summary();
+}

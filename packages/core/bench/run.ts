@@ -1,0 +1,163 @@
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { openDatabase } from '../src/index.ts';
+import { runPgbench } from './pgbench.ts';
+import { printTable, publish, type Row, round } from './report.ts';
+import { createScratchDatabase } from './scratch.ts';
+import { creationPhase, fundedTenant, stormPhase } from './workload.ts';
+
+/**
+ * `pnpm bench` (core): withdrawal creation on PostgreSQL, measured against pgbench's TPC-B-like
+ * script on the same server in the same run. Exits non-zero if any phase leaves the database
+ * inconsistent with what the callers were told; a missed throughput target is reported, not fatal.
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const WARMUP_MS = Math.min(2_000, SECONDS * 200);
+const ACCOUNTS = 1_000;
+const STORM_CALLERS = 100;
+const STORM_POOL = 20;
+const STORM_ROUNDS = 10;
+const TARGETS = { many8: 0.7, hot8: 0.3 } as const;
+const RESULTS_FILE = fileURLToPath(new URL('../../../bench-results/core.json', import.meta.url));
+
+async function main() {
+  if (!Number.isFinite(SECONDS) || SECONDS <= 0) throw new Error('BENCH_SECONDS must be a positive number');
+  console.log(
+    `idem core bench: ${SECONDS}s per phase, ${cpus().length} CPUs shared by Node, PostgreSQL and pgbench`,
+  );
+
+  console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
+  const pgbench = await runPgbench(SECONDS);
+  console.log(`pgbench: ${pgbench.tps.toFixed(0)} tps`);
+
+  const scratch = await createScratchDatabase('idem_bench');
+  const rows: Row[] = [];
+  let storm: Awaited<ReturnType<typeof stormPhase>> | undefined;
+  const violations: string[] = [];
+  try {
+    const setup = await openDatabase({ url: scratch.url, maxConnections: 8 });
+    await setup.migrate();
+    const many8 = await fundedTenant(setup.db, 'bench many 8', ACCOUNTS, 8);
+    const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
+    const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
+    const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
+    await setup.close();
+
+    const phases = [
+      { name: 'create, many accounts', tenant: many8, connections: 8, target: TARGETS.many8, label: 'm8' },
+      { name: 'create, many accounts', tenant: many16, connections: 16, target: null, label: 'm16' },
+      { name: 'create, one hot account', tenant: hot, connections: 8, target: TARGETS.hot8, label: 'h8' },
+    ];
+    for (const phase of phases) {
+      console.log(`${phase.name}, ${phase.connections} connections ...`);
+      const handle = await openDatabase({ url: scratch.url, maxConnections: phase.connections });
+      try {
+        const outcome = await creationPhase(handle.db, {
+          tenantId: phase.tenant.tenantId,
+          accountIds: phase.tenant.accountIds,
+          concurrency: phase.connections,
+          warmupMs: WARMUP_MS,
+          measureMs: SECONDS * 1000,
+          label: phase.label,
+        });
+        violations.push(...outcome.violations.map((v) => `${phase.name}/${phase.connections}: ${v}`));
+        rows.push({
+          name: phase.name,
+          connections: phase.connections,
+          ops: outcome.measured,
+          opsPerSec: outcome.opsPerSec,
+          p50Ms: outcome.latency.p50Ms,
+          p99Ms: outcome.latency.p99Ms,
+          ratio: outcome.opsPerSec / pgbench.tps,
+          target: phase.target,
+          correct: outcome.violations.length === 0,
+        });
+      } finally {
+        await handle.close();
+      }
+    }
+
+    console.log(
+      `same-key storm: ${STORM_CALLERS} callers on a pool of ${STORM_POOL}, ${STORM_ROUNDS} rounds ...`,
+    );
+    const handle = await openDatabase({ url: scratch.url, maxConnections: STORM_POOL });
+    try {
+      storm = await stormPhase(handle.db, {
+        tenantId: stormTenant.tenantId,
+        accountId: stormTenant.accountIds[0] ?? 'acct-0',
+        callers: STORM_CALLERS,
+        rounds: STORM_ROUNDS,
+      });
+    } finally {
+      await handle.close();
+    }
+    violations.push(...storm.violations.map((v) => `storm: ${v}`));
+    rows.push({
+      name: `same-key storm x${STORM_CALLERS}`,
+      connections: STORM_POOL,
+      ops: storm.calls,
+      opsPerSec: storm.opsPerSec,
+      p50Ms: storm.latency.p50Ms,
+      p99Ms: storm.latency.p99Ms,
+      ratio: storm.opsPerSec / pgbench.tps,
+      target: null,
+      correct: storm.violations.length === 0,
+    });
+  } finally {
+    await scratch.drop();
+  }
+
+  console.log('');
+  printTable([
+    {
+      name: 'pgbench TPC-B-like',
+      connections: 8,
+      ops: pgbench.latency.count,
+      opsPerSec: pgbench.tps,
+      p50Ms: pgbench.latency.p50Ms,
+      p99Ms: pgbench.latency.p99Ms,
+      ratio: 1,
+      target: null,
+      correct: true,
+    },
+    ...rows,
+  ]);
+  for (const violation of violations) console.error(`VIOLATION ${violation}`);
+
+  await publish(
+    {
+      seconds: SECONDS,
+      cpus: cpus().length,
+      node: process.version,
+      pgbench: {
+        tps: round(pgbench.tps),
+        p50Ms: round(pgbench.latency.p50Ms),
+        p99Ms: round(pgbench.latency.p99Ms),
+      },
+      phases: rows.map((row) => ({
+        ...row,
+        opsPerSec: round(row.opsPerSec),
+        p50Ms: round(row.p50Ms),
+        p99Ms: round(row.p99Ms),
+        ratio: round(row.ratio, 3),
+        met: row.target === null ? null : row.ratio >= row.target,
+      })),
+      storm: storm && {
+        callers: STORM_CALLERS,
+        rounds: STORM_ROUNDS,
+        created: storm.created,
+        replayed: storm.replayed,
+        failed: storm.failed,
+        maxMs: round(storm.latency.maxMs),
+      },
+      violations,
+    },
+    RESULTS_FILE,
+  );
+  if (violations.length > 0) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
