@@ -7,7 +7,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-// @ts-expect-error solc-js ships no type declarations.
 import solc from 'solc';
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');

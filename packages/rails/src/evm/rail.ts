@@ -1,0 +1,288 @@
+import { IdemError } from '@idem/contracts';
+import {
+  type Address,
+  createPublicClient,
+  encodeFunctionData,
+  erc20Abi,
+  type Hex,
+  http,
+  isHex,
+  keccak256,
+  type PublicClient,
+  TransactionNotFoundError,
+  type TransactionReceipt,
+  TransactionReceiptNotFoundError,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { readBroadcastError } from './classify.ts';
+import { type DepositScanRequest, scanDeposits } from './deposits.ts';
+import {
+  type BroadcastOutcome,
+  type EvmDeposit,
+  type EvmLookupEvidence,
+  type EvmLookupRequest,
+  type EvmSignRequestInput,
+  evmSignRequestSchema,
+  type SignedEvmTransaction,
+} from './types.ts';
+
+export interface EvmRailLimits {
+  /** Refuse to sign above this gas limit. Default 300,000 (an ERC-20 transfer needs about 52,000). */
+  gasLimitMax?: bigint;
+  /** Refuse to sign above this fee cap per gas, in wei. Default 1,000 gwei. */
+  maxFeePerGasMax?: bigint;
+  /** The widest block range one deposit scan may cover. Default 1,000. */
+  scanBlocksMax?: number;
+}
+
+export interface EvmRailConfig {
+  rpcUrl: string;
+  /** The chain the key signs for (EIP-155 replay protection). Checked against the node on `verifyChain`. */
+  chainId: number;
+  /** The hot wallet's key. Held in memory only; never logged. */
+  privateKey: Hex;
+  /** Deadline of each JSON-RPC call. Default 5,000 ms. */
+  requestTimeoutMs?: number;
+  limits?: EvmRailLimits;
+}
+
+export interface EvmRail {
+  /** The hot wallet's address (the sender of everything this rail signs). */
+  readonly address: Address;
+  readonly chainId: number;
+  /** Throws unless the node reports the configured chain id. */
+  verifyChain(): Promise<void>;
+  /** Signs offline; touches no network. The same request always yields the same bytes and hash. */
+  sign(request: EvmSignRequestInput): Promise<SignedEvmTransaction>;
+  /** Sends stored bytes once and classifies the answer; never retries by itself. */
+  broadcast(rawTransaction: Hex, options?: { timeoutMs?: number }): Promise<BroadcastOutcome>;
+  /** Gathers chain evidence for reconciliation. Throws when the node cannot be asked (no evidence). */
+  lookup(request: EvmLookupRequest): Promise<EvmLookupEvidence>;
+  /** The chain's view of a sender's nonces: `latest` counts mined transactions, `pending` adds the pool. */
+  readNonces(address?: Address): Promise<{ latest: number; pending: number }>;
+  /** The node's fee suggestion, for a caller that then caps it. */
+  suggestFees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }>;
+  scanDeposits(request: DepositScanRequest): Promise<EvmDeposit[]>;
+}
+
+const requestTimeoutMsDefault = 5_000;
+const gasLimitMaxDefault = 300_000n;
+const maxFeePerGasMaxDefault = 1_000_000_000_000n;
+const scanBlocksMaxDefault = 1_000;
+const nativeTransferGas = 21_000n;
+/** The largest raw transaction we will send: far above any transfer, far below a node's 128 KiB limit. */
+const rawTransactionBytesMax = 16 * 1024;
+/** Response bodies are tiny JSON; a larger one is a misbehaving node, not data to parse. */
+const responseBodyBytesMax = 4 * 1024 * 1024;
+
+export function createEvmRail(config: EvmRailConfig): EvmRail {
+  const account = privateKeyToAccount(config.privateKey);
+  const requestTimeoutMs = config.requestTimeoutMs ?? requestTimeoutMsDefault;
+  const gasLimitMax = config.limits?.gasLimitMax ?? gasLimitMaxDefault;
+  const maxFeePerGasMax = config.limits?.maxFeePerGasMax ?? maxFeePerGasMaxDefault;
+  const scanBlocksMax = config.limits?.scanBlocksMax ?? scanBlocksMaxDefault;
+
+  const makeClient = (timeoutMs: number): PublicClient =>
+    createPublicClient({
+      // Retries belong to the caller's state machine, never hidden inside a transport.
+      transport: http(config.rpcUrl, {
+        timeout: timeoutMs,
+        retryCount: 0,
+        maxResponseBodySize: responseBodyBytesMax,
+      }),
+      // viem caches the block number for a polling interval by default; evidence must be current.
+      cacheTime: 0,
+    });
+  const client = makeClient(requestTimeoutMs);
+
+  async function sign(input: EvmSignRequestInput): Promise<SignedEvmTransaction> {
+    const parsed = evmSignRequestSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new IdemError('VALIDATION', 'invalid EVM sign request', {
+        issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      });
+    }
+    const request = parsed.data;
+    const refuse = (path: string, message: string): never => {
+      throw new IdemError('VALIDATION', message, { issues: [{ path, message }] });
+    };
+    if (request.gasLimit > gasLimitMax)
+      refuse('gasLimit', `gasLimit is above the rail's cap of ${gasLimitMax}`);
+    if (request.gasLimit < nativeTransferGas)
+      refuse('gasLimit', 'gasLimit is below the 21,000 any transfer needs');
+    if (request.maxFeePerGas > maxFeePerGasMax) {
+      refuse('maxFeePerGas', `maxFeePerGas is above the rail's cap of ${maxFeePerGasMax} wei`);
+    }
+    if (request.maxPriorityFeePerGas > request.maxFeePerGas) {
+      refuse('maxPriorityFeePerGas', 'maxPriorityFeePerGas must not exceed maxFeePerGas');
+    }
+
+    const { transfer } = request;
+    const call =
+      transfer.asset === 'native'
+        ? { to: transfer.to, value: transfer.amountMinor, data: undefined }
+        : {
+            to: transfer.token,
+            value: 0n,
+            data: encodeFunctionData({
+              abi: erc20Abi,
+              functionName: 'transfer',
+              args: [transfer.to, transfer.amountMinor],
+            }),
+          };
+    const rawTransaction = await account.signTransaction({
+      type: 'eip1559',
+      chainId: config.chainId,
+      nonce: request.nonce,
+      gas: request.gasLimit,
+      maxFeePerGas: request.maxFeePerGas,
+      maxPriorityFeePerGas: request.maxPriorityFeePerGas,
+      ...call,
+    });
+    return {
+      rawTransaction,
+      txHash: keccak256(rawTransaction),
+      sender: account.address,
+      nonce: request.nonce,
+      chainId: config.chainId,
+    };
+  }
+
+  async function broadcast(
+    rawTransaction: Hex,
+    options: { timeoutMs?: number } = {},
+  ): Promise<BroadcastOutcome> {
+    if (!isHex(rawTransaction, { strict: true }) || rawTransaction.length > 2 + rawTransactionBytesMax * 2) {
+      // Programmer error: these bytes never came from `sign`.
+      throw new IdemError('VALIDATION', 'rawTransaction must be 0x-prefixed hex of at most 16 KiB');
+    }
+    const txHash = keccak256(rawTransaction);
+    const sender = options.timeoutMs === undefined ? client : makeClient(options.timeoutMs);
+    let returned: Hex;
+    try {
+      returned = await sender.sendRawTransaction({ serializedTransaction: rawTransaction });
+    } catch (error) {
+      const reading = readBroadcastError(error);
+      switch (reading.kind) {
+        case 'already_known':
+          return { outcome: 'accepted', txHash, alreadyKnown: true };
+        case 'nonce_too_low':
+          return classifyNonceTooLow(txHash, reading.detail);
+        case 'rejected':
+          return { outcome: 'rejected', txHash, reason: reading.reason, detail: reading.detail };
+        case 'ambiguous':
+          return { outcome: 'ambiguous', txHash, reason: reading.reason, detail: reading.detail };
+      }
+    }
+    if (returned.toLowerCase() !== txHash.toLowerCase()) {
+      // The node names a different transaction than the bytes we sent: we cannot say what it took.
+      return { outcome: 'ambiguous', txHash, reason: 'hash_mismatch', detail: `node returned ${returned}` };
+    }
+    return { outcome: 'accepted', txHash, alreadyKnown: false };
+  }
+
+  /**
+   * "nonce too low" answers a rebroadcast of our own mined transaction as well as a transaction
+   * whose nonce another one took. Only the chain can tell which: our hash mined means accepted.
+   */
+  async function classifyNonceTooLow(txHash: Hex, detail: string): Promise<BroadcastOutcome> {
+    try {
+      const transaction = await getTransactionOrNull(txHash);
+      if (transaction) return { outcome: 'accepted', txHash, alreadyKnown: true };
+      return { outcome: 'rejected', txHash, reason: 'nonce_too_low', detail };
+    } catch (error) {
+      return {
+        outcome: 'ambiguous',
+        txHash,
+        reason: 'unrecognised_error',
+        detail: `nonce too low, and the follow-up lookup failed: ${String(error).slice(0, 200)}`,
+      };
+    }
+  }
+
+  async function getTransactionOrNull(txHash: Hex) {
+    try {
+      return await client.getTransaction({ hash: txHash });
+    } catch (error) {
+      if (error instanceof TransactionNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  async function getReceiptOrNull(txHash: Hex) {
+    try {
+      return await client.getTransactionReceipt({ hash: txHash });
+    } catch (error) {
+      if (error instanceof TransactionReceiptNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  /** A receipt counts only if its block is still the canonical block at that height (reorgs, C17). */
+  async function canonicalReceipt(txHash: Hex) {
+    const receipt = await getReceiptOrNull(txHash);
+    if (!receipt) return null;
+    const block = await client.getBlock({ blockNumber: receipt.blockNumber }).catch((error: unknown) => {
+      if (error instanceof Error && error.name === 'BlockNotFoundError') return null;
+      throw error;
+    });
+    return block && block.hash === receipt.blockHash ? receipt : null;
+  }
+
+  async function minedEvidence(receipt: TransactionReceipt): Promise<EvmLookupEvidence> {
+    const head = await client.getBlockNumber({ cacheTime: 0 });
+    return {
+      found: 'mined',
+      blockNumber: receipt.blockNumber,
+      blockHash: receipt.blockHash,
+      confirmations: Number(head - receipt.blockNumber + 1n),
+      status: receipt.status,
+      headBlockNumber: head,
+    };
+  }
+
+  async function lookup(request: EvmLookupRequest): Promise<EvmLookupEvidence> {
+    const receipt = await canonicalReceipt(request.txHash);
+    if (receipt) return minedEvidence(receipt);
+    const transaction = await getTransactionOrNull(request.txHash);
+    if (transaction && transaction.blockNumber === null) {
+      return { found: 'pending', headBlockNumber: await client.getBlockNumber({ cacheTime: 0 }) };
+    }
+    // Pin the nonce read to one block, then look for our receipt again: if our transaction were in
+    // any block up to that one, the receipt would exist now, so a passed nonce is someone else's.
+    const head = await client.getBlockNumber({ cacheTime: 0 });
+    const minedNonce = await client.getTransactionCount({ address: request.sender, blockNumber: head });
+    const receiptAfter = await canonicalReceipt(request.txHash);
+    if (receiptAfter) return minedEvidence(receiptAfter);
+    return { found: 'absent', nonceConsumed: minedNonce > request.nonce, minedNonce, headBlockNumber: head };
+  }
+
+  return {
+    address: account.address,
+    chainId: config.chainId,
+    async verifyChain() {
+      const reported = await client.getChainId();
+      if (reported !== config.chainId) {
+        throw new IdemError(
+          'INTERNAL',
+          `node reports chain id ${reported}, rail is configured for ${config.chainId}`,
+        );
+      }
+    },
+    sign,
+    broadcast,
+    lookup,
+    async readNonces(address = account.address) {
+      const [latest, pending] = await Promise.all([
+        client.getTransactionCount({ address, blockTag: 'latest' }),
+        client.getTransactionCount({ address, blockTag: 'pending' }),
+      ]);
+      return { latest, pending };
+    },
+    async suggestFees() {
+      const fees = await client.estimateFeesPerGas();
+      return { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+    },
+    scanDeposits: (request) => scanDeposits(client, request, scanBlocksMax),
+  };
+}
