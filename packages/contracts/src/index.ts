@@ -3,3 +3,4 @@ export * from './errors.ts';
 export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
+export * from './webhooks.ts';

@@ -1,8 +1,30 @@
+export {
+  API_KEY_SECRET_BYTES,
+  authenticateApiKey,
+  createApiKey,
+  hashApiKey,
+  type ParsedApiKey,
+  parseApiKey,
+  revokeApiKey,
+} from './access/api-keys.ts';
+export {
+  createWebhookEndpoint,
+  findWebhookEndpoint,
+  tenantOfEndpoint,
+  webhookSourceSchema,
+} from './access/webhook-endpoints.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { migrationsFolder, openDatabase } from './db/connect.ts';
 export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';
 export { APP_ROLE, withTenant } from './db/tenant-scope.ts';
+export {
+  EVENT_ID_LENGTH_MAX,
+  type InboxRecordOutcome,
+  recordInboxEvent,
+  recordInboxRejection,
+  type VerifiedDelivery,
+} from './inbox/record-event.ts';
 export { type BalanceView, getBalances, sumPostings } from './journal/balances.ts';
 export { type Posting, type PostResult, postEntry, SYSTEM_ACCOUNTS } from './journal/post-entry.ts';
 export { claimIdentity, type IdentityClaim, IN_FLIGHT_RETRY_AFTER_MS } from './operations/claim-identity.ts';

@@ -1,4 +1,6 @@
+export * from './access.ts';
 export * from './balances.ts';
+export * from './inbox.ts';
 export * from './journal.ts';
 export * from './operations.ts';
 export * from './outbox.ts';

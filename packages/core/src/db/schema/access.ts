@@ -1,0 +1,50 @@
+import { index, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { tenantPolicy } from './tenant-policy.ts';
+
+/**
+ * API keys. The key itself is shown once and never stored: only its SHA-256 (the key carries 256
+ * random bits, so a slow hash adds nothing). The key also names its tenant, so the lookup runs
+ * inside that tenant's row-level-security scope and no cross-tenant lookup is ever needed.
+ */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    keyId: uuid('key_id').notNull(),
+    /** Hex SHA-256 of the whole key string. */
+    keyHash: text('key_hash').notNull(),
+    /** A few leading characters of the secret part, so an operator can tell keys apart. */
+    hint: text('hint').notNull(),
+    label: text('label').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.keyId] }),
+    unique('api_keys_tenant_hash').on(t.tenantId, t.keyHash),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * Where a source (a custodian, a chain watcher) delivers webhooks. The endpoint id is part of the
+ * URL and names the tenant, so intake finds the endpoint inside that tenant's scope. The secret
+ * must be kept in clear: HMAC verification needs it (see docs/API.md on protecting it).
+ */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    source: text('source').notNull(),
+    /** A Standard Webhooks secret, `whsec_` followed by base64. */
+    secret: text('secret').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    disabledAt: timestamp('disabled_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.endpointId] }),
+    index('webhook_endpoints_tenant_source').on(t.tenantId, t.source),
+    tenantPolicy(),
+  ],
+);

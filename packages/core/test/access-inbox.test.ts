@@ -1,0 +1,174 @@
+import { createHash } from 'node:crypto';
+import { IdemError } from '@idem/contracts';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  authenticateApiKey,
+  createApiKey,
+  createWebhookEndpoint,
+  findWebhookEndpoint,
+  listOperations,
+  operationStats,
+  recordInboxEvent,
+  revokeApiKey,
+  rowsOf,
+  schema,
+  tenantOfEndpoint,
+  withTenant,
+} from '../src/index.ts';
+import { fund, newTenant, submit, withdrawal } from './fixtures.ts';
+import { createTestDatabase, type TestDatabase } from './harness.ts';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.dispose();
+});
+
+describe('API keys', () => {
+  it('authenticate to their own tenant only, are stored as a hash, and stop working once revoked', async () => {
+    const { db } = database;
+    const tenantId = await newTenant(db);
+    const { keyId, apiKey } = await createApiKey(db, tenantId);
+    expect(apiKey).toMatch(/^idem_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+    expect(await authenticateApiKey(db, apiKey)).toEqual({ tenantId, keyId });
+
+    const stored = await withTenant(db, tenantId, (tx) => tx.select().from(schema.apiKeys));
+    expect(stored).toHaveLength(1);
+    expect(JSON.stringify(stored)).not.toContain(apiKey.slice(-43));
+    expect(stored[0]?.keyHash).toBe(createHash('sha256').update(apiKey).digest('hex'));
+
+    // The same secret under another tenant's id is a different key, and unknown.
+    const other = await newTenant(db);
+    const forged = apiKey.replace(tenantId.replaceAll('-', ''), other.replaceAll('-', ''));
+    await expect(authenticateApiKey(db, forged)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+
+    await revokeApiKey(db, tenantId, keyId);
+    await expect(authenticateApiKey(db, apiKey)).rejects.toBeInstanceOf(IdemError);
+    await expect(revokeApiKey(db, tenantId, keyId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('refuses anything not shaped like a key without touching the database', async () => {
+    for (const key of ['', 'idem_', 'Bearer x', `idem_${'0'.repeat(32)}_short`]) {
+      await expect(authenticateApiKey(database.db, key)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    }
+  });
+});
+
+describe('inbox', () => {
+  async function endpoint() {
+    const tenantId = await newTenant(database.db);
+    const created = await createWebhookEndpoint(database.db, tenantId, { source: 'custodian' });
+    return { tenantId, ...created };
+  }
+  const deposit = (reference: string, amountMinor = '100') =>
+    JSON.stringify({
+      type: 'deposit.confirmed',
+      data: { reference, accountId: 'acct-1', asset: 'ETH', amountMinor },
+    });
+  function deliver(e: Awaited<ReturnType<typeof endpoint>>, eventId: string, rawBody: string) {
+    return withTenant(database.db, e.tenantId, (tx) =>
+      recordInboxEvent(tx, {
+        tenantId: e.tenantId,
+        endpointId: e.endpointId,
+        source: e.source,
+        eventId,
+        rawBody,
+      }),
+    );
+  }
+  async function counts(tenantId: string) {
+    return withTenant(database.db, tenantId, async (tx) => ({
+      events: (await tx.select().from(schema.inboxEvents)).length,
+      work: (await tx.select().from(schema.workItems)).length,
+      quarantined: (await tx.select().from(schema.inboxQuarantine)).length,
+    }));
+  }
+
+  it('endpoint ids name their tenant and are found only inside that tenant', async () => {
+    const e = await endpoint();
+    expect(tenantOfEndpoint(e.endpointId)).toBe(e.tenantId);
+    expect(e.secret).toMatch(/^whsec_/);
+    const other = await newTenant(database.db);
+    const seen = await withTenant(database.db, other, (tx) => findWebhookEndpoint(tx, other, e.endpointId));
+    expect(seen).toBeNull();
+  });
+
+  it('C18 a new event commits with its work item; a redelivery adds nothing', async () => {
+    const e = await endpoint();
+    expect((await deliver(e, 'evt-1', deposit('dep-1'))).outcome).toBe('ACCEPTED');
+    expect((await deliver(e, 'evt-1', deposit('dep-1'))).outcome).toBe('DUPLICATE');
+    expect(await counts(e.tenantId)).toEqual({ events: 1, work: 1, quarantined: 0 });
+  });
+
+  it('C19 the same event id with a different body is quarantined, once per body, never applied', async () => {
+    const e = await endpoint();
+    await deliver(e, 'evt-2', deposit('dep-2', '100'));
+    expect((await deliver(e, 'evt-2', deposit('dep-2', '999'))).outcome).toBe('QUARANTINED');
+    expect((await deliver(e, 'evt-2', deposit('dep-2', '999'))).outcome).toBe('QUARANTINED');
+    expect(await counts(e.tenantId)).toEqual({ events: 1, work: 1, quarantined: 1 });
+  });
+
+  it('C19 an unknown type is stored UNHANDLED without work; a malformed known type is quarantined', async () => {
+    const e = await endpoint();
+    const unknown = await deliver(e, 'evt-3', JSON.stringify({ type: 'kyc.updated', data: {} }));
+    expect(unknown.outcome).toBe('UNHANDLED');
+    const malformed = JSON.stringify({ type: 'deposit.confirmed', data: { amountMinor: '1.5' } });
+    expect((await deliver(e, 'evt-4', malformed)).outcome).toBe('QUARANTINED');
+    expect((await deliver(e, 'evt-5', 'not json')).outcome).toBe('QUARANTINED');
+    const events = await withTenant(database.db, e.tenantId, (tx) => tx.select().from(schema.inboxEvents));
+    expect(events.map((row) => row.status)).toEqual(['UNHANDLED']);
+    expect(await counts(e.tenantId)).toEqual({ events: 1, work: 0, quarantined: 2 });
+  });
+
+  it('refuses a change to a stored event body, even from the owner role', async () => {
+    const e = await endpoint();
+    await deliver(e, 'evt-6', deposit('dep-6'));
+    await expect(
+      database.db.execute(sql`update inbox_events set body_sha256 = 'x' where event_id = 'evt-6'`),
+    ).rejects.toThrow();
+    await expect(
+      database.db.execute(sql`delete from inbox_events where event_id = 'evt-6'`),
+    ).rejects.toThrow();
+  });
+});
+
+describe('queries', () => {
+  it('list pages newest first with a cursor and a state filter', async () => {
+    const { db } = database;
+    const tenantId = await newTenant(db);
+    await fund(db, tenantId, 'acct-1', 'ETH', 10n ** 18n);
+    for (let i = 0; i < 5; i += 1) {
+      const request = withdrawal({ withdrawalId: `wd-list-${i}`, amountMinor: '1000' });
+      await submit(db, tenantId, request, `withdrawal-wd-list-${i}`);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await withTenant(db, tenantId, (tx) =>
+        listOperations(tx, tenantId, { kind: 'withdrawal', limit: 2, ...(cursor ? { cursor } : {}) }),
+      );
+      seen.push(...page.items.map((item) => item.reference));
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
+    expect(seen).toEqual(['wd-list-4', 'wd-list-3', 'wd-list-2', 'wd-list-1', 'wd-list-0']);
+    const rejected = await withTenant(db, tenantId, (tx) =>
+      listOperations(tx, tenantId, { kind: 'withdrawal', state: 'REJECTED', limit: 10 }),
+    );
+    expect(rejected.items).toEqual([]);
+  });
+
+  it('operation stats count across tenants through an aggregate-only function', async () => {
+    const stats = await operationStats(database.db);
+    expect(stats.find((s) => s.state === 'REQUESTED')?.operations).toBeGreaterThanOrEqual(5);
+    // The application role itself still cannot read across tenants.
+    const visible = await database.db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+      return rowsOf(await tx.execute(sql`select * from operations`));
+    });
+    expect(visible).toEqual([]);
+  });
+});
