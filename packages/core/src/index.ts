@@ -46,6 +46,8 @@ export {
 export { recordAdjustment, recordDeposit } from './operations/record-credit.ts';
 export { enqueue, type WorkTopic } from './outbox/enqueue.ts';
 export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
+export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';
+export { type OperationStats, operationStats } from './queries/operation-stats.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
 export { type Claimed, claim, LEASE_MS_MAX, recordSigned, releaseClaim } from './state-machine/claim.ts';
 export { type TransitionContext, transition } from './state-machine/transition.ts';

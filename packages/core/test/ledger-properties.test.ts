@@ -1,0 +1,159 @@
+import { IdemError } from '@idem/contracts';
+import { sql } from 'drizzle-orm';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../src/db/rows.ts';
+import { withTenant } from '../src/db/tenant-scope.ts';
+import { getOperation, type Operation } from '../src/operations/operation-record.ts';
+import { claim, recordSigned } from '../src/state-machine/claim.ts';
+import { transition } from '../src/state-machine/transition.ts';
+import { allowedNext, HOLDING_STATES } from '../src/state-machine/transitions.ts';
+import { fund, newTenant, submit } from './fixtures.ts';
+import { createTestDatabase, type TestDatabase } from './harness.ts';
+
+/**
+ * Random sequences of creates, replays, conflicting reuses, second clients, deposits and state
+ * transitions. After every step the ledger's invariants must hold:
+ * every entry balances per asset; every balance equals the sum of its postings; nothing is
+ * negative; every withdrawal that still holds funds is covered by its account's held balance.
+ */
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(() => t.dispose());
+
+const ACCOUNTS = ['a1', 'a2'];
+const DESTINATIONS = [
+  '0x52908400098527886E0F7030069857D2E4169EE7',
+  '0x8617E340B3D01FA5F11F306F4090FD50E238070D',
+];
+
+type Command =
+  | { kind: 'create'; key: number; ref: number; account: number; amount: number; destination: number }
+  | { kind: 'deposit'; account: number; amount: number }
+  | { kind: 'advance'; pick: number; choice: number; steps: number };
+
+const commandArb: fc.Arbitrary<Command> = fc.oneof(
+  fc.record({
+    kind: fc.constant('create' as const),
+    key: fc.integer({ min: 0, max: 5 }),
+    ref: fc.integer({ min: 0, max: 5 }),
+    account: fc.integer({ min: 0, max: 1 }),
+    amount: fc.integer({ min: 1, max: 400 }),
+    destination: fc.integer({ min: 0, max: 1 }),
+  }),
+  fc.record({
+    kind: fc.constant('deposit' as const),
+    account: fc.integer({ min: 0, max: 1 }),
+    amount: fc.integer({ min: 1, max: 500 }),
+  }),
+  fc.record({
+    kind: fc.constant('advance' as const),
+    pick: fc.nat(),
+    choice: fc.nat(),
+    steps: fc.integer({ min: 1, max: 6 }),
+  }),
+);
+
+async function checkInvariants(tenantId: string): Promise<void> {
+  await withTenant(t.db, tenantId, async (tx) => {
+    const unbalanced = rowsOf(
+      await tx.execute(
+        sql`select entry_id from postings group by entry_id, asset_code having sum(amount) <> 0`,
+      ),
+    );
+    expect(unbalanced).toEqual([]);
+    const mismatched = rowsOf(
+      await tx.execute(sql`
+        select b.account_ref from balances b
+          left join (select account, asset_code,
+                            sum(amount) filter (where bucket = 'available') as available,
+                            sum(amount) filter (where bucket = 'held') as held
+                       from postings where bucket <> 'control' group by account, asset_code) p
+            on p.account = b.account_ref and p.asset_code = b.asset_code
+         where b.available <> coalesce(p.available, 0) or b.held <> coalesce(p.held, 0)`),
+    );
+    expect(mismatched).toEqual([]);
+    const negative = rowsOf(await tx.execute(sql`select 1 from balances where available < 0 or held < 0`));
+    expect(negative).toEqual([]);
+    const holding = sql.join(
+      HOLDING_STATES.map((s) => sql`${s}`),
+      sql`, `,
+    );
+    const uncovered = rowsOf(
+      await tx.execute(sql`
+        select b.account_ref from balances b
+          left join (select account_ref, asset_code, sum(amount_minor) as total from operations
+                      where kind = 'withdrawal' and state in (${holding}) group by account_ref, asset_code) o
+            on o.account_ref = b.account_ref and o.asset_code = b.asset_code
+         where b.held <> coalesce(o.total, 0)`),
+    );
+    expect(uncovered).toEqual([]);
+  });
+}
+
+async function advance(tenantId: string, op: Operation, choice: number): Promise<void> {
+  await withTenant(t.db, tenantId, async (tx) => {
+    const current = await getOperation(tx, tenantId, op.operationId);
+    const next = allowedNext(current.kind, current.state);
+    const to = next[choice % Math.max(next.length, 1)];
+    if (!to) return;
+    if (to === 'SIGNING') {
+      await claim(tx, { operation: current, workerId: 'w', leaseMs: 60_000 });
+    } else if (to === 'SIGNED') {
+      await recordSigned(tx, {
+        tenantId,
+        operationId: current.operationId,
+        leaseGeneration: current.leaseGeneration,
+        signedArtifact: '0xbytes',
+        txHash: `0x${current.operationId.replaceAll('-', '')}`,
+        workerId: current.leaseOwner ?? 'w',
+      });
+    } else {
+      await transition(tx, current, to, { actor: 'property', reason: 'random walk' });
+    }
+  });
+}
+
+describe('ledger properties', () => {
+  it('random sequences keep every entry balanced, balances equal to postings, nothing negative, holds covering open withdrawals', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(commandArb, { minLength: 1, maxLength: 25 }), async (commands) => {
+        const tenantId = await newTenant(t.db);
+        const created: Operation[] = [];
+        for (const command of commands) {
+          if (command.kind === 'deposit') {
+            await fund(t.db, tenantId, ACCOUNTS[command.account] ?? 'a1', 'ETH', BigInt(command.amount));
+          } else if (command.kind === 'create') {
+            const request = {
+              withdrawalId: `ref-${command.ref}`,
+              accountId: ACCOUNTS[command.account] ?? 'a1',
+              asset: 'ETH',
+              destination: DESTINATIONS[command.destination] ?? '',
+              amountMinor: String(command.amount),
+            };
+            try {
+              const result = await submit(t.db, tenantId, request, `key-${command.key}`);
+              if (result.outcome === 'CREATED') created.push(result.operation);
+              else expect(result.operation.reference).toBe(request.withdrawalId);
+            } catch (error) {
+              // The only refusals for valid input are the identity ones.
+              expect(error).toBeInstanceOf(IdemError);
+              expect(['IDEMPOTENCY_CONFLICT', 'IN_FLIGHT']).toContain((error as IdemError).code);
+            }
+          } else if (created.length > 0) {
+            const op = created[command.pick % created.length];
+            // Several steps at once, so random walks reach the deep states (CONFIRMED, reorgs).
+            for (let step = 0; op && step < command.steps; step++) {
+              await advance(tenantId, op, command.choice + step);
+              await checkInvariants(tenantId);
+            }
+          }
+          await checkInvariants(tenantId);
+        }
+      }),
+      { numRuns: 25 },
+    );
+  });
+});
