@@ -39,11 +39,19 @@ describe('EVM rail on an auto-mining anvil', () => {
     await rail.verifyChain();
     const to = freshAddress();
     const { pending: nonce } = await rail.readNonces();
-    const signed = await rail.sign({ transfer: { asset: 'native', to, amountMinor: '1234567' }, nonce, ...fees });
+    const signed = await rail.sign({
+      transfer: { asset: 'native', to, amountMinor: '1234567' },
+      nonce,
+      ...fees,
+    });
     expect(signed.sender).toBe(rail.address);
 
     // Signing is deterministic: the same request gives the same bytes, so a stored signature is the only one.
-    const again = await rail.sign({ transfer: { asset: 'native', to, amountMinor: 1234567n }, nonce, ...fees });
+    const again = await rail.sign({
+      transfer: { asset: 'native', to, amountMinor: 1234567n },
+      nonce,
+      ...fees,
+    });
     expect(again.rawTransaction).toBe(signed.rawTransaction);
 
     const outcome = await rail.broadcast(signed.rawTransaction);
@@ -63,9 +71,24 @@ describe('EVM rail on an auto-mining anvil', () => {
     const rail = railFor(0);
     const to = freshAddress();
     const attempts = [
-      { transfer: { asset: 'native' as const, to, amountMinor: '1' }, nonce: 0, ...fees, gasLimit: 10_000_000n },
-      { transfer: { asset: 'native' as const, to, amountMinor: '1' }, nonce: 0, ...fees, maxFeePerGas: 10n ** 16n },
-      { transfer: { asset: 'native' as const, to, amountMinor: '1' }, nonce: 0, ...fees, maxPriorityFeePerGas: 10n ** 11n },
+      {
+        transfer: { asset: 'native' as const, to, amountMinor: '1' },
+        nonce: 0,
+        ...fees,
+        gasLimit: 10_000_000n,
+      },
+      {
+        transfer: { asset: 'native' as const, to, amountMinor: '1' },
+        nonce: 0,
+        ...fees,
+        maxFeePerGas: 10n ** 16n,
+      },
+      {
+        transfer: { asset: 'native' as const, to, amountMinor: '1' },
+        nonce: 0,
+        ...fees,
+        maxPriorityFeePerGas: 10n ** 11n,
+      },
       { transfer: { asset: 'native' as const, to, amountMinor: '1.5' }, nonce: 0, ...fees },
       { transfer: { asset: 'native' as const, to, amountMinor: '0' }, nonce: 0, ...fees },
       { transfer: { asset: 'native' as const, to: '0xnot-an-address', amountMinor: '1' }, nonce: 0, ...fees },
@@ -79,7 +102,11 @@ describe('EVM rail on an auto-mining anvil', () => {
   it('C14 a nonce taken by another mined transaction is reported absent with nonceConsumed, and its bytes are rejected', async () => {
     const rail = railFor(3);
     const { pending: nonce } = await rail.readNonces();
-    const ours = await rail.sign({ transfer: { asset: 'native', to: freshAddress(), amountMinor: '100' }, nonce, ...fees });
+    const ours = await rail.sign({
+      transfer: { asset: 'native', to: freshAddress(), amountMinor: '100' },
+      nonce,
+      ...fees,
+    });
 
     // Before anything takes the nonce, absence proves nothing.
     expect(await rail.lookup({ txHash: ours.txHash, sender: ours.sender, nonce })).toMatchObject({
@@ -87,21 +114,35 @@ describe('EVM rail on an auto-mining anvil', () => {
       nonceConsumed: false,
     });
 
-    const other = await rail.sign({ transfer: { asset: 'native', to: freshAddress(), amountMinor: '200' }, nonce, ...fees });
+    const other = await rail.sign({
+      transfer: { asset: 'native', to: freshAddress(), amountMinor: '200' },
+      nonce,
+      ...fees,
+    });
     expect((await rail.broadcast(other.rawTransaction)).outcome).toBe('accepted');
 
     const evidence = await rail.lookup({ txHash: ours.txHash, sender: ours.sender, nonce });
     expect(evidence).toMatchObject({ found: 'absent', nonceConsumed: true, minedNonce: nonce + 1 });
 
     // Our bytes can never be mined now: the node refuses them cleanly rather than ambiguously.
-    expect(await rail.broadcast(ours.rawTransaction)).toMatchObject({ outcome: 'rejected', reason: 'nonce_too_low' });
+    expect(await rail.broadcast(ours.rawTransaction)).toMatchObject({
+      outcome: 'rejected',
+      reason: 'nonce_too_low',
+    });
     // The transaction that took the nonce is ours to recognise too: a rebroadcast of it is accepted.
-    expect(await rail.broadcast(other.rawTransaction)).toMatchObject({ outcome: 'accepted', alreadyKnown: true });
+    expect(await rail.broadcast(other.rawTransaction)).toMatchObject({
+      outcome: 'accepted',
+      alreadyKnown: true,
+    });
   });
 
   it('rejects cleanly when the sender cannot pay, and nothing reaches the chain', async () => {
     const broke = createEvmRail({ rpcUrl: anvil.rpcUrl, chainId, privateKey: generatePrivateKey() });
-    const signed = await broke.sign({ transfer: { asset: 'native', to: freshAddress(), amountMinor: '1' }, nonce: 0, ...fees });
+    const signed = await broke.sign({
+      transfer: { asset: 'native', to: freshAddress(), amountMinor: '1' },
+      nonce: 0,
+      ...fees,
+    });
     expect(await broke.broadcast(signed.rawTransaction)).toMatchObject({
       outcome: 'rejected',
       reason: 'insufficient_funds',
@@ -136,7 +177,11 @@ describe('EVM rail on an auto-mining anvil', () => {
         });
         const to = freshAddress();
         const { pending: nonce } = await direct.readNonces();
-        const signed = await direct.sign({ transfer: { asset: 'native', to, amountMinor: '777' }, nonce, ...fees });
+        const signed = await direct.sign({
+          transfer: { asset: 'native', to, amountMinor: '777' },
+          nonce,
+          ...fees,
+        });
 
         proxy.fault = fault;
         const forwardedBefore = proxy.forwarded;
@@ -150,7 +195,10 @@ describe('EVM rail on an auto-mining anvil', () => {
         expect(evidence).toMatchObject({ found: 'mined', status: 'success' });
 
         // Resending the stored bytes is harmless: the node recognises them.
-        expect(await direct.broadcast(signed.rawTransaction)).toMatchObject({ outcome: 'accepted', alreadyKnown: true });
+        expect(await direct.broadcast(signed.rawTransaction)).toMatchObject({
+          outcome: 'accepted',
+          alreadyKnown: true,
+        });
         expect(await balanceOf(anvil.rpcUrl, to)).toBe(777n);
         expect((await direct.readNonces()).latest).toBe(nonce + 1);
       });
@@ -195,9 +243,9 @@ describe('EVM rail on an auto-mining anvil', () => {
       gasLimit: 100_000n,
     });
     expect((await customer.broadcast(overdraft.rawTransaction)).outcome).toBe('accepted');
-    expect(await customer.lookup({ txHash: overdraft.txHash, sender: customer.address, nonce: tokenNonce + 1 })).toMatchObject(
-      { found: 'mined', status: 'reverted' },
-    );
+    expect(
+      await customer.lookup({ txHash: overdraft.txHash, sender: customer.address, nonce: tokenNonce + 1 }),
+    ).toMatchObject({ found: 'mined', status: 'reverted' });
 
     await rpc(anvil.rpcUrl, 'anvil_mine', ['0x2']);
     const deposits = await treasury.scanDeposits({ fromBlock, watched: [depositAddress], tokens: [token] });
@@ -228,9 +276,9 @@ describe('EVM rail on an auto-mining anvil', () => {
     expect(tokenBalance).toBe(2_500_000n);
 
     // A scan wider than the cap is refused rather than left to run unbounded.
-    await expect(treasury.scanDeposits({ fromBlock: 0n, toBlock: 5_000n, watched: [depositAddress] })).rejects.toThrow(
-      /at most/,
-    );
+    await expect(
+      treasury.scanDeposits({ fromBlock: 0n, toBlock: 5_000n, watched: [depositAddress] }),
+    ).rejects.toThrow(/at most/);
   });
 });
 
@@ -249,12 +297,24 @@ describe('EVM rail on a manually mined anvil (transactions wait in the pool)', (
     const to = freshAddress();
     const { pending: nonce } = await rail.readNonces();
     // The stored artifact (what recordSigned persists): the only bytes ever sent for this operation.
-    const stored = await rail.sign({ transfer: { asset: 'native', to, amountMinor: '5000' }, nonce, ...fees });
+    const stored = await rail.sign({
+      transfer: { asset: 'native', to, amountMinor: '5000' },
+      nonce,
+      ...fees,
+    });
 
-    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({ outcome: 'accepted', alreadyKnown: false });
-    expect(await rail.lookup({ txHash: stored.txHash, sender: stored.sender, nonce })).toMatchObject({ found: 'pending' });
+    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({
+      outcome: 'accepted',
+      alreadyKnown: false,
+    });
+    expect(await rail.lookup({ txHash: stored.txHash, sender: stored.sender, nonce })).toMatchObject({
+      found: 'pending',
+    });
     // A rebroadcast while it sits in the pool is recognised, not an error.
-    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({ outcome: 'accepted', alreadyKnown: true });
+    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({
+      outcome: 'accepted',
+      alreadyKnown: true,
+    });
 
     // The node forgets it (pool eviction). Absence with an unconsumed nonce is not evidence of not-sent.
     await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [stored.txHash]);
@@ -272,7 +332,10 @@ describe('EVM rail on a manually mined anvil (transactions wait in the pool)', (
     });
 
     // Once mined, the node answers "nonce too low"; the rail sees our own hash mined and calls it accepted.
-    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({ outcome: 'accepted', alreadyKnown: true });
+    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({
+      outcome: 'accepted',
+      alreadyKnown: true,
+    });
     await rpc(anvil.rpcUrl, 'evm_mine');
     expect(await balanceOf(anvil.rpcUrl, to)).toBe(5000n);
     expect((await rail.readNonces()).latest).toBe(nonce + 1);
@@ -281,7 +344,11 @@ describe('EVM rail on a manually mined anvil (transactions wait in the pool)', (
   it('C17 a reorganisation removes a mined transaction: lookup stops reporting it mined; the stored bytes mine again', async () => {
     const to = freshAddress();
     const { pending: nonce } = await rail.readNonces();
-    const stored = await rail.sign({ transfer: { asset: 'native', to, amountMinor: '9000' }, nonce, ...fees });
+    const stored = await rail.sign({
+      transfer: { asset: 'native', to, amountMinor: '9000' },
+      nonce,
+      ...fees,
+    });
     expect((await rail.broadcast(stored.rawTransaction)).outcome).toBe('accepted');
     await rpc(anvil.rpcUrl, 'anvil_mine', ['0x3']);
     const before = await rail.lookup({ txHash: stored.txHash, sender: stored.sender, nonce });
@@ -301,9 +368,14 @@ describe('EVM rail on a manually mined anvil (transactions wait in the pool)', (
     expect(await balanceOf(anvil.rpcUrl, to)).toBe(0n);
 
     // The same bytes are still valid on the new chain: resending them restores exactly one transfer.
-    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({ outcome: 'accepted', txHash: stored.txHash });
+    expect(await rail.broadcast(stored.rawTransaction)).toMatchObject({
+      outcome: 'accepted',
+      txHash: stored.txHash,
+    });
     await rpc(anvil.rpcUrl, 'evm_mine');
-    expect(await rail.lookup({ txHash: stored.txHash, sender: stored.sender, nonce })).toMatchObject({ found: 'mined' });
+    expect(await rail.lookup({ txHash: stored.txHash, sender: stored.sender, nonce })).toMatchObject({
+      found: 'mined',
+    });
     expect(await balanceOf(anvil.rpcUrl, to)).toBe(9000n);
   });
 });

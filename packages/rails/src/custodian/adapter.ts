@@ -1,0 +1,326 @@
+/**
+ * Our side of a REST custodian: submit a transfer under our external reference, look it up by that
+ * reference, verify status webhooks. Every submit answer is classified into a closed set:
+ *
+ * - acknowledged: the provider echoed our reference, or gave a durable id that a lookup resolved to
+ *   a transfer carrying our reference (C16). Only this counts as "the custodian has it".
+ * - rejected: the provider answered that it created nothing (a clean 4xx refusal).
+ * - ambiguous: anything else (timeout, reset, 5xx, a 2xx without our reference, a malformed body,
+ *   a conflict over our reference). The transfer may exist: mark UNKNOWN, keep the hold, and call
+ *   `lookupByReference` before any resend (C13, C14).
+ */
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { z } from 'zod';
+import {
+  type CreateTransferBody,
+  type CustodianTransfer,
+  createTransferBodySchema,
+  custodianTransferSchema,
+  transferListSchema,
+  webhookEnvelopeSchema,
+  webhookEventTypes,
+} from './protocol.ts';
+
+export interface CustodianAdapterConfig {
+  baseUrl: string;
+  apiKey?: string;
+  /** Deadline of each HTTP call. Default 5,000 ms. */
+  timeoutMs?: number;
+}
+
+export type SubmitAmbiguity =
+  | 'timeout'
+  | 'connection'
+  | 'http_status'
+  | 'no_reference'
+  | 'unresolved_provider_id'
+  | 'malformed_response'
+  | 'reference_conflict';
+
+export type SubmitOutcome =
+  | {
+      readonly outcome: 'acknowledged';
+      readonly transfer: CustodianTransfer;
+      /** How the acknowledgment was proven: our reference echoed, or the provider id resolved. */
+      readonly via: 'reference' | 'provider_id';
+      /** The provider returned an existing transfer for our reference (a retry, not a new transfer). */
+      readonly replayed: boolean;
+    }
+  | { readonly outcome: 'rejected'; readonly status: number; readonly reason: string }
+  | { readonly outcome: 'ambiguous'; readonly reason: SubmitAmbiguity; readonly detail: string };
+
+/**
+ * What the custodian holds under our reference. `many` means the provider made more than one
+ * transfer for one reference: never guess which counts; escalate.
+ */
+export type ReferenceLookup =
+  | { readonly found: 'none' }
+  | { readonly found: 'one'; readonly transfer: CustodianTransfer }
+  | { readonly found: 'many'; readonly transfers: readonly CustodianTransfer[] };
+
+export interface CustodianAdapter {
+  submit(
+    request: CreateTransferBody,
+    options?: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<SubmitOutcome>;
+  /** Throws when the custodian cannot be asked: no answer is no evidence, so the caller stays UNKNOWN. */
+  lookupByReference(externalReference: string, options?: { signal?: AbortSignal }): Promise<ReferenceLookup>;
+}
+
+const timeoutMsDefault = 5_000;
+const responseBodyBytesMax = 256 * 1024;
+const detailLengthMax = 300;
+
+class ResponseTooLargeError extends Error {}
+
+export function createCustodianAdapter(config: CustodianAdapterConfig): CustodianAdapter {
+  const baseUrl = config.baseUrl.replace(/\/+$/, '');
+  const timeoutMsDefaultForAdapter = config.timeoutMs ?? timeoutMsDefault;
+
+  async function call(
+    path: string,
+    init: { method: 'GET' | 'POST'; body?: string; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<{ status: number; text: string; replayed: boolean }> {
+    const signals = [AbortSignal.timeout(init.timeoutMs ?? timeoutMsDefaultForAdapter)];
+    if (init.signal) signals.push(init.signal);
+    const response = await fetch(`${baseUrl}${path}`, {
+      method: init.method,
+      headers: {
+        accept: 'application/json',
+        ...(init.body ? { 'content-type': 'application/json' } : {}),
+        ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
+      },
+      body: init.body ?? null,
+      signal: AbortSignal.any(signals),
+    });
+    return {
+      status: response.status,
+      text: await readLimited(response),
+      replayed: response.headers.get('idempotent-replayed') === 'true',
+    };
+  }
+
+  async function lookupByReference(
+    externalReference: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ReferenceLookup> {
+    const { status, text } = await call(
+      `/v1/transfers?externalReference=${encodeURIComponent(externalReference)}`,
+      {
+        method: 'GET',
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
+    );
+    if (status !== 200) throw new Error(`custodian lookup answered HTTP ${status}`);
+    const list = transferListSchema.parse(JSON.parse(text)).data.filter(
+      // A provider that ignored our filter must not make someone else's transfer ours.
+      (t) => t.externalReference === externalReference,
+    );
+    const [first] = list;
+    if (!first) return { found: 'none' };
+    if (list.length === 1) return { found: 'one', transfer: first };
+    return { found: 'many', transfers: list };
+  }
+
+  async function resolveProviderId(id: string, reference: string): Promise<CustodianTransfer | null> {
+    try {
+      const { status, text } = await call(`/v1/transfers/${encodeURIComponent(id)}`, { method: 'GET' });
+      if (status !== 200) return null;
+      const parsed = custodianTransferSchema.safeParse(JSON.parse(text));
+      return parsed.success && parsed.data.id === id && parsed.data.externalReference === reference
+        ? parsed.data
+        : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async function submit(
+    request: CreateTransferBody,
+    options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<SubmitOutcome> {
+    // Our own input is checked before anything leaves: a malformed request is a bug, not an outcome.
+    const body = createTransferBodySchema.parse(request);
+    let answer: { status: number; text: string; replayed: boolean };
+    try {
+      answer = await call('/v1/transfers', {
+        method: 'POST',
+        body: JSON.stringify(body),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      });
+    } catch (error) {
+      return { outcome: 'ambiguous', ...readTransportError(error) };
+    }
+    const { status, text } = answer;
+
+    if (status >= 200 && status < 300) {
+      const json = safeJson(text);
+      const transfer = custodianTransferSchema.safeParse(json);
+      if (transfer.success && transfer.data.externalReference === body.externalReference) {
+        if (!sameTerms(transfer.data, body)) {
+          return ambiguous(
+            'reference_conflict',
+            'the acknowledged transfer carries other terms than we sent',
+          );
+        }
+        return {
+          outcome: 'acknowledged',
+          transfer: transfer.data,
+          via: 'reference',
+          replayed: answer.replayed,
+        };
+      }
+      const providerId = z.object({ id: z.string().min(1).max(128) }).safeParse(json);
+      if (providerId.success) {
+        const resolved = await resolveProviderId(providerId.data.id, body.externalReference);
+        if (resolved && sameTerms(resolved, body)) {
+          return { outcome: 'acknowledged', transfer: resolved, via: 'provider_id', replayed: false };
+        }
+        return ambiguous(
+          'unresolved_provider_id',
+          `provider id ${providerId.data.id} did not resolve to our reference`,
+        );
+      }
+      return json === undefined
+        ? ambiguous('malformed_response', `HTTP ${status} with a body that is not JSON`)
+        : ambiguous('no_reference', `HTTP ${status} without our reference or a provider id`);
+    }
+    // 409 on our reference means a transfer with it exists (with other terms): never "nothing happened".
+    // 408 is the provider's own timeout: it may have processed the request.
+    if (status === 409) return ambiguous('reference_conflict', truncate(text));
+    if (status >= 400 && status < 500 && status !== 408) {
+      const reason = z.object({ reason: z.string() }).safeParse(safeJson(text));
+      return {
+        outcome: 'rejected',
+        status,
+        reason: reason.success ? truncate(reason.data.reason) : truncate(text),
+      };
+    }
+    return ambiguous('http_status', `HTTP ${status}`);
+  }
+
+  return { submit, lookupByReference };
+}
+
+function sameTerms(transfer: CustodianTransfer, body: CreateTransferBody): boolean {
+  return (
+    transfer.asset === body.asset &&
+    transfer.amountMinor === body.amountMinor &&
+    transfer.destination === body.destination &&
+    (transfer.memo ?? undefined) === (body.memo ?? undefined)
+  );
+}
+
+function ambiguous(reason: SubmitAmbiguity, detail: string): SubmitOutcome {
+  return { outcome: 'ambiguous', reason, detail };
+}
+
+function readTransportError(error: unknown): { reason: SubmitAmbiguity; detail: string } {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return { reason: 'timeout', detail: 'no answer before the deadline or the caller aborted' };
+  }
+  if (error instanceof ResponseTooLargeError) return { reason: 'malformed_response', detail: error.message };
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  return {
+    reason: 'connection',
+    detail: truncate(`${String(error)}${typeof code === 'string' ? ` (${code})` : ''}`),
+  };
+}
+
+async function readLimited(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > responseBodyBytesMax) {
+      await reader.cancel();
+      throw new ResponseTooLargeError(`response body over ${responseBodyBytesMax} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function truncate(text: string): string {
+  return text.length > detailLengthMax ? `${text.slice(0, detailLengthMax)}…` : text;
+}
+
+// --- Webhooks (receiving side) ------------------------------------------------------------
+
+export type VerifiedWebhook = {
+  /** The sender's event id (`webhook-id`): the inbox deduplication key. */
+  readonly webhookId: string;
+  readonly timestamp: Date;
+  readonly type: string;
+  readonly occurredAt: string;
+  /** The transfer, for known event types whose data parses; null for unknown types (store UNHANDLED, C19). */
+  readonly transfer: CustodianTransfer | null;
+};
+
+export class WebhookRejectedError extends Error {
+  override readonly name = 'WebhookRejectedError';
+}
+
+const webhookBodyBytesMax = 256 * 1024;
+
+/**
+ * Verifies a Standard Webhooks signature over the raw body before anything is parsed (C20), then
+ * parses the envelope. Throws WebhookRejectedError on a bad or missing signature, a stale or
+ * future timestamp (standardwebhooks allows 5 minutes), an oversized body, or a malformed envelope:
+ * answer 4xx and keep only minimal metadata.
+ */
+export function verifyWebhook(
+  rawBody: string | Buffer,
+  headers: Record<string, string | string[] | undefined>,
+  secret: string,
+): VerifiedWebhook {
+  if (Buffer.byteLength(rawBody) > webhookBodyBytesMax)
+    throw new WebhookRejectedError('webhook body too large');
+  const pick = (name: string): string => {
+    const value = headers[name] ?? headers[name.toLowerCase()];
+    const single = Array.isArray(value) ? value[0] : value;
+    if (typeof single !== 'string' || single.length === 0 || single.length > 1024) {
+      throw new WebhookRejectedError(`missing or oversized ${name} header`);
+    }
+    return single;
+  };
+  const signed = {
+    'webhook-id': pick('webhook-id'),
+    'webhook-timestamp': pick('webhook-timestamp'),
+    'webhook-signature': pick('webhook-signature'),
+  };
+  let payload: unknown;
+  try {
+    payload = new Webhook(secret).verify(rawBody, signed);
+  } catch (error) {
+    if (error instanceof WebhookVerificationError)
+      throw new WebhookRejectedError(`signature: ${error.message}`);
+    throw new WebhookRejectedError('unverifiable webhook body');
+  }
+  const envelope = webhookEnvelopeSchema.safeParse(payload);
+  if (!envelope.success) throw new WebhookRejectedError('webhook envelope malformed');
+  const known = (webhookEventTypes as readonly string[]).includes(envelope.data.type);
+  const transfer = known ? custodianTransferSchema.safeParse(envelope.data.data) : null;
+  if (transfer && !transfer.success) throw new WebhookRejectedError('webhook data malformed for its type');
+  return {
+    webhookId: signed['webhook-id'],
+    timestamp: new Date(Number(signed['webhook-timestamp']) * 1000),
+    type: envelope.data.type,
+    occurredAt: envelope.data.occurredAt,
+    transfer: transfer?.data ?? null,
+  };
+}

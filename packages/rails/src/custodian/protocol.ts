@@ -1,0 +1,123 @@
+/**
+ * The wire format of the custody REST API that the simulator serves and the adapter speaks: a
+ * typical provider shape (create a transfer with the caller's reference, look it up, receive
+ * signed status webhooks). Both sides parse with these schemas, so a drift fails loudly.
+ */
+import { amountMinorSchema } from '@idem/contracts';
+import { z } from 'zod';
+
+/** Our reference: the operation id we send. Opaque to the provider; at most 128 printable characters. */
+export const externalReferenceSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[\x21-\x7e]+$/, { error: 'externalReference must be printable ASCII without spaces' });
+
+export const createTransferBodySchema = z.strictObject({
+  externalReference: externalReferenceSchema,
+  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  amountMinor: amountMinorSchema,
+  destination: z.string().min(1).max(128),
+  memo: z.string().max(256).optional(),
+});
+export type CreateTransferBody = z.infer<typeof createTransferBodySchema>;
+
+export const transferStatusSchema = z.enum(['submitted', 'completed', 'failed']);
+export type TransferStatus = z.infer<typeof transferStatusSchema>;
+
+export const custodianTransferSchema = z.object({
+  /** The provider's durable id. */
+  id: z.string().min(1).max(128),
+  externalReference: externalReferenceSchema,
+  asset: z.string(),
+  amountMinor: amountMinorSchema,
+  destination: z.string(),
+  memo: z.string().optional(),
+  status: transferStatusSchema,
+  failureReason: z.string().optional(),
+  /** Set when the provider broadcast on chain; absent before. */
+  txHash: z.string().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type CustodianTransfer = z.infer<typeof custodianTransferSchema>;
+
+export const transferListSchema = z.object({ data: z.array(custodianTransferSchema).max(100) });
+
+export const webhookEventTypes = ['transfer.submitted', 'transfer.completed', 'transfer.failed'] as const;
+export type WebhookEventType = (typeof webhookEventTypes)[number];
+
+/** The envelope every webhook has. `type` stays an open string: unknown types are stored, not refused (C19). */
+export const webhookEnvelopeSchema = z.object({
+  type: z.string().min(1).max(128),
+  occurredAt: z.string(),
+  data: z.unknown(),
+});
+
+/** The misbehaviours a single POST /v1/transfers can be given (header `x-simulator-fault`). */
+export const submitFaultSchema = z.enum([
+  'none',
+  /** Record the transfer, then never answer: the caller times out. */
+  'accept-then-timeout',
+  /** Record the transfer, then answer 503. */
+  'accept-then-5xx',
+  /** Record the transfer, then reset the connection. */
+  'accept-then-reset',
+  /** Refuse with 422 and a reason; no transfer is recorded. */
+  'reject',
+  /** Record the transfer, answer 200 with a body that carries neither our reference nor an id (C16). */
+  'ok-without-reference',
+  /** Record the transfer, answer 200 with only the provider's id. */
+  'ok-id-only',
+]);
+export type SubmitFault = z.infer<typeof submitFaultSchema>;
+
+export const webhookDeliverySchema = z.enum([
+  'normal',
+  /** Each event is delivered twice with the same webhook id and body. */
+  'duplicate',
+  /** Each event is delivered after `lateMs`. */
+  'late',
+  /** A transfer's events are delivered newest first. */
+  'out-of-order',
+  /** Each event is delivered, then delivered again under the same webhook id with a different body. */
+  'conflicting-body',
+]);
+export type WebhookDelivery = z.infer<typeof webhookDeliverySchema>;
+
+export const controlBodySchema = z.strictObject({
+  /** The fault for the next `faultTimes` POST /v1/transfers (all of them when omitted). */
+  fault: submitFaultSchema.optional(),
+  faultTimes: z.number().int().min(1).max(1_000).optional(),
+  /**
+   * `reference`: a second POST with a known reference returns the first transfer (typical provider).
+   * `none`: every POST creates a transfer, like a provider without documented idempotency.
+   */
+  idempotency: z.enum(['reference', 'none']).optional(),
+  webhooks: z
+    .strictObject({
+      url: z.url().nullable().optional(),
+      delivery: webhookDeliverySchema.optional(),
+      lateMs: z.number().int().min(0).max(60_000).optional(),
+    })
+    .optional(),
+  /** What happens to a submitted transfer and when: complete, fail, or stay submitted (`hold`). */
+  settlement: z
+    .strictObject({
+      outcome: z.enum(['complete', 'fail', 'hold']),
+      afterMs: z.number().int().min(0).max(60_000),
+    })
+    .optional(),
+  /** Clears the ledger, pending webhooks and faults. */
+  reset: z.literal(true).optional(),
+});
+export type ControlBody = z.infer<typeof controlBodySchema>;
+
+export const ledgerSchema = z.object({
+  transfers: z.array(custodianTransferSchema),
+  countsByReference: z.record(z.string(), z.number()),
+  webhookDeliveries: z.array(
+    z.object({ webhookId: z.string(), type: z.string(), status: z.number().nullable(), body: z.string() }),
+  ),
+});
+export type Ledger = z.infer<typeof ledgerSchema>;

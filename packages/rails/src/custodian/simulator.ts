@@ -1,0 +1,424 @@
+/**
+ * A custodian that behaves like a typical REST custody provider and misbehaves on request, so the
+ * adapter's promises can be tested over real HTTP against a separate process.
+ *
+ * Real routes: POST /v1/transfers (idempotent on externalReference unless told otherwise),
+ * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id. Status webhooks are signed with
+ * Standard Webhooks. Test routes: POST /_control (zod-validated, see `controlBodySchema`) and
+ * GET /_ledger (every transfer recorded, counts per reference, webhook deliveries).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import {
+  type ControlBody,
+  type CreateTransferBody,
+  type CustodianTransfer,
+  controlBodySchema,
+  createTransferBodySchema,
+  type Ledger,
+  type SubmitFault,
+  submitFaultSchema,
+  type WebhookDelivery,
+  type WebhookEventType,
+} from './protocol.ts';
+
+export interface CustodianSimulatorOptions {
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** Standard Webhooks secret (`whsec_...`) used to sign every status webhook. */
+  webhookSecret: string;
+  webhookUrl?: string | null;
+  /** When set, /v1 routes require `authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  settlement?: NonNullable<ControlBody['settlement']>;
+}
+
+export interface RunningCustodianSimulator {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export const faultHeader = 'x-simulator-fault';
+
+const requestBodyBytesMax = 64 * 1024;
+const transfersMax = 10_000;
+const deliveriesLogMax = 1_000;
+const webhookAttemptsMax = 3;
+const webhookTimeoutMs = 2_000;
+const webhookBackoffMs = 100;
+
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+export async function startCustodianSimulator(
+  options: CustodianSimulatorOptions,
+): Promise<RunningCustodianSimulator> {
+  const signer = new Webhook(options.webhookSecret);
+  const transfers: CustodianTransfer[] = [];
+  const deliveries: Ledger['webhookDeliveries'] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  const hanging = new Set<Socket>();
+  const heldEvents = new Map<string, { webhookId: string; type: string; body: string }[]>();
+  let shutdown = new AbortController();
+  let deliveryChain: Promise<void> = Promise.resolve();
+
+  const defaults = {
+    fault: { fault: 'none' as SubmitFault, remaining: null as number | null },
+    idempotency: 'reference' as 'reference' | 'none',
+    webhooks: { url: options.webhookUrl ?? null, delivery: 'normal' as WebhookDelivery, lateMs: 500 },
+    settlement: options.settlement ?? { outcome: 'complete' as const, afterMs: 50 },
+  };
+  let state = structuredClone(defaults);
+
+  function later(ms: number, action: () => void): void {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      action();
+    }, ms);
+    timers.add(timer);
+  }
+
+  // --- Webhooks -----------------------------------------------------------------------------
+
+  function enqueueDelivery(webhookId: string, type: string, body: string): void {
+    // One delivery at a time, in emission order: misordering happens only when asked for.
+    // Bound to the current generation: a reset or close cancels what was queued before it.
+    const { signal } = shutdown;
+    deliveryChain = deliveryChain.then(() => deliver(webhookId, type, body, signal));
+  }
+
+  async function deliver(
+    webhookId: string,
+    type: string,
+    body: string,
+    cancelled: AbortSignal,
+  ): Promise<void> {
+    const url = state.webhooks.url;
+    if (!url) return;
+    for (let attempt = 1; attempt <= webhookAttemptsMax; attempt++) {
+      if (cancelled.aborted) return;
+      const timestamp = new Date();
+      let status: number | null = null;
+      try {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'webhook-id': webhookId,
+            'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+            'webhook-signature': signer.sign(webhookId, timestamp, body),
+          },
+          body,
+          signal: AbortSignal.any([cancelled, AbortSignal.timeout(webhookTimeoutMs)]),
+        });
+        status = response.status;
+        await response.body?.cancel();
+      } catch {
+        status = null;
+      }
+      if (deliveries.length < deliveriesLogMax) deliveries.push({ webhookId, type, status, body });
+      if (status !== null && status >= 200 && status < 300) return;
+      await new Promise((resolve) => setTimeout(resolve, webhookBackoffMs * attempt));
+    }
+  }
+
+  function emit(transfer: CustodianTransfer, type: WebhookEventType): void {
+    const webhookId = `msg_${transfer.id}_${type.replace('transfer.', '')}`;
+    const body = JSON.stringify({ type, occurredAt: transfer.updatedAt, data: transfer });
+    const { delivery, lateMs } = state.webhooks;
+    switch (delivery) {
+      case 'normal':
+        enqueueDelivery(webhookId, type, body);
+        return;
+      case 'duplicate':
+        enqueueDelivery(webhookId, type, body);
+        enqueueDelivery(webhookId, type, body);
+        return;
+      case 'late':
+        later(lateMs, () => enqueueDelivery(webhookId, type, body));
+        return;
+      case 'conflicting-body': {
+        enqueueDelivery(webhookId, type, body);
+        const altered = { ...transfer, amountMinor: (BigInt(transfer.amountMinor) + 1n).toString() };
+        enqueueDelivery(
+          webhookId,
+          type,
+          JSON.stringify({ type, occurredAt: transfer.updatedAt, data: altered }),
+        );
+        return;
+      }
+      case 'out-of-order': {
+        // Hold a transfer's events until its final one, then send them newest first.
+        const held = heldEvents.get(transfer.id) ?? [];
+        held.push({ webhookId, type, body });
+        if (type === 'transfer.submitted') {
+          heldEvents.set(transfer.id, held);
+          return;
+        }
+        heldEvents.delete(transfer.id);
+        for (const event of held.reverse()) enqueueDelivery(event.webhookId, event.type, event.body);
+        return;
+      }
+    }
+  }
+
+  function settle(transfer: CustodianTransfer): void {
+    const { outcome, afterMs } = state.settlement;
+    if (outcome === 'hold') return;
+    later(afterMs, () => {
+      const now = new Date().toISOString();
+      if (outcome === 'complete') {
+        Object.assign(transfer, {
+          status: 'completed',
+          txHash: `0x${randomBytes(32).toString('hex')}`,
+          updatedAt: now,
+        });
+        emit({ ...transfer }, 'transfer.completed');
+      } else {
+        Object.assign(transfer, {
+          status: 'failed',
+          failureReason: 'simulated on-chain failure',
+          updatedAt: now,
+        });
+        emit({ ...transfer }, 'transfer.failed');
+      }
+    });
+  }
+
+  // --- Transfers ----------------------------------------------------------------------------
+
+  function samePayload(transfer: CustodianTransfer, body: CreateTransferBody): boolean {
+    return (
+      transfer.asset === body.asset &&
+      transfer.amountMinor === body.amountMinor &&
+      transfer.destination === body.destination &&
+      transfer.memo === body.memo
+    );
+  }
+
+  function nextFault(request: IncomingMessage): SubmitFault | { invalid: string } {
+    const header = request.headers[faultHeader];
+    if (typeof header === 'string') {
+      const parsed = submitFaultSchema.safeParse(header);
+      return parsed.success ? parsed.data : { invalid: header };
+    }
+    const { fault, remaining } = state.fault;
+    if (remaining !== null) {
+      state.fault = remaining <= 1 ? { fault: 'none', remaining: null } : { fault, remaining: remaining - 1 };
+    }
+    return fault;
+  }
+
+  async function createTransfer(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const body = await readJson(request, response);
+    if (body === undefined) return;
+    const parsed = createTransferBodySchema.safeParse(body);
+    if (!parsed.success) {
+      sendJson(response, 400, {
+        error: 'invalid_request',
+        issues: parsed.error.issues.map((i) => i.message),
+      });
+      return;
+    }
+    const fault = nextFault(request);
+    if (typeof fault !== 'string') {
+      sendJson(response, 400, { error: 'invalid_fault', fault: fault.invalid });
+      return;
+    }
+    if (fault === 'reject') {
+      sendJson(response, 422, { error: 'rejected', reason: 'destination refused by custody policy' });
+      return;
+    }
+    const input = parsed.data;
+    let transfer: CustodianTransfer;
+    let replayed = false;
+    const existing =
+      state.idempotency === 'reference'
+        ? transfers.find((t) => t.externalReference === input.externalReference)
+        : undefined;
+    if (existing) {
+      if (!samePayload(existing, input)) {
+        sendJson(response, 409, { error: 'reference_conflict', id: existing.id });
+        return;
+      }
+      transfer = existing;
+      replayed = true;
+    } else {
+      if (transfers.length >= transfersMax) {
+        sendJson(response, 507, { error: 'ledger_full' });
+        return;
+      }
+      const now = new Date().toISOString();
+      transfer = {
+        id: `trf_${randomUUID()}`,
+        ...input,
+        status: 'submitted',
+        createdAt: now,
+        updatedAt: now,
+      };
+      transfers.push(transfer);
+      emit({ ...transfer }, 'transfer.submitted');
+      settle(transfer);
+    }
+
+    switch (fault) {
+      case 'none':
+        sendJson(response, replayed ? 200 : 201, transfer, replayed ? { 'idempotent-replayed': 'true' } : {});
+        return;
+      case 'accept-then-timeout':
+        // The transfer exists; the answer never comes. close() releases the socket.
+        hanging.add(request.socket);
+        request.socket.once('close', () => hanging.delete(request.socket));
+        return;
+      case 'accept-then-5xx':
+        sendJson(response, 503, { error: 'service_unavailable' });
+        return;
+      case 'accept-then-reset':
+        request.socket.destroy();
+        return;
+      case 'ok-without-reference':
+        sendJson(response, 200, { status: 'received' });
+        return;
+      case 'ok-id-only':
+        sendJson(response, 200, { id: transfer.id });
+        return;
+    }
+  }
+
+  // --- Routing ------------------------------------------------------------------------------
+
+  const server = createServer((request, response) => {
+    route(request, response).catch((error: unknown) => {
+      if (!response.headersSent) sendJson(response, 500, { error: 'internal', message: String(error) });
+      else response.destroy();
+    });
+  });
+  // Hung sockets are intentional for one fault; anything else idle this long is abandoned.
+  server.requestTimeout = 30_000;
+
+  async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://simulator');
+    const path = url.pathname;
+    if (
+      path.startsWith('/v1/') &&
+      options.apiKey &&
+      request.headers.authorization !== `Bearer ${options.apiKey}`
+    ) {
+      sendJson(response, 401, { error: 'unauthorized' });
+      return;
+    }
+    if (request.method === 'POST' && path === '/v1/transfers') return createTransfer(request, response);
+    if (request.method === 'GET' && path === '/v1/transfers') {
+      const reference = url.searchParams.get('externalReference');
+      if (!reference) {
+        sendJson(response, 400, { error: 'externalReference is required' });
+        return;
+      }
+      sendJson(response, 200, {
+        data: transfers.filter((t) => t.externalReference === reference).slice(0, 100),
+      });
+      return;
+    }
+    const byId = /^\/v1\/transfers\/([\w-]{1,128})$/.exec(path);
+    if (request.method === 'GET' && byId) {
+      const transfer = transfers.find((t) => t.id === byId[1]);
+      if (transfer) sendJson(response, 200, transfer);
+      else sendJson(response, 404, { error: 'not_found' });
+      return;
+    }
+    if (request.method === 'POST' && path === '/_control') {
+      const body = await readJson(request, response);
+      if (body === undefined) return;
+      const parsed = controlBodySchema.safeParse(body);
+      if (!parsed.success) {
+        sendJson(response, 400, {
+          error: 'invalid_control',
+          issues: parsed.error.issues.map((i) => i.message),
+        });
+        return;
+      }
+      applyControl(parsed.data);
+      sendJson(response, 200, { ok: true });
+      return;
+    }
+    if (request.method === 'GET' && path === '/_ledger') {
+      const countsByReference: Record<string, number> = {};
+      for (const t of transfers)
+        countsByReference[t.externalReference] = (countsByReference[t.externalReference] ?? 0) + 1;
+      const ledger: Ledger = { transfers, countsByReference, webhookDeliveries: deliveries };
+      sendJson(response, 200, ledger);
+      return;
+    }
+    sendJson(response, 404, { error: 'no_such_route' });
+  }
+
+  function applyControl(control: ControlBody): void {
+    if (control.reset) {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      transfers.length = 0;
+      deliveries.length = 0;
+      heldEvents.clear();
+      shutdown.abort();
+      shutdown = new AbortController();
+      deliveryChain = Promise.resolve();
+      state = structuredClone(defaults);
+    }
+    if (control.fault) state.fault = { fault: control.fault, remaining: control.faultTimes ?? null };
+    if (control.idempotency) state.idempotency = control.idempotency;
+    if (control.webhooks) {
+      const { url, delivery, lateMs } = control.webhooks;
+      if (url !== undefined) state.webhooks.url = url;
+      if (delivery) state.webhooks.delivery = delivery;
+      if (lateMs !== undefined) state.webhooks.lateMs = lateMs;
+    }
+    if (control.settlement) state.settlement = control.settlement;
+  }
+
+  await new Promise<void>((resolve) =>
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve),
+  );
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://${address.address}:${address.port}`,
+    async close() {
+      shutdown.abort();
+      for (const timer of timers) clearTimeout(timer);
+      for (const socket of hanging) socket.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function readJson(request: IncomingMessage, response: ServerResponse): Promise<unknown | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > requestBodyBytesMax) {
+      sendJson(response, 413, { error: 'payload_too_large' });
+      return undefined;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    sendJson(response, 400, { error: 'invalid_json' });
+    return undefined;
+  }
+}
+
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+}

@@ -1,0 +1,34 @@
+// EVM rail: a real chain through viem, a hot wallet, classified broadcasts and chain evidence.
+
+// Custodian rail: the REST adapter, the wire protocol, and the misbehaving simulator.
+export {
+  type CustodianAdapter,
+  type CustodianAdapterConfig,
+  createCustodianAdapter,
+  type ReferenceLookup,
+  type SubmitAmbiguity,
+  type SubmitOutcome,
+  type VerifiedWebhook,
+  verifyWebhook,
+  WebhookRejectedError,
+} from './custodian/adapter.ts';
+export * from './custodian/protocol.ts';
+export {
+  type CustodianSimulatorOptions,
+  faultHeader,
+  generateWebhookSecret,
+  type RunningCustodianSimulator,
+  startCustodianSimulator,
+} from './custodian/simulator.ts';
+export {
+  type AnvilInstance,
+  type AnvilOptions,
+  anvilDevPrivateKeys,
+  resolveAnvilBinary,
+  startAnvil,
+} from './evm/anvil.ts';
+export type { DepositScanRequest } from './evm/deposits.ts';
+export { createEvmRail, type EvmRail, type EvmRailConfig, type EvmRailLimits } from './evm/rail.ts';
+export { testTokenAbi, testTokenBytecode } from './evm/test-token.artifact.ts';
+export { type DeployTestTokenOptions, deployTestToken } from './evm/test-token.ts';
+export * from './evm/types.ts';
