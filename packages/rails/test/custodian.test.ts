@@ -15,7 +15,7 @@ import {
   WebhookRejectedError,
 } from '../src/custodian/adapter.ts';
 import type { CreateTransferBody } from '../src/custodian/protocol.ts';
-import { generateWebhookSecret } from '../src/custodian/simulator.ts';
+import { faultHeader, generateWebhookSecret } from '../src/custodian/simulator.ts';
 import { type SimulatorProcess, spawnSimulator } from './helpers/simulator-process.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
@@ -307,6 +307,21 @@ describe('status webhooks (Standard Webhooks, verified on our side)', () => {
 });
 
 describe('control endpoint', () => {
+  it('a per-request fault header applies to that request only; an unknown fault is refused', async () => {
+    const post = (request: CreateTransferBody, fault: string) =>
+      fetch(`${simulator.url}/v1/transfers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [faultHeader]: fault },
+        body: JSON.stringify(request),
+      });
+    const refused = transferRequest();
+    expect((await post(refused, 'reject')).status).toBe(422);
+    expect((await post(transferRequest(), 'explode')).status).toBe(400);
+    // The next request without the header behaves normally.
+    expect((await adapter.submit(refused)).outcome).toBe('acknowledged');
+    expect((await simulator.ledger()).transfers).toHaveLength(1);
+  });
+
   it('refuses a malformed control body (zod) and changes nothing', async () => {
     const response = await fetch(`${simulator.url}/_control`, {
       method: 'POST',
