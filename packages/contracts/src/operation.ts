@@ -15,6 +15,8 @@ export const operationStates = [
   'CONFIRMED',
   'VERIFIED_NOT_SENT',
   'FAILED_TERMINAL',
+  // Deposits only: a credited deposit undone by a reorganisation, through a compensating entry.
+  'REVERSED',
 ] as const;
 export const operationStateSchema = z.enum(operationStates);
 export type OperationState = z.infer<typeof operationStateSchema>;

@@ -13,6 +13,8 @@ export {
   tenantOfEndpoint,
   webhookSourceSchema,
 } from './access/webhook-endpoints.ts';
+export { type Decision, type DecisionResult, decideWithdrawal, requesterOf } from './approvals/decide.ts';
+export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { migrationsFolder, openDatabase } from './db/connect.ts';
 export { rowsOf } from './db/rows.ts';
@@ -44,11 +46,27 @@ export {
   toView,
 } from './operations/operation-record.ts';
 export { recordAdjustment, recordDeposit } from './operations/record-credit.ts';
+export { reverseDeposit } from './operations/reverse-deposit.ts';
 export { enqueue, type WorkTopic } from './outbox/enqueue.ts';
 export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
 export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
+export {
+  type BreakClass,
+  closeBreak,
+  DEFAULT_BREAK_OWNERS,
+  listBreaks,
+  openBreak,
+  type ReconciliationBreak,
+} from './reconciliation/breaks.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
+export {
+  assessRisk,
+  type RiskAssessment,
+  type RiskFlag,
+  reviewWithdrawal,
+  setRiskPolicy,
+} from './risk/review.ts';
 export { type Claimed, claim, LEASE_MS_MAX, recordSigned, releaseClaim } from './state-machine/claim.ts';
 export { type TransitionContext, transition } from './state-machine/transition.ts';
 export {

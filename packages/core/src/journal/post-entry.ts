@@ -14,7 +14,7 @@ export interface Posting {
   amount: bigint;
 }
 
-export type EntryKind = 'hold' | 'release' | 'settle' | 'unsettle' | 'credit' | 'debit';
+export type EntryKind = 'hold' | 'release' | 'settle' | 'unsettle' | 'credit' | 'debit' | 'reverse_credit';
 
 export const SYSTEM_ACCOUNTS = { custody: '@custody', adjustments: '@adjustments' } as const;
 

@@ -80,6 +80,8 @@ export async function recordSigned(
     signedArtifact: string;
     txHash: string;
     workerId: string;
+    /** The hot-wallet nonce (EVM), allocated in this same transaction by `allocateNonce`. */
+    chainNonce?: number;
   },
 ): Promise<Operation> {
   const op = await getOperation(tx, input.tenantId, input.operationId);
@@ -95,7 +97,7 @@ export async function recordSigned(
     reason: 'signed bytes persisted before broadcast',
     evidence: { txHash: input.txHash },
     leaseGeneration: input.leaseGeneration,
-    set: { signedArtifact: input.signedArtifact, txHash: input.txHash },
+    set: { signedArtifact: input.signedArtifact, txHash: input.txHash, chainNonce: input.chainNonce ?? null },
     where: [isNull(operations.signedArtifact), eq(operations.leaseOwner, input.workerId)],
   });
 }

@@ -16,7 +16,9 @@ export interface TransitionContext {
   /** For lease-holder moves: the generation from `claim`. A newer claim makes this write stale. */
   leaseGeneration?: number;
   /** Columns set together with the state (within what the guard trigger allows). */
-  set?: Partial<Pick<Operation, 'rejectionCode' | 'signedArtifact' | 'txHash' | 'owner'>> & {
+  set?: Partial<
+    Pick<Operation, 'rejectionCode' | 'signedArtifact' | 'txHash' | 'owner' | 'chainNonce' | 'providerRef'>
+  > & {
     clearLease?: boolean;
   };
   /** Extra conditions for the conditional UPDATE (e.g. "nothing signed yet"). */
@@ -80,7 +82,7 @@ export async function recordTransition(
   tx: Tx,
   next: Operation,
   from: OperationState | null,
-  ctx: Pick<TransitionContext, 'actor' | 'reason' | 'evidence' | 'leaseGeneration'>,
+  ctx: Pick<TransitionContext, 'actor' | 'reason' | 'evidence' | 'leaseGeneration'> & { notify?: boolean },
 ): Promise<void> {
   await tx.insert(operationTransitions).values({
     tenantId: next.tenantId,
@@ -93,6 +95,7 @@ export async function recordTransition(
     evidence: ctx.evidence ?? null,
     leaseGeneration: ctx.leaseGeneration ?? null,
   });
+  if (ctx.notify === false) return;
   await enqueue(tx, {
     tenantId: next.tenantId,
     topic: 'operation.state_changed',
@@ -120,6 +123,7 @@ async function applyLedgerEffect(tx: Tx, op: Operation, effect: LedgerEffect): P
     release: [customer('held', -1n), customer('available', 1n)],
     settle: [customer('held', -1n), custody(1n)],
     unsettle: [custody(-1n), customer('held', 1n)],
+    reverse_credit: [customer('available', -1n), custody(1n)],
   };
   const result = await postEntry(tx, {
     tenantId: op.tenantId,
@@ -127,8 +131,12 @@ async function applyLedgerEffect(tx: Tx, op: Operation, effect: LedgerEffect): P
     kind: effect,
     postings: postingsFor[effect],
   });
+  if (result.ok) return;
+  // A reversed deposit may already be spent: refuse, and let the caller record a break.
+  if (effect === 'reverse_credit') {
+    throw new IdemError('INSUFFICIENT_FUNDS', 'the reversed deposit has already been spent from the account');
+  }
   // The hold covers every non-settled withdrawal, so releasing or settling it cannot fail; if it
   // does, the ledger is inconsistent and the transaction must not commit.
-  if (!result.ok)
-    throw new Error(`ledger effect ${effect} refused for operation ${op.operationId}: hold missing`);
+  throw new Error(`ledger effect ${effect} refused for operation ${op.operationId}: hold missing`);
 }

@@ -7,9 +7,11 @@ import type { OperationKind, OperationState } from '@idem/contracts';
  * - release: held back to available (the money verifiably did not leave);
  * - settle: held consumed into the custody control account (it left, and is confirmed);
  * - unsettle: a reorganisation undid a confirmation, so the settle is reversed (C17);
+ * - reverse_credit: a credited deposit was undone by a reorganisation; a compensating entry takes
+ *   the credit back (nothing is edited);
  * - none: nothing moves; in particular UNKNOWN keeps the hold (C13).
  */
-export type LedgerEffect = 'none' | 'release' | 'settle' | 'unsettle';
+export type LedgerEffect = 'none' | 'release' | 'settle' | 'unsettle' | 'reverse_credit';
 
 interface Edge {
   to: OperationState;
@@ -51,10 +53,13 @@ const withdrawalEdges: Partial<Record<OperationState, Edge[]>> = {
   ],
 };
 
-/** Deposits and adjustments are recorded already settled; they have no further edges. */
+/**
+ * Deposits are recorded once confirmed to the asset's depth; a reorganisation after crediting
+ * reverses them by a compensating entry. Adjustments are final.
+ */
 const tables: Record<OperationKind, Partial<Record<OperationState, Edge[]>>> = {
   withdrawal: withdrawalEdges,
-  deposit: {},
+  deposit: { CONFIRMED: [{ to: 'REVERSED', effect: 'reverse_credit' }] },
   adjustment: {},
 };
 

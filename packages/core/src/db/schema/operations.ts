@@ -16,7 +16,7 @@ import {
 import { tenantPolicy } from './tenant-policy.ts';
 
 const stateList = sql.raw(
-  `'REQUESTED','APPROVED','REJECTED','SIGNING','SIGNED','BROADCAST','UNKNOWN','CONFIRMED','VERIFIED_NOT_SENT','FAILED_TERMINAL'`,
+  `'REQUESTED','APPROVED','REJECTED','SIGNING','SIGNED','BROADCAST','UNKNOWN','CONFIRMED','VERIFIED_NOT_SENT','FAILED_TERMINAL','REVERSED'`,
 );
 
 /**
@@ -53,6 +53,14 @@ export const operations = pgTable(
     /** The signed bytes (hex), persisted before the first broadcast and never changed after (C12). */
     signedArtifact: text('signed_artifact'),
     txHash: text('tx_hash'),
+    /** The hot wallet nonce this transaction was signed with (EVM); final once set. */
+    chainNonce: bigint('chain_nonce', { mode: 'number' }),
+    /** The custodian's durable id for our transfer; final once set. */
+    providerRef: text('provider_ref'),
+    /** Risk signals found at review (C06: signals, never a merge or drop). */
+    riskFlags: jsonb('risk_flags'),
+    /** How many distinct staff approvals this withdrawal needs (0: approved by the system). */
+    approvalsRequired: integer('approvals_required'),
     /** Who is accountable for an UNKNOWN or FAILED_TERMINAL operation (C15). */
     owner: text('owner'),
     version: bigint('version', { mode: 'number' }).notNull().default(0),

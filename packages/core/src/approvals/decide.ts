@@ -1,0 +1,111 @@
+import { IdemError } from '@idem/contracts';
+import { and, count, eq, sql } from 'drizzle-orm';
+import type { Tx } from '../db/connect.ts';
+import { approvals, operationTransitions } from '../db/schema/index.ts';
+import { getOperation, type Operation } from '../operations/operation-record.ts';
+import { transition } from '../state-machine/transition.ts';
+
+export interface Decision {
+  tenantId: string;
+  operationId: string;
+  /** The staff member deciding, e.g. 'staff:<user id>'. */
+  staffId: string;
+  /** The payload hash the staff member was shown and approves (C02). */
+  payloadHash: string;
+  decision: 'approve' | 'reject';
+  reason?: string;
+}
+
+export interface DecisionResult {
+  operation: Operation;
+  approvalsGiven: number;
+  approvalsRequired: number;
+}
+
+/**
+ * Records one staff decision on a withdrawal under review. Approval is bound to the payload hash
+ * shown to the approver: a hash that is not the stored one is refused (C02, C24). The requester
+ * can never approve their own withdrawal, and one person counts once (four eyes). The last
+ * required approval moves the withdrawal to APPROVED; a rejection moves it to REJECTED and
+ * releases the hold. Both go through the same transition function as everything else.
+ */
+export async function decideWithdrawal(tx: Tx, input: Decision): Promise<DecisionResult> {
+  const op = await getOperation(tx, input.tenantId, input.operationId);
+  if (op.kind !== 'withdrawal') throw new IdemError('INVALID_TRANSITION', 'only withdrawals are approved');
+  if (op.state !== 'REQUESTED') {
+    throw new IdemError('INVALID_TRANSITION', `the withdrawal is ${op.state}, not awaiting approval`);
+  }
+  if (input.payloadHash !== op.payloadHash) {
+    throw new IdemError(
+      'PAYLOAD_MISMATCH',
+      'the approved hash is not the stored payload hash; nothing was recorded',
+    );
+  }
+  const requester = await requesterOf(tx, op);
+  if (requester === input.staffId) {
+    throw new IdemError('UNAUTHORIZED', 'the requester of a withdrawal cannot decide on it');
+  }
+  const inserted = await tx
+    .insert(approvals)
+    .values({
+      tenantId: op.tenantId,
+      operationId: op.operationId,
+      approver: input.staffId,
+      payloadHash: input.payloadHash,
+      decision: input.decision,
+      reason: input.reason ?? null,
+    })
+    .onConflictDoNothing()
+    .returning();
+  if (inserted.length === 0) {
+    throw new IdemError('IDEMPOTENCY_CONFLICT', 'this staff member has already decided on this withdrawal');
+  }
+  const required = Math.max(op.approvalsRequired ?? 1, 1);
+  const given = await approvalsGiven(tx, op);
+  if (input.decision === 'reject') {
+    const rejected = await transition(tx, op, 'REJECTED', {
+      actor: input.staffId,
+      reason: input.reason ?? 'rejected at review',
+      evidence: { payloadHash: input.payloadHash },
+      set: { rejectionCode: 'REJECTED_AT_REVIEW' },
+    });
+    return { operation: rejected, approvalsGiven: given, approvalsRequired: required };
+  }
+  if (given < required) return { operation: op, approvalsGiven: given, approvalsRequired: required };
+  const approved = await transition(tx, op, 'APPROVED', {
+    actor: input.staffId,
+    reason: required > 1 ? `four-eyes approval complete (${given} of ${required})` : 'approved at review',
+    evidence: { payloadHash: input.payloadHash, approvals: given },
+  });
+  return { operation: approved, approvalsGiven: given, approvalsRequired: required };
+}
+
+async function approvalsGiven(tx: Tx, op: Operation): Promise<number> {
+  const rows = await tx
+    .select({ n: count() })
+    .from(approvals)
+    .where(
+      and(
+        eq(approvals.tenantId, op.tenantId),
+        eq(approvals.operationId, op.operationId),
+        eq(approvals.decision, 'approve'),
+        eq(approvals.payloadHash, op.payloadHash),
+      ),
+    );
+  return rows[0]?.n ?? 0;
+}
+
+/** Who asked for the withdrawal: the actor of its first history row. */
+export async function requesterOf(tx: Tx, op: Operation): Promise<string> {
+  const rows = await tx
+    .select({ actor: operationTransitions.actor })
+    .from(operationTransitions)
+    .where(
+      and(
+        eq(operationTransitions.tenantId, op.tenantId),
+        eq(operationTransitions.operationId, op.operationId),
+        sql`${operationTransitions.fromState} is null`,
+      ),
+    );
+  return rows[0]?.actor ?? 'unknown';
+}

@@ -1,0 +1,140 @@
+import { and, count, eq, gt, ne, sql } from 'drizzle-orm';
+import type { Tx } from '../db/connect.ts';
+import { operations, riskPolicies } from '../db/schema/index.ts';
+import type { Operation } from '../operations/operation-record.ts';
+import { recordTransition, transition } from '../state-machine/transition.ts';
+
+export type RiskFlag =
+  | 'amount_above_auto_approve'
+  | 'velocity'
+  | 'similar_recent_withdrawal'
+  | 'four_eyes_amount';
+
+export interface RiskAssessment {
+  flags: RiskFlag[];
+  approvalsRequired: number;
+}
+
+/**
+ * Reviews a new withdrawal against its tenant's rules for the asset. A match only sends it to
+ * staff review: nothing is ever merged or dropped because it looks like another one (C06). With no
+ * policy row for the asset, every withdrawal needs one staff approval.
+ */
+export async function assessRisk(tx: Tx, op: Operation): Promise<RiskAssessment> {
+  const policies = await tx
+    .select()
+    .from(riskPolicies)
+    .where(and(eq(riskPolicies.tenantId, op.tenantId), eq(riskPolicies.assetCode, op.assetCode)));
+  const policy = policies[0];
+  const amount = BigInt(op.amountMinor);
+  const flags: RiskFlag[] = [];
+  if (!policy) return { flags: ['amount_above_auto_approve'], approvalsRequired: 1 };
+
+  if (amount > BigInt(policy.autoApproveMaxMinor)) flags.push('amount_above_auto_approve');
+  const fourEyes = amount >= BigInt(policy.fourEyesMinMinor);
+  if (fourEyes) flags.push('four_eyes_amount');
+
+  const recent = await tx
+    .select({ n: count() })
+    .from(operations)
+    .where(
+      and(
+        eq(operations.tenantId, op.tenantId),
+        eq(operations.kind, 'withdrawal'),
+        eq(operations.accountRef, op.accountRef),
+        gt(operations.createdAt, sql`now() - interval '1 hour'`),
+      ),
+    );
+  if ((recent[0]?.n ?? 0) > policy.velocityMaxPerHour) flags.push('velocity');
+
+  if (op.destination !== null) {
+    const similar = await tx
+      .select({ n: count() })
+      .from(operations)
+      .where(
+        and(
+          eq(operations.tenantId, op.tenantId),
+          eq(operations.kind, 'withdrawal'),
+          ne(operations.operationId, op.operationId),
+          eq(operations.destination, op.destination),
+          eq(operations.amountMinor, op.amountMinor),
+          gt(operations.createdAt, sql`now() - make_interval(mins => ${policy.similarWindowMinutes})`),
+        ),
+      );
+    if ((similar[0]?.n ?? 0) > 0) flags.push('similar_recent_withdrawal');
+  }
+  const approvalsRequired = fourEyes ? 2 : flags.length > 0 ? 1 : 0;
+  return { flags, approvalsRequired };
+}
+
+/**
+ * Applies the assessment to a REQUESTED withdrawal: records the flags and the approvals needed,
+ * and approves it as the system when nothing needs a person. Idempotent: a withdrawal already
+ * reviewed (or no longer REQUESTED) is left alone.
+ */
+export async function reviewWithdrawal(tx: Tx, op: Operation): Promise<Operation> {
+  if (op.kind !== 'withdrawal' || op.state !== 'REQUESTED' || op.approvalsRequired !== null) return op;
+  const assessment = await assessRisk(tx, op);
+  const updated = await tx
+    .update(operations)
+    .set({
+      riskFlags: assessment.flags,
+      approvalsRequired: assessment.approvalsRequired,
+      version: sql`${operations.version} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(operations.tenantId, op.tenantId),
+        eq(operations.operationId, op.operationId),
+        eq(operations.state, 'REQUESTED'),
+        eq(operations.version, op.version),
+      ),
+    )
+    .returning();
+  const reviewed = updated[0] as Operation | undefined;
+  if (!reviewed) return op;
+  await recordTransition(tx, reviewed, 'REQUESTED', {
+    actor: 'system:risk',
+    reason:
+      assessment.approvalsRequired === 0
+        ? 'risk review: no flags'
+        : `risk review: ${assessment.flags.join(', ')}; ${assessment.approvalsRequired} approval(s) needed`,
+    evidence: { flags: assessment.flags, approvalsRequired: assessment.approvalsRequired },
+    notify: false,
+  });
+  if (assessment.approvalsRequired > 0) return reviewed;
+  return transition(tx, reviewed, 'APPROVED', {
+    actor: 'system:risk',
+    reason: 'within auto-approval limits, no risk flags',
+  });
+}
+
+/** Sets a tenant's rules for one asset. */
+export async function setRiskPolicy(
+  tx: Tx,
+  input: {
+    tenantId: string;
+    assetCode: string;
+    autoApproveMaxMinor: string;
+    fourEyesMinMinor: string;
+    velocityMaxPerHour?: number;
+    similarWindowMinutes?: number;
+  },
+): Promise<void> {
+  const values = {
+    tenantId: input.tenantId,
+    assetCode: input.assetCode,
+    autoApproveMaxMinor: input.autoApproveMaxMinor,
+    fourEyesMinMinor: input.fourEyesMinMinor,
+    velocityMaxPerHour: input.velocityMaxPerHour ?? 10,
+    similarWindowMinutes: input.similarWindowMinutes ?? 60,
+  };
+  await tx
+    .insert(riskPolicies)
+    .values(values)
+    .onConflictDoUpdate({
+      target: [riskPolicies.tenantId, riskPolicies.assetCode],
+      set: { ...values, updatedAt: sql`now()` },
+    });
+}

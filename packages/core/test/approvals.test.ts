@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decideWithdrawal } from '../src/approvals/decide.ts';
+import { withTenant } from '../src/db/tenant-scope.ts';
+import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
+import { getOperation, type Operation } from '../src/operations/operation-record.ts';
+import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
+import { balanceOf, evmAddress, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
+import { createTestDatabase, type TestDatabase } from './harness.ts';
+
+let t: TestDatabase;
+let tenantId: string;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  tenantId = await newTenant(t.db);
+  await fund(t.db, tenantId, 'acct-1', 'ETH', 10_000n);
+  await withTenant(t.db, tenantId, (tx) =>
+    setRiskPolicy(tx, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: '100',
+      fourEyesMinMinor: '1000',
+      velocityMaxPerHour: 50,
+    }),
+  );
+});
+afterAll(() => t.dispose());
+
+/** A withdrawal requested by `requester` and reviewed by the risk rules. */
+async function requested(
+  amountMinor: string,
+  requester = 'staff:requester',
+  destination = evmAddress(),
+): Promise<Operation> {
+  return withTenant(t.db, tenantId, async (tx) => {
+    const created = await createWithdrawal(tx, {
+      tenantId,
+      request: withdrawal({ amountMinor, destination }),
+      idempotencyKey: `k-${Math.random().toString(36).slice(2)}`,
+      actor: requester,
+    });
+    return reviewWithdrawal(tx, created.operation);
+  });
+}
+
+const decide = (
+  op: Operation,
+  staffId: string,
+  decision: 'approve' | 'reject' = 'approve',
+  payloadHash = op.payloadHash,
+) =>
+  withTenant(t.db, tenantId, (tx) =>
+    decideWithdrawal(tx, { tenantId, operationId: op.operationId, staffId, payloadHash, decision }),
+  );
+
+describe('risk review', () => {
+  it('a small withdrawal with no flags is approved by the system', async () => {
+    const op = await requested('50');
+    expect(op.state).toBe('APPROVED');
+    expect(op.approvalsRequired).toBe(0);
+  });
+
+  it('C06 a second withdrawal with the same destination and amount is flagged for review, never merged', async () => {
+    const destination = evmAddress();
+    const first = await requested('60', 'staff:requester', destination);
+    const second = await requested('60', 'staff:requester', destination);
+    expect(first.state).toBe('APPROVED');
+    expect(second.operationId).not.toBe(first.operationId);
+    expect(second.state).toBe('REQUESTED');
+    expect(second.riskFlags).toContain('similar_recent_withdrawal');
+    expect(second.approvalsRequired).toBe(1);
+  });
+});
+
+describe('four-eyes approval bound to the payload hash', () => {
+  it('C24 above the threshold two distinct staff members, neither the requester, must approve', async () => {
+    const op = await requested('2000');
+    expect(op.approvalsRequired).toBe(2);
+    const first = await decide(op, 'staff:alice');
+    expect(first.operation.state).toBe('REQUESTED');
+    expect(first.approvalsGiven).toBe(1);
+    // The same person twice does not count twice.
+    expect((await refusal(decide(op, 'staff:alice'))).code).toBe('IDEMPOTENCY_CONFLICT');
+    const second = await decide(op, 'staff:bob');
+    expect(second.operation.state).toBe('APPROVED');
+  });
+
+  it('C24 the requester cannot approve their own withdrawal', async () => {
+    const op = await requested('500', 'staff:carol');
+    const refused = await refusal(decide(op, 'staff:carol'));
+    expect(refused.code).toBe('UNAUTHORIZED');
+    const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    expect(stored.state).toBe('REQUESTED');
+  });
+
+  it('C02 approving a hash that is not the stored one is refused and records nothing', async () => {
+    const op = await requested('500');
+    const refused = await refusal(decide(op, 'staff:alice', 'approve', 'a'.repeat(64)));
+    expect(refused.code).toBe('PAYLOAD_MISMATCH');
+    // A real approval afterwards still counts as the first.
+    const ok = await decide(op, 'staff:alice');
+    expect(ok.operation.state).toBe('APPROVED');
+  });
+
+  it('a rejection at review releases the hold', async () => {
+    const before = await balanceOf(t.db, tenantId, 'acct-1');
+    const op = await requested('700');
+    const rejected = await decide(op, 'staff:alice', 'reject');
+    expect(rejected.operation.state).toBe('REJECTED');
+    expect(await balanceOf(t.db, tenantId, 'acct-1')).toEqual(before);
+  });
+});
