@@ -4,3 +4,4 @@ export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
 export * from './webhooks.ts';
+export * from './api.ts';

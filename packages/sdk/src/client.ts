@@ -1,0 +1,125 @@
+import {
+  type AssetEntry,
+  type BalanceEntry,
+  getBalancesOutputSchema,
+  type ListWithdrawalsInput,
+  type ListWithdrawalsOutput,
+  listAssetsOutputSchema,
+  listWithdrawalsOutputSchema,
+  type OperationView,
+  operationViewSchema,
+  problemSchema,
+  type SubmitWithdrawalOutput,
+  submitWithdrawalOutputSchema,
+  type WithdrawalRequest,
+} from '@idem/contracts';
+import { createTRPCUntypedClient, httpLink, TRPCClientError } from '@trpc/client';
+import type { z } from 'zod';
+import { IdemApiError, IdemTransportError } from './errors.ts';
+import { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+
+/**
+ * The procedure paths this SDK calls. The facade below is the stable surface: a router refactor on
+ * the server changes this table, never an integrator's code. The server's tests check each path.
+ */
+export const PROCEDURES = {
+  submitWithdrawal: { path: 'withdrawals.submit', type: 'mutation' },
+  getWithdrawal: { path: 'withdrawals.get', type: 'query' },
+  listWithdrawals: { path: 'withdrawals.list', type: 'query' },
+  getBalances: { path: 'balances.get', type: 'query' },
+  listAssets: { path: 'assets.list', type: 'query' },
+} as const;
+
+export interface IdemClientOptions {
+  /** Where the server listens, e.g. `https://idem.example.com` (the SDK appends `/trpc`). */
+  baseUrl: string;
+  apiKey: string;
+  retry?: Partial<RetryPolicy>;
+  /** Per attempt; a timed-out attempt is retried with the same key. */
+  requestTimeoutMs?: number;
+  /** A fetch implementation, for runtimes without a global one or for tests. */
+  fetch?: typeof fetch;
+}
+
+export interface IdemClient {
+  withdrawals: {
+    /**
+     * Creates the withdrawal, or returns the one this key already created (`outcome: 'REPLAYED'`,
+     * also success). The key is yours: derive it from your withdrawal id (`withdrawalKey(id)`).
+     */
+    submit(
+      request: WithdrawalRequest,
+      idempotencyKey: string,
+    ): Promise<{ outcome: SubmitWithdrawalOutput['outcome']; withdrawal: OperationView }>;
+    get(withdrawalId: string): Promise<OperationView>;
+    list(filter?: ListWithdrawalsInput): Promise<ListWithdrawalsOutput>;
+  };
+  balances: { get(accountId: string): Promise<BalanceEntry[]> };
+  assets: { list(): Promise<AssetEntry[]> };
+}
+
+export function createIdemClient(options: IdemClientOptions): IdemClient {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+  const timeoutMs = options.requestTimeoutMs ?? 10_000;
+  const trpc = createTRPCUntypedClient({
+    links: [
+      httpLink({
+        url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
+        headers: { authorization: `Bearer ${options.apiKey}` },
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+      }),
+    ],
+  });
+
+  async function call<S extends z.ZodType>(
+    procedure: (typeof PROCEDURES)[keyof typeof PROCEDURES],
+    input: unknown,
+    output: S,
+  ): Promise<z.infer<S>> {
+    const started = Date.now();
+    for (let attempt = 1; ; attempt += 1) {
+      let failure: IdemApiError | IdemTransportError | undefined;
+      let result: unknown;
+      try {
+        const signal = AbortSignal.timeout(timeoutMs);
+        result =
+          procedure.type === 'mutation'
+            ? await trpc.mutation(procedure.path, input, { signal })
+            : await trpc.query(procedure.path, input, { signal });
+      } catch (error) {
+        failure = classify(error, attempt);
+      }
+      // Outside the try: an answer that breaks the contract is a bug to report, not to retry.
+      if (failure === undefined) return output.parse(result);
+      // Conflicts, validation and every other definite refusal are final: retrying cannot change them.
+      if (failure instanceof IdemApiError && !failure.isRetryable) throw failure;
+      const retryAfterMs = failure instanceof IdemApiError ? failure.problem.retryAfterMs : undefined;
+      const waitMs = backoffMs(policy, attempt, retryAfterMs);
+      if (attempt >= policy.attemptsMax || Date.now() - started + waitMs > policy.totalMsMax) throw failure;
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
+  }
+
+  return {
+    withdrawals: {
+      submit: (request, idempotencyKey) =>
+        call(PROCEDURES.submitWithdrawal, { request, idempotencyKey }, submitWithdrawalOutputSchema),
+      get: (withdrawalId) => call(PROCEDURES.getWithdrawal, { withdrawalId }, operationViewSchema),
+      list: (filter = {}) => call(PROCEDURES.listWithdrawals, filter, listWithdrawalsOutputSchema),
+    },
+    balances: {
+      get: (accountId) => call(PROCEDURES.getBalances, { accountId }, getBalancesOutputSchema),
+    },
+    assets: { list: () => call(PROCEDURES.listAssets, undefined, listAssetsOutputSchema) },
+  };
+}
+
+/** An Idem problem when the response carried one; otherwise the outcome is unknown (transport). */
+function classify(error: unknown, attempt: number): IdemApiError | IdemTransportError {
+  if (error instanceof TRPCClientError) {
+    const problem = problemSchema.safeParse(error.data);
+    if (problem.success) return new IdemApiError(problem.data);
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new IdemTransportError(`no answer from the Idem API (${message})`, attempt, error);
+}

@@ -1,0 +1,58 @@
+import type { ErrorCode, Problem } from '@idem/contracts';
+
+/**
+ * A refusal from the Idem API: one stable `code` from the closed set, and the RFC 9457 problem
+ * with the request id to quote to support. Branch on `code` or the `is…` flags, never on a message.
+ */
+export class IdemApiError extends Error {
+  override readonly name = 'IdemApiError';
+  readonly code: ErrorCode;
+  readonly status: number;
+
+  constructor(readonly problem: Problem) {
+    super(`${problem.code}: ${problem.detail}`);
+    this.code = problem.code as ErrorCode;
+    this.status = problem.status;
+  }
+
+  /** The key is bound to another payload, or the withdrawal id is held by another key (`problem.holderKey`). Never retry with a fresh key. */
+  get isIdempotencyConflict(): boolean {
+    return this.code === 'IDEMPOTENCY_CONFLICT';
+  }
+  /** The outcome is not known yet; the SDK already retried with the same key for as long as allowed. */
+  get isInFlight(): boolean {
+    return this.code === 'IN_FLIGHT';
+  }
+  get isInsufficientFunds(): boolean {
+    return this.code === 'INSUFFICIENT_FUNDS';
+  }
+  get isValidation(): boolean {
+    return this.code === 'VALIDATION';
+  }
+  get isNotFound(): boolean {
+    return this.code === 'NOT_FOUND';
+  }
+  get isUnauthorized(): boolean {
+    return this.code === 'UNAUTHORIZED';
+  }
+  /** Whether the SDK treats this refusal as transient (it retries these itself, within its limits). */
+  get isRetryable(): boolean {
+    return this.code === 'IN_FLIGHT' || this.code === 'RATE_LIMITED' || this.status >= 500;
+  }
+}
+
+/**
+ * No answer from the API after every allowed attempt: a network error, a timeout or a response
+ * that was not Idem's. The outcome of a submission is unknown; calling again with the SAME key is
+ * always safe and tells you what happened.
+ */
+export class IdemTransportError extends Error {
+  override readonly name = 'IdemTransportError';
+  constructor(
+    message: string,
+    readonly attempts: number,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,16 @@
+export type {
+  AssetEntry,
+  BalanceEntry,
+  ErrorCode,
+  ListWithdrawalsInput,
+  ListWithdrawalsOutput,
+  OperationState,
+  OperationView,
+  Problem,
+  SubmitOutcome,
+  WithdrawalRequest,
+} from '@idem/contracts';
+export { createIdemClient, type IdemClient, type IdemClientOptions, PROCEDURES } from './client.ts';
+export { IdemApiError, IdemTransportError } from './errors.ts';
+export { withdrawalKey } from './key.ts';
+export { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';

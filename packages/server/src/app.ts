@@ -1,0 +1,86 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DatabaseHandle } from '@idem/core';
+import type { DestinationStream, Logger } from 'pino';
+import { openConfiguredDatabase } from './database.ts';
+import { DEMO_ACCOUNT, seedDemoTenant } from './demo.ts';
+import type { Env } from './env.ts';
+import { createIdemServer } from './http/server.ts';
+import { createLogger } from './logger.ts';
+import { createMetrics } from './metrics.ts';
+
+export interface RunningServer {
+  server: Server;
+  port: number;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+/** Opens the database, applies migrations, seeds the demo tenant (embedded mode only) and listens. */
+export async function startServer(
+  env: Env,
+  options: {
+    logDestination?: DestinationStream;
+    announce?: (line: string) => void;
+    /** An already open, migrated database (tests); the server then leaves closing it to the caller. */
+    database?: DatabaseHandle;
+  } = {},
+): Promise<RunningServer> {
+  const log = createLogger({
+    level: env.LOG_LEVEL,
+    ...(options.logDestination ? { destination: options.logDestination } : {}),
+  });
+  const announce = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const database = options.database
+    ? { ...options.database, close: async () => {} }
+    : await openConfiguredDatabase(env, { purpose: 'server' });
+  if (!options.database && env.IDEM_MIGRATE_ON_START) await openedMigrate(database);
+
+  if (database.kind === 'pglite') {
+    const demo = await seedDemoTenant(database.db);
+    if (demo) {
+      announce(
+        [
+          '',
+          'Idem: created a demo tenant on this new embedded database.',
+          `  tenant id: ${demo.tenantId}`,
+          `  API key:   ${demo.apiKey}`,
+          `  account ${DEMO_ACCOUNT} holds 2 BTC, 10 ETH and 10,000 USDC.`,
+          '  The key is shown once; store it now. (pnpm idem apikey create --tenant <id> mints another.)',
+          '',
+        ].join('\n'),
+      );
+    }
+  }
+
+  const metrics = createMetrics(database.db);
+  const server = createIdemServer({ db: database.db, env, log, metrics });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(env.PORT, env.HOST, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port, database: database.kind }, 'listening');
+
+  return {
+    server,
+    port,
+    log,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await database.close();
+      log.flush();
+    },
+  };
+}
+
+async function openedMigrate(database: DatabaseHandle): Promise<void> {
+  const withOwner = database as DatabaseHandle & { migrateAsOwner?: () => Promise<void> };
+  await (withOwner.migrateAsOwner ? withOwner.migrateAsOwner() : database.migrate());
+}

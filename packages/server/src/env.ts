@@ -1,0 +1,52 @@
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+/** The repository root, so the default data directory is the same whoever starts the process. */
+const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+const flag = z
+  .enum(['true', 'false', '1', '0'])
+  .optional()
+  .transform((value) => (value === undefined ? undefined : value === 'true' || value === '1'));
+
+/**
+ * Every environment variable the server and CLI read, parsed once. Nothing else reads process.env.
+ */
+const envSchema = z.object({
+  /** Stack traces appear in error responses only in development. */
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('production'),
+  PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  /** PostgreSQL. Without it the server runs on an embedded PGlite database in IDEM_DATA_DIR. */
+  DATABASE_URL: z.string().url().optional(),
+  /**
+   * The owner role's connection, for migrations and tenant provisioning when DATABASE_URL names
+   * the restricted login role (docs/API.md, production setup). Defaults to DATABASE_URL.
+   */
+  MIGRATION_DATABASE_URL: z.string().url().optional(),
+  IDEM_DATA_DIR: z.string().default(`${repositoryRoot}.idem`),
+  IDEM_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(20),
+  /** Apply migrations when the server starts (off when the app role cannot run DDL). */
+  IDEM_MIGRATE_ON_START: flag.default(true),
+  /** Request bodies above this are refused with PAYLOAD_TOO_LARGE before they are read in full. */
+  IDEM_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
+  /** Per-tenant request rate, sustained per second; bursts of twice this are allowed. */
+  IDEM_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * Tests only: kill the process at a named point, to prove what survives a crash (C18).
+   * Ignored when NODE_ENV is production.
+   */
+  IDEM_FAULT_INJECT: z.enum(['webhook-after-verify', 'webhook-after-commit']).optional(),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const parsed = envSchema.safeParse(source);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`invalid environment:\n  ${problems.join('\n  ')}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Database } from '@idem/core';
+import { createHTTPHandler } from '@trpc/server/adapters/standalone';
+import { sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Env } from '../env.ts';
+import { scrubMessage } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
+import { RateLimiter } from '../rate-limit.ts';
+import { appRouter } from '../router.ts';
+import type { Context, RequestState } from '../trpc.ts';
+import { sendJson, sendProblem } from './problem.ts';
+import { handleWebhook } from './webhooks.ts';
+
+export interface ServerDeps {
+  db: Database;
+  env: Env;
+  log: Logger;
+  metrics: Metrics;
+}
+
+interface RequestInfo {
+  requestId: string;
+  state: RequestState;
+}
+
+/** Procedure names, so the latency metric's route label stays a closed set. */
+const PROCEDURES = new Set([
+  'withdrawals.submit',
+  'withdrawals.get',
+  'withdrawals.list',
+  'balances.get',
+  'assets.list',
+]);
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+const WEBHOOK_PATH = /^\/webhooks\/([^/]{1,100})$/;
+
+/**
+ * One port for everything: `/trpc`, `/webhooks/:endpointId`, `/healthz`, `/readyz`, `/metrics`.
+ * Each request gets a request id (the caller's `X-Request-Id` when it is well-formed), sent back
+ * as `X-Request-Id`, put in the error's `data.requestId` and in the access log.
+ */
+export function createIdemServer(deps: ServerDeps): Server {
+  const { db, env, log, metrics } = deps;
+  const info = new WeakMap<IncomingMessage, RequestInfo>();
+  const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
+
+  const trpc = createHTTPHandler({
+    router: appRouter,
+    basePath: '/trpc/',
+    maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
+    createContext: ({ req }): Context => {
+      const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
+      return {
+        db,
+        log,
+        rateLimiter,
+        requestId: request.requestId,
+        apiKey: bearer(req.headers.authorization),
+        idempotencyKeyHeader: single(req.headers['idempotency-key']),
+        state: request.state,
+        exposeStacks: env.NODE_ENV === 'development',
+      };
+    },
+    onError: ({ error, path, req }) => {
+      const request = info.get(req);
+      if (error.code === 'INTERNAL_SERVER_ERROR' && !isIdemCause(error.cause)) {
+        log.error(
+          { requestId: request?.requestId, path, err: scrubMessage(String(error.cause ?? error)) },
+          'procedure failed',
+        );
+      }
+    },
+  });
+
+  return createServer((req, res) => {
+    const started = process.hrtime.bigint();
+    const incoming = single(req.headers['x-request-id']);
+    const requestId = incoming && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+    const state: RequestState = {};
+    info.set(req, { requestId, state });
+    res.setHeader('x-request-id', requestId);
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const route = routeOf(url.pathname);
+
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.requestDuration.observe({ route, status: String(res.statusCode) }, seconds);
+      // Access log: no query string, no headers, no body; the tenant, never the credential (C23).
+      log.info(
+        {
+          requestId,
+          method: req.method,
+          route,
+          status: res.statusCode,
+          durationMs: Math.round(seconds * 1e4) / 10,
+          tenantId: state.tenantId,
+          errorCode: state.errorCode,
+        },
+        'request',
+      );
+    });
+
+    dispatch(req, res, url, route, requestId).catch((error: unknown) => {
+      log.error({ requestId, err: scrubMessage(String(error)) }, 'request failed');
+      if (!res.headersSent) sendProblem(res, requestId, 'INTERNAL', 'an unexpected error occurred');
+      else res.destroy();
+    });
+  });
+
+  async function dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    route: string,
+    requestId: string,
+  ): Promise<void> {
+    if (route.startsWith('trpc')) {
+      trpc(req, res);
+      return;
+    }
+    if (route === 'webhooks') {
+      if (req.method !== 'POST') return sendProblem(res, requestId, 'VALIDATION', 'webhooks are POSTed');
+      const endpointId = WEBHOOK_PATH.exec(url.pathname)?.[1] ?? '';
+      await handleWebhook(req, res, decodeURIComponent(endpointId), requestId, deps);
+      return;
+    }
+    if (route === 'healthz') return sendJson(res, 200, { status: 'ok' });
+    if (route === 'readyz') {
+      const ready = await databaseReady(db);
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'database unavailable' });
+    }
+    if (route === 'metrics') {
+      res.writeHead(200, { 'content-type': metrics.registry.contentType });
+      res.end(await metrics.registry.metrics());
+      return;
+    }
+    sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
+  }
+}
+
+function routeOf(pathname: string): string {
+  if (pathname.startsWith('/trpc/')) {
+    const procedure = pathname.slice('/trpc/'.length);
+    return PROCEDURES.has(procedure) ? `trpc:${procedure}` : 'trpc:other';
+  }
+  if (WEBHOOK_PATH.test(pathname)) return 'webhooks';
+  if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics') return pathname.slice(1);
+  return 'other';
+}
+
+async function databaseReady(db: Database): Promise<boolean> {
+  const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000).unref());
+  const check = db.execute(sql`select 1`).then(
+    () => true,
+    () => false,
+  );
+  return Promise.race([check, timeout]);
+}
+
+function bearer(header: string | undefined): string | null {
+  const match = /^Bearer\s+(\S+)$/i.exec(header ?? '');
+  return match?.[1] ?? null;
+}
+
+function single(value: string | string[] | undefined): string | null {
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
+function isIdemCause(cause: unknown): boolean {
+  return cause instanceof Error && cause.name === 'IdemError';
+}

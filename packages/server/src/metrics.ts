@@ -1,0 +1,78 @@
+import { inboxOutcomes, operationStates } from '@idem/contracts';
+import { type Database, operationStats } from '@idem/core';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** States whose oldest age is a go/no-go signal: an owner must resolve them (C13, C15). */
+const WATCHED_STATES = ['UNKNOWN', 'FAILED_TERMINAL'] as const;
+
+/**
+ * One registry per server. Operation gauges are read from the database at scrape time, through an
+ * aggregate-only function, so they are right across processes and restarts.
+ */
+export function createMetrics(db: Database) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const requestDuration = new Histogram({
+    name: 'idem_http_request_duration_seconds',
+    help: 'HTTP request latency by route and status',
+    labelNames: ['route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const webhookDeliveries = new Counter({
+    name: 'idem_webhook_deliveries_total',
+    help: 'Inbound webhook deliveries by outcome class (C18-C20)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  for (const outcome of inboxOutcomes) webhookDeliveries.inc({ outcome }, 0);
+
+  let lastStats: Awaited<ReturnType<typeof operationStats>> | null = null;
+  let statsError = false;
+  const refresh = async () => {
+    try {
+      lastStats = await operationStats(db);
+      statsError = false;
+    } catch {
+      statsError = true;
+    }
+  };
+
+  new Gauge({
+    name: 'idem_operations',
+    help: 'Operations by state, all tenants',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      await refresh();
+      for (const state of operationStates) {
+        this.set({ state }, lastStats?.find((s) => s.state === state)?.operations ?? 0);
+      }
+    },
+  });
+  new Gauge({
+    name: 'idem_operation_oldest_age_seconds',
+    help: 'Age of the oldest operation in a state that needs an owner (0 when there is none)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      // Reads what idem_operations fetched in this same scrape (gauges collect in registration order).
+      for (const state of WATCHED_STATES) {
+        this.set({ state }, lastStats?.find((s) => s.state === state)?.oldestSeconds ?? 0);
+      }
+    },
+  });
+  new Gauge({
+    name: 'idem_metrics_database_errors',
+    help: '1 when the last scrape could not read operation counts from the database',
+    registers: [registry],
+    collect() {
+      this.set(statsError ? 1 : 0);
+    },
+  });
+
+  return { registry, requestDuration, webhookDeliveries };
+}

@@ -1,0 +1,11 @@
+import { listAssetsOutputSchema } from '@idem/contracts';
+import { listAssets } from '@idem/core';
+import { z } from 'zod';
+import { router, tenantProcedure } from '../trpc.ts';
+
+export const assetsRouter = router({
+  list: tenantProcedure
+    .input(z.strictObject({}).optional())
+    .output(listAssetsOutputSchema)
+    .query(({ ctx }) => ctx.inTenant((tx) => listAssets(tx, ctx.tenantId))),
+});

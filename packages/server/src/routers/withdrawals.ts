@@ -1,0 +1,87 @@
+import {
+  getWithdrawalInputSchema,
+  IdemError,
+  idempotencyKeySchema,
+  listWithdrawalsInputSchema,
+  listWithdrawalsOutputSchema,
+  operationViewSchema,
+  submitWithdrawalApiInputSchema,
+  submitWithdrawalOutputSchema,
+} from '@idem/contracts';
+import { createWithdrawal, findByReference, listOperations, toView } from '@idem/core';
+import { router, tenantProcedure } from '../trpc.ts';
+
+/**
+ * The key comes from the body or the `Idempotency-Key` header. Both may be sent only if they
+ * agree: two different keys in one request is a caller bug, not a choice for us to make.
+ */
+function resolveKey(bodyKey: string | undefined, headerKey: string | null): string {
+  if (headerKey !== null) {
+    const parsed = idempotencyKeySchema.safeParse(headerKey);
+    if (!parsed.success) {
+      const message = parsed.error.issues[0]?.message ?? 'invalid idempotency key';
+      throw new IdemError('VALIDATION', message, { issues: [{ path: 'Idempotency-Key', message }] });
+    }
+    if (bodyKey !== undefined && bodyKey !== parsed.data) {
+      const message = 'the Idempotency-Key header and the body idempotencyKey differ';
+      throw new IdemError('VALIDATION', message, { issues: [{ path: 'idempotencyKey', message }] });
+    }
+    return parsed.data;
+  }
+  if (bodyKey === undefined) {
+    const message = 'an idempotency key is required, in the body or the Idempotency-Key header';
+    throw new IdemError('VALIDATION', message, { issues: [{ path: 'idempotencyKey', message }] });
+  }
+  return bodyKey;
+}
+
+export const withdrawalsRouter = router({
+  /**
+   * Creates a withdrawal or replays the one its key created (C01-C06). A withdrawal stored
+   * REJECTED for insufficient funds answers INSUFFICIENT_FUNDS, the first time and on every replay,
+   * because the rejection is the stored outcome of that key.
+   */
+  submit: tenantProcedure
+    .input(submitWithdrawalApiInputSchema)
+    .output(submitWithdrawalOutputSchema)
+    .mutation(async ({ ctx, input }) => {
+      const idempotencyKey = resolveKey(input.idempotencyKey, ctx.idempotencyKeyHeader);
+      const claim = await ctx.inTenant((tx) =>
+        createWithdrawal(tx, { tenantId: ctx.tenantId, request: input.request, idempotencyKey }),
+      );
+      const operation = claim.operation;
+      if (operation.state === 'REJECTED' && operation.rejectionCode === 'INSUFFICIENT_FUNDS') {
+        throw new IdemError(
+          'INSUFFICIENT_FUNDS',
+          `withdrawal ${operation.reference} was rejected at intake: insufficient available funds; this key keeps that outcome`,
+        );
+      }
+      return { outcome: claim.outcome, withdrawal: toView(operation) };
+    }),
+
+  /** By the integrator's withdrawal id. Another tenant's withdrawal is NOT_FOUND, like a missing one. */
+  get: tenantProcedure
+    .input(getWithdrawalInputSchema)
+    .output(operationViewSchema)
+    .query(async ({ ctx, input }) => {
+      const found = await ctx.inTenant((tx) =>
+        findByReference(tx, ctx.tenantId, 'withdrawal', input.withdrawalId),
+      );
+      if (!found) throw new IdemError('NOT_FOUND', 'no such withdrawal');
+      return toView(found);
+    }),
+
+  list: tenantProcedure
+    .input(listWithdrawalsInputSchema)
+    .output(listWithdrawalsOutputSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        listOperations(tx, ctx.tenantId, {
+          kind: 'withdrawal',
+          limit: input.limit,
+          ...(input.state ? { state: input.state } : {}),
+          ...(input.cursor ? { cursor: input.cursor } : {}),
+        }),
+      ),
+    ),
+});

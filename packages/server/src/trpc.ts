@@ -1,0 +1,79 @@
+import { IdemError } from '@idem/contracts';
+import { authenticateApiKey, type Database, type Tx, withTenant } from '@idem/core';
+import { initTRPC } from '@trpc/server';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
+import type { Logger } from 'pino';
+import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+/** What the HTTP layer learns back from a call, for its access log and metrics. */
+export interface RequestState {
+  tenantId?: string;
+  errorCode?: string;
+}
+
+/**
+ * The request-independent part of the context (usable from tests through createCaller) plus what
+ * the HTTP layer extracted from one request. The tenant is never here: it comes from the credential.
+ */
+export interface Context {
+  db: Database;
+  log: Logger;
+  rateLimiter: RateLimiter;
+  requestId: string;
+  /** The bearer credential, as sent. */
+  apiKey: string | null;
+  /** The `Idempotency-Key` header, as sent. */
+  idempotencyKeyHeader: string | null;
+  state: RequestState;
+  exposeStacks: boolean;
+}
+
+const t = initTRPC.context<Context>().create({
+  /**
+   * Every error leaves as one typed problem in `error.data`: our code, the RFC 9457 fields, the
+   * request id, and `httpStatus` (which tRPC uses as the response status) from the one table.
+   */
+  errorFormatter({ shape, error, ctx }) {
+    const idemError = asIdemError(error);
+    const requestId = ctx?.requestId ?? 'unknown';
+    if (ctx) ctx.state.errorCode = idemError.code;
+    const problem = toProblem(idemError, requestId);
+    return {
+      code: TRPC_ERROR_CODES_BY_KEY[trpcCodeFor(idemError.code)],
+      message: problem.detail,
+      data: {
+        ...problem,
+        httpStatus: problem.status,
+        path: shape.data.path,
+        ...(ctx?.exposeStacks && error.stack ? { stack: error.stack } : {}),
+      },
+    };
+  },
+});
+
+export const router = t.router;
+export const publicProcedure = t.procedure;
+export const createCallerFactory = t.createCallerFactory;
+
+/**
+ * Authenticates the API key and narrows the context to its tenant, with `inTenant` running work
+ * in one transaction under the restricted role with `app.tenant_id` bound (C22).
+ */
+export const tenantProcedure = t.procedure.use(async ({ ctx, next }) => {
+  if (!ctx.apiKey) throw new IdemError('UNAUTHORIZED', 'an API key is required (Authorization: Bearer ...)');
+  const { tenantId, keyId } = await authenticateApiKey(ctx.db, ctx.apiKey);
+  ctx.state.tenantId = tenantId;
+  const waitMs = ctx.rateLimiter.take(tenantId);
+  if (waitMs > 0) {
+    throw new IdemError('RATE_LIMITED', 'too many requests for this tenant', { retryAfterMs: waitMs });
+  }
+  const db = ctx.db;
+  return next({
+    ctx: {
+      tenantId,
+      keyId,
+      inTenant: <T>(work: (tx: Tx) => Promise<T>) => withTenant(db, tenantId, work),
+    },
+  });
+});

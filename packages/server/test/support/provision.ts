@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createApiKey,
+  createTenant,
+  createWebhookEndpoint,
+  type Database,
+  type DatabaseHandle,
+  openDatabase,
+  recordDeposit,
+  withTenant,
+} from '@idem/core';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
+import { getAddress } from 'viem';
+
+export const ETH = 10n ** 18n;
+
+export function evmAddress(): string {
+  return getAddress(`0x${randomBytes(20).toString('hex')}`);
+}
+
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${randomBytes(6).toString('hex')}`;
+}
+
+export interface TenantFixture {
+  tenantId: string;
+  apiKey: string;
+  keyId: string;
+}
+
+/** A tenant with an API key and a funded account, through core's ordinary paths. */
+export async function provisionTenant(
+  db: Database,
+  options: { name?: string; fund?: { accountId: string; asset: string; amountMinor: string }[] } = {},
+): Promise<TenantFixture> {
+  const { tenantId } = await createTenant(db, { name: options.name ?? 'Contract Exchange' });
+  for (const deposit of options.fund ?? [
+    { accountId: 'cust-7', asset: 'ETH', amountMinor: (100n * ETH).toString() },
+  ]) {
+    const reference = uniqueId('dep');
+    await withTenant(db, tenantId, (tx) =>
+      recordDeposit(tx, {
+        tenantId,
+        deposit: { reference, ...deposit },
+        idempotencyKey: `deposit-${reference}`,
+        actor: 'test',
+      }),
+    );
+  }
+  const { apiKey, keyId } = await createApiKey(db, tenantId);
+  return { tenantId, apiKey, keyId };
+}
+
+export { createWebhookEndpoint };
+
+/**
+ * Where a contract test's server keeps its data. PostgreSQL: a fresh database the test can query
+ * while the server runs. PGlite: a data directory, which only one process may open at a time, so
+ * the test provisions before starting the server and inspects after stopping it.
+ */
+export type Backend =
+  | { kind: 'postgres'; database: TestDatabase; env: Record<string, string> }
+  | { kind: 'pglite'; dataDir: string; env: Record<string, string> };
+
+export const backendKinds: ('pglite' | 'postgres')[] = onPostgres ? ['pglite', 'postgres'] : ['pglite'];
+
+export async function createBackend(kind: 'pglite' | 'postgres'): Promise<Backend> {
+  if (kind === 'postgres') {
+    const database = await createTestDatabase({ maxConnections: 8 });
+    if (!database.url) throw new Error('PostgreSQL backend without a URL');
+    return { kind, database, env: { DATABASE_URL: database.url, IDEM_DB_POOL_MAX: '10' } };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'idem-contract-'));
+  return { kind, dataDir, env: { IDEM_DATA_DIR: dataDir } };
+}
+
+/** Runs `work` with direct database access: at once on PostgreSQL, between server runs on PGlite. */
+export async function withDirectDatabase<T>(
+  backend: Backend,
+  work: (db: Database) => Promise<T>,
+): Promise<T> {
+  if (backend.kind === 'postgres') return work(backend.database.db);
+  const handle: DatabaseHandle = await openDatabase({ dataDir: join(backend.dataDir, 'pgdata') });
+  try {
+    await handle.migrate();
+    return await work(handle.db);
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function disposeBackend(backend: Backend): Promise<void> {
+  if (backend.kind === 'postgres') await backend.database.dispose();
+}

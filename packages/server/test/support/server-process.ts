@@ -1,0 +1,77 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const serverRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ServerProcess {
+  baseUrl: string;
+  port: number;
+  /** Every line the server wrote to stdout and stderr, as written (for log-capture tests). */
+  output: string[];
+  exited: Promise<number | null>;
+  /** SIGTERM and wait for a clean exit. */
+  stop(): Promise<void>;
+  /** SIGKILL: no cleanup at all. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts the real server (`src/main.ts`) as a child process on a free port (PORT=0; the port is
+ * read back from the server's own "listening" log line).
+ */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: serverRoot,
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'test',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('')}`)), 60_000);
+    let pending = '';
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      output.push(text);
+      pending += text;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line.startsWith('{')) continue;
+        try {
+          const entry = JSON.parse(line) as { msg?: string; port?: number };
+          if (entry.msg === 'listening' && typeof entry.port === 'number') {
+            clearTimeout(timer);
+            resolve(entry.port);
+          }
+        } catch {}
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output.join('')}`));
+    });
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    output,
+    exited,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+    kill: async () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
