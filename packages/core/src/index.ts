@@ -67,7 +67,15 @@ export {
   reviewWithdrawal,
   setRiskPolicy,
 } from './risk/review.ts';
-export { type Claimed, claim, LEASE_MS_MAX, recordSigned, releaseClaim } from './state-machine/claim.ts';
+export { assignOwner } from './state-machine/assign-owner.ts';
+export {
+  type Claimed,
+  claim,
+  LEASE_MS_MAX,
+  recordSigned,
+  releaseClaim,
+  takeOverSigned,
+} from './state-machine/claim.ts';
 export { type TransitionContext, transition } from './state-machine/transition.ts';
 export {
   allowedNext,

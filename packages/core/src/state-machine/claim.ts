@@ -78,7 +78,8 @@ export async function recordSigned(
     operationId: string;
     leaseGeneration: number;
     signedArtifact: string;
-    txHash: string;
+    /** The chain transaction hash; null on a custodian rail, where the provider assigns ids. */
+    txHash: string | null;
     workerId: string;
     /** The hot-wallet nonce (EVM), allocated in this same transaction by `allocateNonce`. */
     chainNonce?: number;
@@ -95,7 +96,7 @@ export async function recordSigned(
   return transition(tx, op, 'SIGNED', {
     actor: input.workerId,
     reason: 'signed bytes persisted before broadcast',
-    evidence: { txHash: input.txHash },
+    evidence: { txHash: input.txHash, chainNonce: input.chainNonce ?? null },
     leaseGeneration: input.leaseGeneration,
     set: { signedArtifact: input.signedArtifact, txHash: input.txHash, chainNonce: input.chainNonce ?? null },
     where: [isNull(operations.signedArtifact), eq(operations.leaseOwner, input.workerId)],
@@ -115,4 +116,48 @@ export async function releaseClaim(
     set: { clearLease: true },
     where: [isNull(operations.signedArtifact)],
   });
+}
+
+/**
+ * Takes over a SIGNED withdrawal whose worker's lease expired before it recorded a broadcast (the
+ * worker died between signing and recording). The new owner gets a new generation and may only
+ * broadcast the stored bytes: nothing is signed again (C12). Returns null if another worker won.
+ */
+export async function takeOverSigned(
+  tx: Tx,
+  input: { operation: Operation; workerId: string; leaseMs: number },
+): Promise<Claimed | null> {
+  const { operation: op, workerId, leaseMs } = input;
+  if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
+    throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
+  }
+  const updated = await tx
+    .update(operations)
+    .set({
+      leaseOwner: workerId,
+      leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+      leaseGeneration: sql`${operations.leaseGeneration} + 1`,
+      version: sql`${operations.version} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(operations.tenantId, op.tenantId),
+        eq(operations.operationId, op.operationId),
+        eq(operations.state, 'SIGNED'),
+        eq(operations.version, op.version),
+        eq(operations.payloadHash, op.payloadHash),
+        or(isNull(operations.leaseExpiresAt), lt(operations.leaseExpiresAt, sql`now()`)),
+      ),
+    )
+    .returning();
+  const taken = updated[0] as Operation | undefined;
+  if (!taken) return null;
+  await recordTransition(tx, taken, 'SIGNED', {
+    actor: workerId,
+    reason: 'previous worker lost its lease after signing; resuming with the stored bytes only',
+    leaseGeneration: taken.leaseGeneration,
+    notify: false,
+  });
+  return { operation: taken, leaseGeneration: taken.leaseGeneration };
 }

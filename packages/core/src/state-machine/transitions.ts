@@ -29,6 +29,9 @@ const withdrawalEdges: Partial<Record<OperationState, Edge[]>> = {
     { to: 'SIGNED', effect: 'none' },
     // Only while nothing is signed; `releaseClaim` checks the artifact in its WHERE clause.
     { to: 'APPROVED', effect: 'none' },
+    // The signer found the stored payload no longer matches its approved hash (C02): a person
+    // must look. Nothing was signed; the hold stays.
+    { to: 'FAILED_TERMINAL', effect: 'none' },
   ],
   SIGNED: [
     { to: 'BROADCAST', effect: 'none' },

@@ -1,0 +1,122 @@
+import { type Database, type Operation, rowsOf, schema, type Tx, withTenant } from '@idem/core';
+import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+
+const { operations, assets } = schema;
+
+/**
+ * The tenants that have work, found without reading across tenants: a SECURITY DEFINER function
+ * returns tenant ids only (migration 0005), called under the application role.
+ */
+export async function tenantsWithWork(db: Database, reorgWindowSeconds: number): Promise<string[]> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+    const rows = rowsOf<{ tenant_id: string }>(
+      await tx.execute(sql`select tenant_id::text from idem_tenants_with_work(${reorgWindowSeconds})`),
+    );
+    return rows.map((row) => row.tenant_id);
+  });
+}
+
+export type Stage = 'dispatch' | 'resume' | 'watch' | 'reconcile' | 'reorg';
+
+/** Which operations each stage looks at. */
+function stageCondition(stage: Stage, reorgWindowSeconds: number) {
+  switch (stage) {
+    case 'dispatch':
+      return or(
+        eq(operations.state, 'APPROVED'),
+        and(
+          eq(operations.state, 'SIGNING'),
+          lt(operations.leaseExpiresAt, sql`now()`),
+          isNull(operations.signedArtifact),
+        ),
+      );
+    case 'resume':
+      return and(
+        eq(operations.state, 'SIGNED'),
+        or(isNull(operations.leaseExpiresAt), lt(operations.leaseExpiresAt, sql`now()`)),
+      );
+    case 'watch':
+      return eq(operations.state, 'BROADCAST');
+    case 'reconcile':
+      return eq(operations.state, 'UNKNOWN');
+    case 'reorg':
+      return and(
+        eq(operations.state, 'CONFIRMED'),
+        sql`${operations.updatedAt} > now() - make_interval(secs => ${reorgWindowSeconds})`,
+      );
+  }
+}
+
+/**
+ * Picks up to `limit` withdrawals for a stage, locking them with SKIP LOCKED so concurrent workers
+ * take disjoint sets. The lock lasts for the caller's transaction; the state change itself is
+ * still a conditional UPDATE, so a worker that read stale data changes nothing.
+ */
+export async function lockCandidates(
+  tx: Tx,
+  tenantId: string,
+  stage: Stage,
+  limit: number,
+  reorgWindowSeconds: number,
+): Promise<Operation[]> {
+  const rows = await tx
+    .select()
+    .from(operations)
+    .where(
+      and(
+        eq(operations.tenantId, tenantId),
+        eq(operations.kind, 'withdrawal'),
+        stageCondition(stage, reorgWindowSeconds),
+      ),
+    )
+    .orderBy(asc(operations.updatedAt))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+  return rows as Operation[];
+}
+
+/** The ids to work on, read without holding locks (each is then locked and re-checked). */
+export async function candidateIds(
+  db: Database,
+  tenantId: string,
+  stage: Stage,
+  limit: number,
+  reorgWindowSeconds: number,
+): Promise<string[]> {
+  return withTenant(db, tenantId, async (tx) =>
+    (await lockCandidates(tx, tenantId, stage, limit, reorgWindowSeconds)).map((op) => op.operationId),
+  );
+}
+
+/** Locks one operation if it is still a candidate for the stage; null if someone else has it. */
+export async function lockOne(
+  tx: Tx,
+  tenantId: string,
+  operationId: string,
+  stage: Stage,
+  reorgWindowSeconds: number,
+): Promise<Operation | null> {
+  const rows = await tx
+    .select()
+    .from(operations)
+    .where(
+      and(
+        eq(operations.tenantId, tenantId),
+        inArray(operations.operationId, [operationId]),
+        stageCondition(stage, reorgWindowSeconds),
+      ),
+    )
+    .for('update', { skipLocked: true });
+  return (rows[0] as Operation | undefined) ?? null;
+}
+
+export async function assetOf(tx: Tx, op: Operation) {
+  const rows = await tx
+    .select()
+    .from(assets)
+    .where(and(eq(assets.tenantId, op.tenantId), eq(assets.code, op.assetCode)));
+  const asset = rows[0];
+  if (!asset) throw new Error(`asset ${op.assetCode} vanished`);
+  return asset;
+}

@@ -1,0 +1,3 @@
+export type { SendStep, WorkerContext } from './context.ts';
+export { defaultKeyResolver, RailRegistry, type RailsConfig, routeFor } from './rails.ts';
+export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';

@@ -1,0 +1,92 @@
+import { IdemError } from '@idem/contracts';
+import type { HotWallet } from '@idem/core';
+import { anvilDevPrivateKeys, type CustodianAdapter, createEvmRail, type EvmRail } from '@idem/rails';
+import type { Hex } from 'viem';
+
+/**
+ * Which rail moves which asset, and how a hot wallet's key is found. EVM networks go through the
+ * tenant's hot wallet on a node; networks the platform does not run a node for (bitcoin here) go
+ * through the custodian, which holds the keys.
+ */
+export interface RailsConfig {
+  evm?: { rpcUrl: string; chainId: number; requestTimeoutMs?: number };
+  custodian?: CustodianAdapter;
+  /** Resolves a hot wallet's `keyRef` to a private key. Never logged. */
+  resolveKey?: (keyRef: string) => Hex;
+  fees?: { maxFeePerGasWei: bigint; maxPriorityFeePerGasWei: bigint };
+}
+
+export type Route = { kind: 'evm' } | { kind: 'custodian' };
+
+export function routeFor(network: string): Route {
+  return network === 'ethereum' ? { kind: 'evm' } : { kind: 'custodian' };
+}
+
+/**
+ * Development keys (`dev:<n>`) are anvil's public test keys and work only against a local node;
+ * `env:<NAME>` reads a variable. Anything else is refused.
+ */
+export function defaultKeyResolver(keyRef: string): Hex {
+  const dev = /^dev:(\d+)$/.exec(keyRef);
+  if (dev) {
+    const key = anvilDevPrivateKeys[Number(dev[1])];
+    if (!key) throw new IdemError('VALIDATION', `no development key ${keyRef}`);
+    return key as Hex;
+  }
+  const env = /^env:([A-Z0-9_]+)$/.exec(keyRef);
+  if (env?.[1]) {
+    const value = process.env[env[1]];
+    if (!value || !/^0x[0-9a-fA-F]{64}$/.test(value))
+      throw new IdemError('VALIDATION', `hot wallet key ${env[1]} is not set`);
+    return value as Hex;
+  }
+  throw new IdemError('VALIDATION', 'unsupported hot wallet key reference');
+}
+
+export class RailRegistry {
+  private readonly evmRails = new Map<string, EvmRail>();
+  constructor(readonly config: RailsConfig) {}
+
+  /** The EVM rail signing as this hot wallet (one viem client per wallet, reused). */
+  evmFor(wallet: HotWallet): EvmRail {
+    const evm = this.config.evm;
+    if (!evm) throw new IdemError('VALIDATION', 'no EVM node is configured');
+    const cacheKey = `${wallet.tenantId}:${wallet.address}`;
+    const existing = this.evmRails.get(cacheKey);
+    if (existing) return existing;
+    const privateKey = (this.config.resolveKey ?? defaultKeyResolver)(wallet.keyRef);
+    const rail = createEvmRail({
+      rpcUrl: evm.rpcUrl,
+      chainId: evm.chainId,
+      privateKey,
+      requestTimeoutMs: evm.requestTimeoutMs ?? 5_000,
+    });
+    this.evmRails.set(cacheKey, rail);
+    return rail;
+  }
+
+  /** A chain reader that needs no key (lookups by hash, deposit scans). */
+  evmReader(): EvmRail {
+    const evm = this.config.evm;
+    if (!evm) throw new IdemError('VALIDATION', 'no EVM node is configured');
+    const existing = this.evmRails.get('reader');
+    if (existing) return existing;
+    const rail = createEvmRail({
+      rpcUrl: evm.rpcUrl,
+      chainId: evm.chainId,
+      privateKey: anvilDevPrivateKeys[4],
+      requestTimeoutMs: evm.requestTimeoutMs ?? 5_000,
+    });
+    this.evmRails.set('reader', rail);
+    return rail;
+  }
+
+  custodian(): CustodianAdapter {
+    if (!this.config.custodian) throw new IdemError('VALIDATION', 'no custodian is configured');
+    return this.config.custodian;
+  }
+
+  fees(): { maxFeePerGasWei: bigint; maxPriorityFeePerGasWei: bigint } {
+    return this.config.fees ?? { maxFeePerGasWei: 100n * 10n ** 9n, maxPriorityFeePerGasWei: 10n ** 9n };
+  }
+}

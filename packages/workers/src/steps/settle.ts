@@ -1,0 +1,273 @@
+import { assignOwner, getOperation, type Operation, schema, transition, withTenant } from '@idem/core';
+import { and, desc, eq } from 'drizzle-orm';
+import { candidateIds, lockOne, type Stage } from '../candidates.ts';
+import type { WorkerContext } from '../context.ts';
+import { routeFor } from '../rails.ts';
+import { gatherEvidence, type Verdict } from './evidence.ts';
+import { sendStoredArtifact } from './send.ts';
+
+const { operationTransitions } = schema;
+
+/** Runs `decide` for each candidate of a stage, with the chain or custodian asked first. */
+async function forEachCandidate(
+  ctx: WorkerContext,
+  tenantId: string,
+  stage: Stage,
+  decide: (op: Operation, verdict: Verdict) => Promise<void>,
+): Promise<number> {
+  const ids = await candidateIds(ctx.db, tenantId, stage, ctx.batchSize, ctx.reorgWindowSeconds);
+  let handled = 0;
+  for (const operationId of ids) {
+    const op = await withTenant(ctx.db, tenantId, (tx) => getOperation(tx, tenantId, operationId));
+    if (stage === 'reorg' && routeFor(op.network).kind !== 'evm') continue;
+    let verdict: Verdict;
+    try {
+      verdict = await gatherEvidence(ctx, op);
+    } catch (error) {
+      // No answer is no evidence: nothing changes.
+      ctx.log.warn(
+        { tenantId, operationId, stage, message: String((error as Error).message).slice(0, 200) },
+        'rail could not be asked',
+      );
+      continue;
+    }
+    await decide(op, verdict);
+    handled += 1;
+  }
+  return handled;
+}
+
+/** Moves an operation if it is still where it was read; a concurrent worker's move wins quietly. */
+async function moveIfCurrent(
+  ctx: WorkerContext,
+  op: Operation,
+  stage: Stage,
+  to: Operation['state'],
+  reason: string,
+  evidence: Record<string, unknown>,
+  set?: { owner?: string; providerRef?: string },
+): Promise<Operation | null> {
+  return withTenant(ctx.db, op.tenantId, async (tx) => {
+    const current = await lockOne(tx, op.tenantId, op.operationId, stage, ctx.reorgWindowSeconds);
+    if (!current || current.version !== op.version) return null;
+    const next = await transition(tx, current, to, {
+      actor: ctx.workerId,
+      reason,
+      evidence,
+      ...(set ? { set } : {}),
+    });
+    ctx.log.info(
+      { tenantId: op.tenantId, operationId: op.operationId, from: op.state, to, evidence },
+      reason,
+    );
+    return next;
+  });
+}
+
+/** BROADCAST: confirm at the asset's depth; resend stored bytes a node dropped; anything else is UNKNOWN. */
+export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Promise<number> {
+  return forEachCandidate(ctx, tenantId, 'watch', async (op, verdict) => {
+    switch (verdict.kind) {
+      case 'confirmed':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'watch',
+          'CONFIRMED',
+          'confirmed at the required depth',
+          verdict.evidence,
+        );
+        return;
+      case 'in_progress':
+        return;
+      case 'failed_on_rail':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'watch',
+          'FAILED_TERMINAL',
+          'transaction reverted on chain; a person decides',
+          verdict.evidence,
+          {
+            owner: ctx.escalationOwner,
+          },
+        );
+        ctx.log.error(
+          { alert: true, tenantId, operationId: op.operationId },
+          'ALERT withdrawal FAILED_TERMINAL: funds held, owner assigned',
+        );
+        return;
+      case 'not_found':
+        if (routeFor(op.network).kind === 'evm') {
+          // Dropped from the pool: the same stored bytes go out again, never a new signature (C12).
+          const resent = await sendStoredArtifact(ctx, op);
+          ctx.log.warn(
+            { tenantId, operationId: op.operationId, outcome: resent.sent },
+            'transaction missing from the chain; stored bytes resent',
+          );
+          return;
+        }
+        await moveIfCurrent(
+          ctx,
+          op,
+          'watch',
+          'UNKNOWN',
+          'custodian has no record of an acknowledged transfer',
+          verdict.evidence,
+        );
+        return;
+      case 'not_sent':
+      case 'contradictory':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'watch',
+          'UNKNOWN',
+          `evidence contradicts the broadcast (${verdict.kind})`,
+          verdict.evidence,
+        );
+        return;
+    }
+  });
+}
+
+/** CONFIRMED within the reorganisation window: a confirmation the chain no longer shows is undone (C17). */
+export async function recheckConfirmed(ctx: WorkerContext, tenantId: string): Promise<number> {
+  return forEachCandidate(ctx, tenantId, 'reorg', async (op, verdict) => {
+    if (verdict.kind === 'confirmed') return;
+    await moveIfCurrent(
+      ctx,
+      op,
+      'reorg',
+      'BROADCAST',
+      'a reorganisation removed the confirmation; re-evaluating',
+      verdict.evidence,
+    );
+    ctx.log.warn(
+      { alert: true, tenantId, operationId: op.operationId },
+      'ALERT reorganisation undid a confirmed withdrawal',
+    );
+  });
+}
+
+/**
+ * UNKNOWN: reconcile before retry (C14). Evidence decides: found on the rail means BROADCAST or
+ * CONFIRMED; verified not sent releases the hold; nothing found means the stored artifact is sent
+ * again (same bytes, same reference). Without an answer the operation stays UNKNOWN, and past the
+ * window it gets a named owner and an alert.
+ */
+export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Promise<number> {
+  return forEachCandidate(ctx, tenantId, 'reconcile', async (op, verdict) => {
+    switch (verdict.kind) {
+      case 'confirmed':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'reconcile',
+          'CONFIRMED',
+          'reconciled: the rail shows the transfer at depth',
+          verdict.evidence,
+        );
+        return;
+      case 'in_progress':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'reconcile',
+          'BROADCAST',
+          'reconciled: the rail has the transfer',
+          verdict.evidence,
+        );
+        return;
+      case 'failed_on_rail':
+      case 'not_sent':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'reconcile',
+          'VERIFIED_NOT_SENT',
+          'reconciled: authoritative evidence of no transfer',
+          verdict.evidence,
+        );
+        return;
+      case 'not_found': {
+        if (routeFor(op.network).kind === 'custodian' && (await lastSendWasRefused(ctx, op))) {
+          await moveIfCurrent(
+            ctx,
+            op,
+            'reconcile',
+            'VERIFIED_NOT_SENT',
+            'custodian refused the transfer and holds no record of it',
+            verdict.evidence,
+          );
+          return;
+        }
+        const resent = await sendStoredArtifact(ctx, op);
+        if (resent.sent === 'accepted') {
+          await moveIfCurrent(
+            ctx,
+            op,
+            'reconcile',
+            'BROADCAST',
+            'reconciled: nothing found, the stored artifact was resent and accepted',
+            {
+              ...verdict.evidence,
+              resend: resent.detail,
+            },
+            resent.providerRef ? { providerRef: resent.providerRef } : undefined,
+          );
+          return;
+        }
+        await escalateIfDue(ctx, op, { ...verdict.evidence, resend: resent.detail });
+        return;
+      }
+      case 'contradictory':
+        await escalateIfDue(ctx, op, verdict.evidence, true);
+        return;
+    }
+  });
+}
+
+async function escalateIfDue(
+  ctx: WorkerContext,
+  op: Operation,
+  evidence: Record<string, unknown>,
+  now = false,
+): Promise<void> {
+  if (op.owner) return;
+  if (!now && Date.now() - op.updatedAt.getTime() < ctx.unknownEscalateAfterMs) return;
+  await withTenant(ctx.db, op.tenantId, async (tx) => {
+    const current = await lockOne(tx, op.tenantId, op.operationId, 'reconcile', ctx.reorgWindowSeconds);
+    if (!current || current.version !== op.version) return;
+    await assignOwner(tx, current, {
+      owner: ctx.escalationOwner,
+      actor: ctx.workerId,
+      reason: 'outcome still unknown after the reconciliation window; funds stay held',
+      evidence,
+    });
+  });
+  ctx.log.error(
+    { alert: true, tenantId: op.tenantId, operationId: op.operationId, owner: ctx.escalationOwner },
+    'ALERT UNKNOWN withdrawal escalated',
+  );
+}
+
+/** Whether the send that made this operation UNKNOWN was a clean refusal by the rail. */
+async function lastSendWasRefused(ctx: WorkerContext, op: Operation): Promise<boolean> {
+  const rows = await withTenant(ctx.db, op.tenantId, (tx) =>
+    tx
+      .select({ evidence: operationTransitions.evidence })
+      .from(operationTransitions)
+      .where(
+        and(
+          eq(operationTransitions.tenantId, op.tenantId),
+          eq(operationTransitions.operationId, op.operationId),
+          eq(operationTransitions.toState, 'UNKNOWN'),
+        ),
+      )
+      .orderBy(desc(operationTransitions.seq))
+      .limit(1),
+  );
+  const evidence = rows[0]?.evidence as { outcome?: string } | null | undefined;
+  return evidence?.outcome === 'rejected';
+}

@@ -1,0 +1,102 @@
+import type { Database } from '@idem/core';
+import type { Logger } from 'pino';
+import { tenantsWithWork } from './candidates.ts';
+import type { SendStep, WorkerContext } from './context.ts';
+import type { RailRegistry } from './rails.ts';
+import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
+import { reviewPending } from './steps/review.ts';
+import { recheckConfirmed, reconcileUnknown, watchBroadcast } from './steps/settle.ts';
+
+export interface WorkerOptions {
+  db: Database;
+  rails: RailRegistry;
+  log: Logger;
+  workerId: string;
+  leaseMs?: number;
+  batchSize?: number;
+  reorgWindowSeconds?: number;
+  unknownEscalateAfterMs?: number;
+  escalationOwner?: string;
+  probe?: (step: SendStep, operationId: string) => Promise<void>;
+}
+
+export interface TickReport {
+  tenants: number;
+  reviewed: number;
+  dispatched: number;
+  resumed: number;
+  watched: number;
+  reconciled: number;
+  rechecked: number;
+}
+
+export interface Worker {
+  /** One pass over every tenant with work. Safe to run from many processes at once. */
+  runOnce(): Promise<TickReport>;
+  /** Runs passes every `intervalMs` until `stop`. */
+  start(intervalMs: number): void;
+  stop(): Promise<void>;
+}
+
+export function createWorker(options: WorkerOptions): Worker {
+  const ctx: WorkerContext = {
+    db: options.db,
+    rails: options.rails,
+    log: options.log.child({ workerId: options.workerId }),
+    workerId: options.workerId,
+    leaseMs: options.leaseMs ?? 30_000,
+    batchSize: options.batchSize ?? 20,
+    reorgWindowSeconds: options.reorgWindowSeconds ?? 3_600,
+    unknownEscalateAfterMs: options.unknownEscalateAfterMs ?? 15 * 60_000,
+    escalationOwner: options.escalationOwner ?? 'ops-oncall',
+    ...(options.probe ? { probe: options.probe } : {}),
+  };
+
+  async function runOnce(): Promise<TickReport> {
+    const report: TickReport = {
+      tenants: 0,
+      reviewed: 0,
+      dispatched: 0,
+      resumed: 0,
+      watched: 0,
+      reconciled: 0,
+      rechecked: 0,
+    };
+    const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
+    report.tenants = tenants.length;
+    for (const tenantId of tenants) {
+      report.reviewed += await reviewPending(ctx, tenantId);
+      report.resumed += await resumeSigned(ctx, tenantId);
+      report.dispatched += await dispatchApproved(ctx, tenantId);
+      report.watched += await watchBroadcast(ctx, tenantId);
+      report.reconciled += await reconcileUnknown(ctx, tenantId);
+      report.rechecked += await recheckConfirmed(ctx, tenantId);
+    }
+    return report;
+  }
+
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  return {
+    runOnce,
+    start(intervalMs) {
+      const tick = () => {
+        if (stopped) return;
+        running = runOnce()
+          .catch((error: unknown) =>
+            ctx.log.error({ message: String((error as Error).message).slice(0, 300) }, 'worker pass failed'),
+          )
+          .finally(() => {
+            if (!stopped) timer = setTimeout(tick, intervalMs);
+          });
+      };
+      tick();
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}

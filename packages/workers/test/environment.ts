@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import {
+  createTenant,
+  createWithdrawal,
+  getOperation,
+  type Operation,
+  recordDeposit,
+  registerHotWallet,
+  setRiskPolicy,
+  withTenant,
+} from '@idem/core';
+import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
+import pino, { type Logger } from 'pino';
+import { createPublicClient, getAddress, type Hex, http } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { RailRegistry, type RailsConfig } from '../src/rails.ts';
+import { createWorker, type WorkerOptions } from '../src/worker.ts';
+
+export const ETH = 10n ** 18n;
+export const CHAIN_ID = 31337;
+
+/**
+ * A real PostgreSQL (or PGlite) database, a real anvil node, and one tenant whose hot wallet is
+ * anvil's dev account 1, with ETH confirmed at depth 2 and auto-approval up to 10 ETH.
+ */
+export interface Environment {
+  t: TestDatabase;
+  anvil: AnvilInstance;
+  tenantId: string;
+  hotWallet: Hex;
+  rpcUrl: string;
+  chain: ReturnType<typeof createPublicClient>;
+  log: Logger;
+  logLines: string[];
+  worker(options?: Partial<WorkerOptions> & { rails?: RailsConfig }): ReturnType<typeof createWorker>;
+  withdraw(amountWei: bigint, overrides?: { destination?: string; asset?: string }): Promise<Operation>;
+  operation(id: string): Promise<Operation>;
+  mine(blocks: number): Promise<void>;
+  balanceOf(address: string): Promise<bigint>;
+  close(): Promise<void>;
+}
+
+export async function startEnvironment(
+  options: { mining?: 'auto' | 'manual'; rpcUrl?: (anvilUrl: string) => Promise<string> } = {},
+): Promise<Environment> {
+  const anvil = await startAnvil({ chainId: CHAIN_ID, mining: options.mining ?? 'auto' });
+  const t = await createTestDatabase({ maxConnections: 10 });
+  const { tenantId } = await createTenant(t.db, {
+    name: 'Worker Test Exchange',
+    assets: [
+      { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 },
+      { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 },
+    ],
+  });
+  const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
+  await withTenant(t.db, tenantId, async (tx) => {
+    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef: 'dev:1' });
+    await setRiskPolicy(tx, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: (10n * ETH).toString(),
+      fourEyesMinMinor: (100n * ETH).toString(),
+    });
+    await setRiskPolicy(tx, {
+      tenantId,
+      assetCode: 'BTC',
+      autoApproveMaxMinor: '1000000000',
+      fourEyesMinMinor: '100000000000',
+    });
+    for (const asset of ['ETH', 'BTC']) {
+      await recordDeposit(tx, {
+        tenantId,
+        deposit: {
+          reference: `seed-${asset}`,
+          accountId: 'acct-1',
+          asset,
+          amountMinor: (1000n * ETH).toString(),
+        },
+        idempotencyKey: `seed-${asset}`,
+        actor: 'test',
+      });
+    }
+  });
+  const rpcUrl = options.rpcUrl ? await options.rpcUrl(anvil.rpcUrl) : anvil.rpcUrl;
+  const chain = createPublicClient({ transport: http(anvil.rpcUrl) });
+  const logLines: string[] = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) });
+  return {
+    t,
+    anvil,
+    tenantId,
+    hotWallet,
+    rpcUrl,
+    chain,
+    log,
+    logLines,
+    worker: (overrides = {}) => {
+      const { rails, ...rest } = overrides;
+      return createWorker({
+        db: t.db,
+        rails: new RailRegistry(rails ?? { evm: { rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 } }),
+        log,
+        workerId: `worker-${randomBytes(3).toString('hex')}`,
+        leaseMs: 5_000,
+        ...rest,
+      });
+    },
+    withdraw: async (amountWei, overrides = {}) => {
+      const withdrawalId = `wd-${randomBytes(6).toString('hex')}`;
+      const destination = overrides.destination ?? getAddress(`0x${randomBytes(20).toString('hex')}`);
+      const created = await withTenant(t.db, tenantId, (tx) =>
+        createWithdrawal(tx, {
+          tenantId,
+          request: {
+            withdrawalId,
+            accountId: 'acct-1',
+            asset: overrides.asset ?? 'ETH',
+            destination,
+            amountMinor: amountWei.toString(),
+          },
+          idempotencyKey: `withdrawal-${withdrawalId}`,
+        }),
+      );
+      return created.operation;
+    },
+    operation: (id) => withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, id)),
+    mine: async (blocks) => {
+      await fetch(anvil.rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'anvil_mine',
+          params: [`0x${blocks.toString(16)}`],
+        }),
+      });
+    },
+    balanceOf: (address) => chain.getBalance({ address: address as Hex }),
+    close: async () => {
+      await t.dispose();
+      await anvil.stop();
+    },
+  };
+}
+
+/** Sends one JSON-RPC call to the node directly (test-only controls such as reorgs). */
+export async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
