@@ -64,6 +64,8 @@ export async function startServer(
   });
   const port = (server.address() as AddressInfo).port;
   log.info({ port, database: database.kind }, 'listening');
+  // Also in plain text, whatever LOG_LEVEL is: people and test harnesses read the port from it.
+  announce(`Idem listening on http://${env.HOST}:${port} (${database.kind})`);
 
   return {
     server,

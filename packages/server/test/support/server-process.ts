@@ -17,7 +17,7 @@ export interface ServerProcess {
 
 /**
  * Starts the real server (`src/main.ts`) as a child process on a free port (PORT=0; the port is
- * read back from the server's own "listening" log line).
+ * read back from the server's own "Idem listening on" line).
  */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -43,14 +43,11 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
       for (const line of lines) {
-        if (!line.startsWith('{')) continue;
-        try {
-          const entry = JSON.parse(line) as { msg?: string; port?: number };
-          if (entry.msg === 'listening' && typeof entry.port === 'number') {
-            clearTimeout(timer);
-            resolve(entry.port);
-          }
-        } catch {}
+        const listening = /^Idem listening on http:\/\/[^\s]+:(\d+) /.exec(line);
+        if (listening?.[1]) {
+          clearTimeout(timer);
+          resolve(Number(listening[1]));
+        }
       }
     };
     child.stdout?.on('data', onData);

@@ -1,0 +1,209 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createApiKey, createTenant, openDatabase, recordDeposit, rowsOf, withTenant } from '@idem/core';
+import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
+import { getAddress } from 'viem';
+import { startServerProcess } from '../test/support/server-process.ts';
+
+/**
+ * `pnpm bench` (server): N concurrent SDK clients creating withdrawals over HTTP against the real
+ * server on PostgreSQL, next to pgbench's TPC-B-like script on the same server in the same run,
+ * and to the core bench's direct figure (bench-results/core.json) when it is there. Exits non-zero
+ * only if the database disagrees with what the clients were told.
+ */
+const run = promisify(execFile);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const CLIENTS = 16;
+const ACCOUNTS = 1_000;
+const TARGET_RATIO = 0.4;
+const TARGET_P99_MS = 25;
+const BASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const RESULTS = fileURLToPath(new URL('../../../bench-results/', import.meta.url));
+
+async function scratchDatabase(prefix: string) {
+  const name = `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  await admin.end();
+  const url = new URL(BASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const dropper = postgres(BASE_URL, { max: 1, onnotice: () => {} });
+      await dropper.unsafe(`drop database if exists "${name}" with (force)`);
+      await dropper.end();
+    },
+  };
+}
+
+async function pgbenchTps(): Promise<number> {
+  const scratch = await scratchDatabase('idem_bench_http_pgbench');
+  const binary = process.env.PGBENCH || 'pgbench';
+  try {
+    await run(binary, ['-i', '-s', '10', '-q', scratch.url], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(binary, ['-c', '8', '-j', '2', '-T', String(SECONDS), scratch.url], {
+      maxBuffer: 16 << 20,
+    });
+    const tps = /^tps = ([0-9.]+)/m.exec(stdout)?.[1];
+    if (!tps) throw new Error(`pgbench printed no tps:\n${stdout}`);
+    return Number(tps);
+  } finally {
+    await scratch.drop();
+  }
+}
+
+function percentile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
+}
+
+function coreFigure(): number | null {
+  const file = `${RESULTS}core.json`;
+  if (!existsSync(file)) return null;
+  const core = JSON.parse(readFileSync(file, 'utf8')) as {
+    phases?: { name: string; connections: number; opsPerSec: number }[];
+  };
+  return (
+    core.phases?.find((p) => p.name === 'create, many accounts' && p.connections === CLIENTS)?.opsPerSec ??
+    null
+  );
+}
+
+async function main() {
+  console.log(`idem server bench: ${CLIENTS} SDK clients, ${SECONDS}s, ${cpus().length} CPUs shared by all`);
+  console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
+  const tps = await pgbenchTps();
+  console.log(`pgbench: ${tps.toFixed(0)} tps`);
+
+  const scratch = await scratchDatabase('idem_bench_http');
+  const setup = await openDatabase({ url: scratch.url, maxConnections: 8 });
+  let failed = false;
+  try {
+    await setup.migrate();
+    const { tenantId } = await createTenant(setup.db, { name: 'bench http' });
+    const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct-${i}`);
+    for (let i = 0; i < accounts.length; i += 50) {
+      await Promise.all(
+        accounts.slice(i, i + 50).map((accountId) =>
+          withTenant(setup.db, tenantId, (tx) =>
+            recordDeposit(tx, {
+              tenantId,
+              deposit: {
+                reference: `fund-${accountId}`,
+                accountId,
+                asset: 'ETH',
+                amountMinor: (10n ** 24n).toString(),
+              },
+              idempotencyKey: `deposit-fund-${accountId}`,
+              actor: 'bench',
+            }),
+          ),
+        ),
+      );
+    }
+    const { apiKey } = await createApiKey(setup.db, tenantId);
+
+    const server = await startServerProcess({
+      DATABASE_URL: scratch.url,
+      IDEM_DB_POOL_MAX: String(CLIENTS),
+      LOG_LEVEL: 'warn',
+      IDEM_RATE_LIMIT_PER_SECOND: '1000000',
+      NODE_ENV: 'production',
+    });
+    const samples: number[] = [];
+    let created = 0;
+    let errors = 0;
+    try {
+      const destination = getAddress(`0x${randomBytes(20).toString('hex')}`);
+      const warmupEnds = performance.now() + Math.min(2_000, SECONDS * 200);
+      const ends = warmupEnds + SECONDS * 1000;
+      let sequence = 0;
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async (_, client) => {
+          const idem = createIdemClient({ baseUrl: server.baseUrl, apiKey });
+          for (;;) {
+            const started = performance.now();
+            if (started >= ends) return;
+            sequence += 1;
+            const withdrawalId = `b${client}-${sequence}`;
+            try {
+              const result = await idem.withdrawals.submit(
+                {
+                  withdrawalId,
+                  accountId: accounts[sequence % ACCOUNTS] ?? 'acct-0',
+                  asset: 'ETH',
+                  destination,
+                  amountMinor: '1000',
+                },
+                withdrawalKey(withdrawalId),
+              );
+              if (result.outcome === 'CREATED') created += 1;
+              if (started >= warmupEnds) samples.push(performance.now() - started);
+            } catch {
+              errors += 1;
+            }
+          }
+        }),
+      );
+    } finally {
+      await server.stop();
+    }
+
+    // What the clients were told must be what the database holds.
+    const stored = rowsOf<{ n: string | number }>(
+      await setup.db.execute(sql`select count(*) as n from operations where kind = 'withdrawal'`),
+    );
+    const held = rowsOf<{ h: string }>(
+      await setup.db.execute(sql`select coalesce(sum(held), 0)::text as h from balances`),
+    );
+    const correct =
+      Number(stored[0]?.n) === created &&
+      BigInt(held[0]?.h ?? '0') === BigInt(created) * 1000n &&
+      errors === 0;
+    failed = !correct;
+
+    const sorted = Float64Array.from(samples).sort();
+    const opsPerSec = samples.length / SECONDS;
+    const core = coreFigure();
+    const result = {
+      clients: CLIENTS,
+      seconds: SECONDS,
+      cpus: cpus().length,
+      ops: samples.length,
+      opsPerSec: Math.round(opsPerSec * 100) / 100,
+      p50Ms: Math.round(percentile(sorted, 0.5) * 100) / 100,
+      p99Ms: Math.round(percentile(sorted, 0.99) * 100) / 100,
+      pgbenchTps: Math.round(tps * 100) / 100,
+      ratioToPgbench: Math.round((opsPerSec / tps) * 1000) / 1000,
+      coreOpsPerSec: core,
+      ratioToCore: core ? Math.round((opsPerSec / core) * 1000) / 1000 : null,
+      target: { ratioToPgbench: TARGET_RATIO, p99Ms: TARGET_P99_MS },
+      met: opsPerSec / tps >= TARGET_RATIO && percentile(sorted, 0.99) < TARGET_P99_MS,
+      errors,
+      correct,
+    };
+    console.log(
+      `http: ${result.opsPerSec} ops/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, ` +
+        `x pgbench ${result.ratioToPgbench} (target >= ${TARGET_RATIO}, p99 < ${TARGET_P99_MS} ms: ${result.met ? 'MET' : 'MISSED'}), ` +
+        `x core ${result.ratioToCore ?? 'n/a'}, correct ${correct ? 'yes' : 'NO'}`,
+    );
+    console.log(`BENCH_JSON ${JSON.stringify({ bench: 'server-http', ...result })}`);
+    await mkdir(dirname(`${RESULTS}server.json`), { recursive: true });
+    await writeFile(`${RESULTS}server.json`, `${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    await setup.close();
+    await scratch.drop();
+  }
+  if (failed) process.exit(1);
+}
+
+await main();
