@@ -1,4 +1,4 @@
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/index.ts';
 import { runPgbench } from './pgbench.ts';
@@ -26,6 +26,8 @@ async function main() {
     `idem core bench: ${SECONDS}s per phase, ${cpus().length} CPUs shared by Node, PostgreSQL and pgbench`,
   );
 
+  // Other processes on the machine move every figure; the load averages say how much to trust a run.
+  const loadBefore = loadavg()[0] ?? 0;
   console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
   const pgbench = await runPgbench(SECONDS);
   console.log(`pgbench: ${pgbench.tps.toFixed(0)} tps`);
@@ -123,11 +125,16 @@ async function main() {
     ...rows,
   ]);
   for (const violation of violations) console.error(`VIOLATION ${violation}`);
+  console.log(
+    `1-minute load average: ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`,
+  );
 
   await publish(
     {
       seconds: SECONDS,
       cpus: cpus().length,
+      load1mBefore: round(loadBefore),
+      load1mAfter: round(loadavg()[0] ?? 0),
       node: process.version,
       pgbench: {
         tps: round(pgbench.tps),
