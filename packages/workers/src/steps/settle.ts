@@ -214,7 +214,7 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
               ...verdict.evidence,
               resend: resent.detail,
             },
-            resent.providerRef ? { providerRef: resent.providerRef } : undefined,
+            resent.providerRef && !op.providerRef ? { providerRef: resent.providerRef } : undefined,
           );
           return;
         }

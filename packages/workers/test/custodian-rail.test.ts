@@ -1,0 +1,118 @@
+import { rowsOf } from '@idem/core';
+import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
+import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CHAIN_ID, type Environment, startEnvironment } from './environment.ts';
+
+const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
+
+let env: Environment;
+let simulator: SimulatorProcess;
+
+beforeAll(async () => {
+  env = await startEnvironment();
+  simulator = await spawnSimulator({ webhookSecret: generateWebhookSecret() });
+});
+// The custodian never forgets a transfer between tests: faults and settlement change, the ledger stays.
+// The custodian never forgets a transfer between tests: faults and settlement change, the ledger stays.
+afterAll(async () => {
+  await simulator.stop();
+  await env.close();
+});
+beforeEach(async () => {
+  await simulator.control({ settlement: { outcome: 'complete', afterMs: 50 } });
+});
+
+function worker() {
+  return env.worker({
+    rails: {
+      evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID },
+      custodian: createCustodianAdapter({ baseUrl: simulator.url, timeoutMs: 1_000 }),
+    },
+  });
+}
+
+async function transfersFor(reference: string): Promise<number> {
+  const ledger = await simulator.ledger();
+  return ledger.countsByReference[reference] ?? 0;
+}
+
+/** The states an operation went through, in order. */
+async function history(operationId: string): Promise<string[]> {
+  const rows = rowsOf<{ to_state: string }>(
+    await env.t.db.execute(
+      sql`select to_state from operation_transitions where operation_id = ${operationId} order by seq`,
+    ),
+  );
+  return rows.map((row) => row.to_state);
+}
+
+async function settle(rounds = 3): Promise<void> {
+  const w = worker();
+  for (let i = 0; i < rounds; i++) {
+    await w.runOnce();
+    await new Promise((resolve) => setTimeout(resolve, 120));
+  }
+}
+
+describe('withdrawals through a custodian that misbehaves', () => {
+  it('a clean path: acknowledged with our reference, then completed: CONFIRMED, one transfer', async () => {
+    const op = await env.withdraw(50_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await settle();
+    const final = await env.operation(op.operationId);
+    expect(final.state).toBe('CONFIRMED');
+    expect(final.providerRef).toBeTruthy();
+    expect(await transfersFor(op.operationId)).toBe(1);
+  });
+
+  it('C16 a 200 without our reference leaves the operation UNKNOWN until the custodian is asked', async () => {
+    await simulator.control({ fault: 'ok-without-reference', faultTimes: 1 });
+    const op = await env.withdraw(60_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await settle();
+    // The acknowledgment did not count: UNKNOWN first, then the custodian's record by our reference.
+    expect(await history(op.operationId)).toEqual(
+      expect.arrayContaining(['SIGNED', 'UNKNOWN', 'BROADCAST', 'CONFIRMED']),
+    );
+    expect((await env.operation(op.operationId)).state).toBe('CONFIRMED');
+    expect(await transfersFor(op.operationId)).toBe(1);
+  });
+
+  // Distinct amounts: the same destination and amount again would (rightly) be sent to review (C06).
+  for (const [index, fault] of (
+    ['accept-then-timeout', 'accept-then-5xx', 'accept-then-reset'] as const
+  ).entries()) {
+    it(`C13 ${fault}: UNKNOWN, reconciled by our reference, exactly one transfer`, async () => {
+      await simulator.control({ fault, faultTimes: 1 });
+      const op = await env.withdraw(70_000n + BigInt(index), { asset: 'BTC', destination: BTC_DESTINATION });
+      await settle();
+      const states = await history(op.operationId);
+      expect(states.slice(states.indexOf('SIGNED'), states.indexOf('SIGNED') + 2)).toEqual([
+        'SIGNED',
+        'UNKNOWN',
+      ]);
+      expect(states.at(-1)).toBe('CONFIRMED');
+      expect((await env.operation(op.operationId)).state).toBe('CONFIRMED');
+      expect(await transfersFor(op.operationId)).toBe(1);
+    });
+  }
+
+  it('C14 a clean refusal is verified against the custodian before the hold is released', async () => {
+    await simulator.control({ fault: 'reject', faultTimes: 1 });
+    const op = await env.withdraw(80_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await settle(1);
+    expect(await history(op.operationId)).toEqual(
+      expect.arrayContaining(['SIGNED', 'UNKNOWN', 'VERIFIED_NOT_SENT']),
+    );
+    expect((await env.operation(op.operationId)).state).toBe('VERIFIED_NOT_SENT');
+    expect(await transfersFor(op.operationId)).toBe(0);
+  });
+
+  it('C14 a transfer the custodian reports failed ends VERIFIED_NOT_SENT', async () => {
+    await simulator.control({ settlement: { outcome: 'fail', afterMs: 20 } });
+    const op = await env.withdraw(90_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await settle(4);
+    expect((await env.operation(op.operationId)).state).toBe('VERIFIED_NOT_SENT');
+    expect(await transfersFor(op.operationId)).toBe(1);
+  });
+});

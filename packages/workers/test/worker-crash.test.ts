@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { onPostgres } from '@idem/core/testing';
+import type { Hex } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SendStep } from '../src/context.ts';
+import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
+
+const script = fileURLToPath(new URL('./processes/worker-until-killed.ts', import.meta.url));
+const LEASE_MS = 1_500;
+
+let env: Environment;
+beforeAll(async () => {
+  env = await startEnvironment();
+});
+afterAll(() => env.close());
+
+/** Runs a worker process until it reports being stopped at `step`, then kills it with SIGKILL. */
+async function killWorkerAt(step: SendStep): Promise<void> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', script, env.t.url ?? '', env.rpcUrl, String(CHAIN_ID), step, String(LEASE_MS)],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr += String(chunk);
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker never reached ${step}: ${stderr}`)), 60_000);
+    child.stdout.on('data', (chunk) => {
+      if (String(chunk).includes(`STOPPED ${step}`)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.on('exit', () => reject(new Error(`worker exited before ${step}: ${stderr}`)));
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+async function transactionsFromHotWallet(): Promise<number> {
+  return env.chain.getTransactionCount({ address: env.hotWallet as Hex, blockTag: 'latest' });
+}
+
+describe.skipIf(!onPostgres)(
+  'a worker killed with SIGKILL in the send path (real PostgreSQL, real anvil)',
+  () => {
+    it('C12 killed after signing, before broadcasting: recovery sends the stored bytes, no second signature', async () => {
+      const op = await env.withdraw(ETH / 7n);
+      const sentBefore = await transactionsFromHotWallet();
+      await killWorkerAt('signed');
+      const signed = await env.operation(op.operationId);
+      expect(signed.state).toBe('SIGNED');
+      expect(await env.balanceOf(op.destination ?? '')).toBe(0n);
+
+      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+      const rescuer = env.worker();
+      await rescuer.runOnce();
+      const resumed = await env.operation(op.operationId);
+      expect(resumed.state).toBe('BROADCAST');
+      expect(resumed.signedArtifact).toBe(signed.signedArtifact);
+      expect(resumed.txHash).toBe(signed.txHash);
+      expect(await transactionsFromHotWallet()).toBe(sentBefore + 1);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 7n);
+    });
+
+    it('C12 killed after broadcasting, before recording it: exactly one transfer on chain', async () => {
+      const op = await env.withdraw(ETH / 9n);
+      const sentBefore = await transactionsFromHotWallet();
+      await killWorkerAt('broadcast-returned');
+      const signed = await env.operation(op.operationId);
+      expect(signed.state).toBe('SIGNED');
+      expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 9n);
+
+      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+      const rescuer = env.worker();
+      await rescuer.runOnce();
+      await env.mine(2);
+      await rescuer.runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('CONFIRMED');
+      expect(final.txHash).toBe(signed.txHash);
+      expect(await transactionsFromHotWallet()).toBe(sentBefore + 1);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 9n);
+    });
+  },
+);
