@@ -33,7 +33,9 @@ export interface Environment {
   chain: ReturnType<typeof createPublicClient>;
   log: Logger;
   logLines: string[];
-  worker(options?: Omit<Partial<WorkerOptions>, 'rails'> & { rails?: RailsConfig }): ReturnType<typeof createWorker>;
+  worker(
+    options?: Omit<Partial<WorkerOptions>, 'rails'> & { rails?: RailsConfig },
+  ): ReturnType<typeof createWorker>;
   withdraw(amountWei: bigint, overrides?: { destination?: string; asset?: string }): Promise<Operation>;
   operation(id: string): Promise<Operation>;
   mine(blocks: number): Promise<void>;

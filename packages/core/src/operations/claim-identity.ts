@@ -51,7 +51,22 @@ export async function claimIdentity(
     .returning();
   const created = inserted[0] as Operation | undefined;
   if (created) return { outcome: 'CREATED', operation: created };
+  return explainTakenIdentity(tx, payload, idempotencyKey, hash);
+}
 
+/**
+ * The insert found the key or the reference taken. The holder has committed (PostgreSQL waited for
+ * it), so these reads only report what the database already decided:
+ * - same key, same hash: a replay (IN_FLIGHT while the outcome is UNKNOWN);
+ * - same key, another hash: IDEMPOTENCY_CONFLICT;
+ * - another key holds the reference: IDEMPOTENCY_CONFLICT naming that key (C04).
+ */
+export async function explainTakenIdentity(
+  tx: Tx,
+  payload: ApprovedPayload,
+  idempotencyKey: string,
+  hash: string,
+): Promise<IdentityClaim> {
   const byKey = await findByKey(tx, payload.tenantId, idempotencyKey);
   if (byKey) {
     if (byKey.payloadHash !== hash) {

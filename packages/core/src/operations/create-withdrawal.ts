@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   IdemError,
   idempotencyKeySchema,
@@ -9,18 +10,17 @@ import {
 import { and, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { Tx } from '../db/connect.ts';
-import { assets, operations, tenants } from '../db/schema/index.ts';
-import { postEntry } from '../journal/post-entry.ts';
-import { enqueue } from '../outbox/enqueue.ts';
-import { recordTransition } from '../state-machine/transition.ts';
-import { claimIdentity, type IdentityClaim } from './claim-identity.ts';
-import type { Operation } from './operation-record.ts';
+import { rowsOf } from '../db/rows.ts';
+import { assets, tenants } from '../db/schema/index.ts';
+import { payloadHash } from '../payload/payload-hash.ts';
+import { explainTakenIdentity, type IdentityClaim } from './claim-identity.ts';
+import { operationFromRow } from './operation-row.ts';
 
 /**
- * The steps of creation, in order. A fault-injection probe may run after each one; tests use it
- * to kill a real process between steps (C10). All of them are one transaction.
+ * Points of creation where a fault-injection probe may run: after validation (nothing written
+ * yet) and after every write (nothing committed yet). Tests kill a real process there (C10).
  */
-export type CreationStep = 'operation-inserted' | 'hold-placed' | 'outbox-written';
+export type CreationStep = 'validated' | 'written';
 
 export interface CreateWithdrawalInput {
   tenantId: string;
@@ -59,39 +59,18 @@ export async function createWithdrawal(tx: Tx, input: CreateWithdrawalInput): Pr
     throw validation('request.destination', `destination is not a valid ${network} address`);
   }
 
-  const claim = await claimIdentity(tx, {
-    idempotencyKey,
-    state: 'REQUESTED',
-    payload: withdrawalPayload(input.tenantId, request, network, found.policyVersion),
-  });
-  if (claim.outcome === 'REPLAYED') return claim;
-  const operation = claim.operation;
-  const actor = input.actor ?? 'integrator';
-  await probe('operation-inserted');
-  await recordTransition(tx, operation, null, { actor, reason: 'withdrawal requested' });
-
-  const amount = BigInt(request.amountMinor);
-  const hold = await postEntry(tx, {
-    tenantId: input.tenantId,
-    operationId: operation.operationId,
-    kind: 'hold',
-    postings: [
-      { account: request.accountId, bucket: 'available', assetCode: request.asset, amount: -amount },
-      { account: request.accountId, bucket: 'held', assetCode: request.asset, amount },
-    ],
-  });
-  if (!hold.ok) {
-    return { outcome: 'CREATED', operation: await rejectAtIntake(tx, operation, actor) };
-  }
-  await probe('hold-placed');
-  await enqueue(tx, {
-    tenantId: input.tenantId,
-    topic: 'withdrawal.review',
-    operationId: operation.operationId,
-    payload: { operationId: operation.operationId },
-  });
-  await probe('outbox-written');
-  return claim;
+  const payload = withdrawalPayload(input.tenantId, request, network, found.policyVersion);
+  const hash = payloadHash(payload);
+  await probe('validated');
+  const created = rowsOf<Record<string, unknown>>(
+    await tx.execute(sql`select * from idem_create_withdrawal(
+      ${input.tenantId}::uuid, ${randomUUID()}::uuid, ${idempotencyKey}, ${payload.reference}, ${payload.accountRef},
+      ${payload.assetCode}, ${payload.network}, ${payload.destination}, ${payload.memo}, ${payload.amountMinor}::numeric,
+      ${payload.feeCapMinor}::numeric, ${payload.policyVersion}::integer, ${hash}, ${input.actor ?? 'integrator'})`),
+  )[0];
+  if (!created) return explainTakenIdentity(tx, payload, idempotencyKey, hash);
+  await probe('written');
+  return { outcome: 'CREATED', operation: operationFromRow(created) };
 }
 
 export function withdrawalPayload(
@@ -113,35 +92,6 @@ export function withdrawalPayload(
     feeCapMinor: request.feeCapMinor ?? null,
     policyVersion,
   };
-}
-
-/** No hold could be placed: the operation is stored REJECTED, so a replay answers the same. */
-async function rejectAtIntake(tx: Tx, operation: Operation, actor: string): Promise<Operation> {
-  const updated = await tx
-    .update(operations)
-    .set({
-      state: 'REJECTED',
-      rejectionCode: 'INSUFFICIENT_FUNDS',
-      version: sql`${operations.version} + 1`,
-      updatedAt: sql`now()`,
-      settledAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(operations.tenantId, operation.tenantId),
-        eq(operations.operationId, operation.operationId),
-        eq(operations.state, 'REQUESTED'),
-        eq(operations.version, operation.version),
-      ),
-    )
-    .returning();
-  const rejected = updated[0] as Operation | undefined;
-  if (!rejected) throw new Error('rejectAtIntake: operation changed inside its own creating transaction');
-  await recordTransition(tx, rejected, 'REQUESTED', {
-    actor,
-    reason: 'insufficient available balance at intake; no hold was placed',
-  });
-  return rejected;
 }
 
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
