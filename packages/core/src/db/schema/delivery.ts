@@ -1,0 +1,76 @@
+import { sql } from 'drizzle-orm';
+import { bigint, check, index, numeric, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { tenantPolicy } from './tenant-policy.ts';
+
+/**
+ * Where a tenant (the operator) receives Idem's outbound webhooks: every state change of its
+ * operations, signed with Standard Webhooks. The secret must be kept in clear to sign.
+ */
+export const outboundEndpoints = pgTable(
+  'outbound_endpoints',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    endpointId: uuid('endpoint_id').notNull(),
+    url: text('url').notNull(),
+    secret: text('secret').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    disabledAt: timestamp('disabled_at', { withTimezone: true }),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.endpointId] }), tenantPolicy()],
+);
+
+/** Which customer account a deposit address on a network belongs to. */
+export const depositAddresses = pgTable(
+  'deposit_addresses',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    network: text('network').notNull(),
+    address: text('address').notNull(),
+    accountRef: text('account_ref').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.network, t.address] }), tenantPolicy()],
+);
+
+/**
+ * Deposits seen on chain, before and after crediting. A deposit is credited (as a deposit
+ * operation) only once its block is deep enough; a reorganisation after crediting reverses it.
+ */
+export const depositObservations = pgTable(
+  'deposit_observations',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    /** `<txHash>:native` or `<txHash>:<logIndex>`: the chain's identity of the transfer. */
+    depositId: text('deposit_id').notNull(),
+    network: text('network').notNull(),
+    accountRef: text('account_ref').notNull(),
+    assetCode: text('asset_code').notNull(),
+    amountMinor: numeric('amount_minor', { precision: 78, scale: 0 }).notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    /** seen: waiting for depth; credited: a deposit operation exists; orphaned: reorganised out before crediting. */
+    status: text('status').notNull().default('seen'),
+    operationId: uuid('operation_id'),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.depositId] }),
+    index('deposit_observations_status').on(t.tenantId, t.status),
+    check('deposit_observations_status_known', sql`${t.status} in ('seen', 'credited', 'orphaned', 'reversed')`),
+    check('deposit_observations_amount_positive', sql`${t.amountMinor} > 0`),
+    tenantPolicy(),
+  ],
+);
+
+/** How far the deposit watcher has scanned a network for a tenant. */
+export const chainCursors = pgTable(
+  'chain_cursors',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    network: text('network').notNull(),
+    nextBlock: bigint('next_block', { mode: 'number' }).notNull().default(0),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.network] }), tenantPolicy()],
+);
