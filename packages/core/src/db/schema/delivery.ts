@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm';
-import { bigint, check, index, numeric, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  check,
+  index,
+  numeric,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
 /**
@@ -57,7 +67,10 @@ export const depositObservations = pgTable(
   (t) => [
     primaryKey({ columns: [t.tenantId, t.depositId] }),
     index('deposit_observations_status').on(t.tenantId, t.status),
-    check('deposit_observations_status_known', sql`${t.status} in ('seen', 'credited', 'orphaned', 'reversed')`),
+    check(
+      'deposit_observations_status_known',
+      sql`${t.status} in ('seen', 'credited', 'orphaned', 'reversed')`,
+    ),
     check('deposit_observations_amount_positive', sql`${t.amountMinor} > 0`),
     tenantPolicy(),
   ],
