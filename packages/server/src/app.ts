@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DatabaseHandle } from '@idem/core';
 import type { DestinationStream, Logger } from 'pino';
+import { startBoundary } from './boundary.ts';
 import { openConfiguredDatabase } from './database.ts';
 import { DEMO_ACCOUNT, seedDemoTenant } from './demo.ts';
 import type { Env } from './env.ts';
@@ -36,8 +37,13 @@ export async function startServer(
     : await openConfiguredDatabase(env, { purpose: 'server' });
   if (!options.database && env.IDEM_MIGRATE_ON_START) await openedMigrate(database);
 
+  const boundary = await startBoundary(env, database.db, log, {
+    embedded: database.kind === 'pglite' && !options.database,
+  });
+  for (const line of boundary.describe) announce(`Idem: started ${line}`);
+
   if (database.kind === 'pglite') {
-    const demo = await seedDemoTenant(database.db);
+    const demo = await seedDemoTenant(database.db, { evm: boundary.rails.config.evm });
     if (demo) {
       announce(
         [
@@ -76,6 +82,7 @@ export async function startServer(
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await boundary.stop();
       await database.close();
       log.flush();
     },

@@ -38,6 +38,25 @@ const envSchema = z.object({
    * Ignored when NODE_ENV is production.
    */
   IDEM_FAULT_INJECT: z.enum(['webhook-after-verify', 'webhook-after-commit']).optional(),
+  /** An EVM node's JSON-RPC URL. Without it, embedded mode starts a local anvil chain. */
+  IDEM_EVM_RPC_URL: z.string().url().optional(),
+  IDEM_EVM_CHAIN_ID: z.coerce.number().int().min(1).default(31337),
+  /** The custodian's API. Without it, embedded mode starts the custodian simulator in process. */
+  IDEM_CUSTODIAN_URL: z.string().url().optional(),
+  IDEM_CUSTODIAN_API_KEY: z.string().optional(),
+  /** In embedded mode, start the local chain and the custodian simulator (off in API-only tests). */
+  IDEM_EMBEDDED_RAILS: flag.default(true),
+  /** Run a worker inside the server process (the default in embedded mode, where it is the only process). */
+  IDEM_WORKER_IN_PROCESS: flag,
+  IDEM_WORKER_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
+  IDEM_WORKER_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** After this long in UNKNOWN an operation is escalated to a named owner (C15). */
+  IDEM_UNKNOWN_ESCALATE_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(15 * 60_000),
+  IDEM_ESCALATION_OWNER: z.string().min(1).max(100).default('ops-oncall'),
 });
 
 export type Env = z.infer<typeof envSchema>;

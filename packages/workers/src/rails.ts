@@ -18,6 +18,9 @@ export interface RailsConfig {
 
 export type Route = { kind: 'evm' } | { kind: 'custodian' };
 
+/** The asset each EVM network pays in natively; every other asset there must name its token contract. */
+export const NATIVE_ASSETS: Record<string, string> = { ethereum: 'ETH' };
+
 export function routeFor(network: string): Route {
   return network === 'ethereum' ? { kind: 'evm' } : { kind: 'custodian' };
 }

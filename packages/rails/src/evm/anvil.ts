@@ -24,6 +24,11 @@ export interface AnvilOptions {
   binaryPath?: string;
   /** Number of funded dev accounts. Default 10 (anvil's default). */
   accounts?: number;
+  /**
+   * A file the chain's state is loaded from at start and saved to every few seconds and on exit,
+   * so an embedded development chain survives a restart alongside the embedded database.
+   */
+  statePath?: string;
 }
 
 export interface AnvilInstance {
@@ -96,6 +101,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   // Port 0 lets the kernel pick a free port atomically; anvil prints the port it bound.
   const args = ['--host', '127.0.0.1', '--port', '0', '--chain-id', String(chainId)];
   args.push('--accounts', String(options.accounts ?? 10));
+  if (options.statePath) args.push('--state', options.statePath, '--state-interval', '5');
   if (mining === 'manual') args.push('--no-mining');
   else if (mining !== 'auto') {
     if (!Number.isInteger(mining.intervalSeconds) || mining.intervalSeconds < 1) {

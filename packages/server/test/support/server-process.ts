@@ -27,6 +27,8 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       NODE_ENV: 'test',
       PORT: '0',
       LOG_LEVEL: 'info',
+      // API tests need no chain, custodian or worker; the workers package tests those.
+      IDEM_EMBEDDED_RAILS: 'false',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

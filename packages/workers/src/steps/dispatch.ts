@@ -1,4 +1,4 @@
-import { isIdemError } from '@idem/contracts';
+import { IdemError, isIdemError } from '@idem/contracts';
 import {
   allocateNonce,
   assertPayloadIntact,
@@ -11,7 +11,7 @@ import {
 } from '@idem/core';
 import { assetOf, candidateIds, lockOne } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
-import { routeFor } from '../rails.ts';
+import { NATIVE_ASSETS, routeFor } from '../rails.ts';
 import { custodianInstruction, sendSigned } from './send.ts';
 
 const NATIVE_GAS_LIMIT = 21_000n;
@@ -60,6 +60,10 @@ async function signOne(
         return { operation, leaseGeneration: claimed.leaseGeneration };
       }
       const asset = await assetOf(tx, op);
+      if (!asset.contractAddress && NATIVE_ASSETS[op.network] !== op.assetCode) {
+        // A token without its contract would be sent as the native coin: refuse, and roll the claim back.
+        throw new IdemError('VALIDATION', `asset ${op.assetCode} has no token contract configured`);
+      }
       const { nonce, wallet } = await allocateNonce(tx, tenantId, op.network);
       const gasLimit = asset.contractAddress ? TOKEN_GAS_LIMIT : NATIVE_GAS_LIMIT;
       const fees = ctx.rails.fees();
@@ -97,6 +101,14 @@ async function signOne(
   } catch (error) {
     if (isIdemError(error, 'PAYLOAD_MISMATCH')) {
       await refuseTampered(ctx, tenantId, operationId);
+      return null;
+    }
+    if (isIdemError(error, 'VALIDATION')) {
+      // A configuration problem, not this withdrawal's: it stays APPROVED, funds held, and we alert.
+      ctx.log.error(
+        { alert: true, tenantId, operationId, message: error.message },
+        'ALERT cannot sign withdrawal',
+      );
       return null;
     }
     throw error;

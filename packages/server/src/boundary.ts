@@ -1,0 +1,94 @@
+import { join } from 'node:path';
+import type { Database } from '@idem/core';
+import {
+  type AnvilInstance,
+  createCustodianAdapter,
+  generateWebhookSecret,
+  type RunningCustodianSimulator,
+  startAnvil,
+  startCustodianSimulator,
+} from '@idem/rails';
+import { createWorker, RailRegistry, type RailsConfig, type Worker } from '@idem/workers';
+import type { Logger } from 'pino';
+import type { Env } from './env.ts';
+
+/**
+ * The money rails and the worker that drives them. With URLs configured, it connects to a real EVM
+ * node and a real custodian. In embedded mode (no DATABASE_URL), it starts what a new user needs
+ * to see withdrawals complete: a local anvil chain whose state is kept beside the embedded
+ * database, the custodian simulator, and one worker in process.
+ */
+export interface Boundary {
+  rails: RailRegistry;
+  worker: Worker | null;
+  describe: string[];
+  stop(): Promise<void>;
+}
+
+export async function startBoundary(
+  env: Env,
+  db: Database,
+  log: Logger,
+  options: { embedded: boolean },
+): Promise<Boundary> {
+  const embedded = options.embedded && env.IDEM_EMBEDDED_RAILS;
+  const stops: (() => Promise<void>)[] = [];
+  const describe: string[] = [];
+  const config: RailsConfig = {};
+
+  let anvil: AnvilInstance | null = null;
+  if (env.IDEM_EVM_RPC_URL) {
+    config.evm = { rpcUrl: env.IDEM_EVM_RPC_URL, chainId: env.IDEM_EVM_CHAIN_ID };
+  } else if (embedded) {
+    anvil = await startAnvil({
+      chainId: env.IDEM_EVM_CHAIN_ID,
+      mining: { intervalSeconds: 1 },
+      statePath: join(env.IDEM_DATA_DIR, 'anvil-state.json'),
+    });
+    stops.push(() => (anvil as AnvilInstance).stop());
+    config.evm = { rpcUrl: anvil.rpcUrl, chainId: anvil.chainId };
+    describe.push(`local EVM chain (anvil) at ${anvil.rpcUrl}`);
+  }
+
+  let simulator: RunningCustodianSimulator | null = null;
+  if (env.IDEM_CUSTODIAN_URL) {
+    config.custodian = createCustodianAdapter({
+      baseUrl: env.IDEM_CUSTODIAN_URL,
+      ...(env.IDEM_CUSTODIAN_API_KEY ? { apiKey: env.IDEM_CUSTODIAN_API_KEY } : {}),
+    });
+  } else if (embedded) {
+    simulator = await startCustodianSimulator({
+      webhookSecret: generateWebhookSecret(),
+      settlement: { outcome: 'complete', afterMs: 2_000 },
+    });
+    stops.push(() => (simulator as RunningCustodianSimulator).close());
+    config.custodian = createCustodianAdapter({ baseUrl: simulator.url });
+    describe.push(`custodian simulator at ${simulator.url}`);
+  }
+
+  const rails = new RailRegistry(config);
+  const inProcess = env.IDEM_WORKER_IN_PROCESS ?? embedded;
+  let worker: Worker | null = null;
+  if (inProcess) {
+    worker = createWorker({
+      db,
+      rails,
+      log,
+      workerId: `server-${process.pid}`,
+      leaseMs: env.IDEM_WORKER_LEASE_MS,
+      unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
+      escalationOwner: env.IDEM_ESCALATION_OWNER,
+    });
+    worker.start(env.IDEM_WORKER_INTERVAL_MS);
+    describe.push('a worker in this process');
+  }
+  return {
+    rails,
+    worker,
+    describe,
+    stop: async () => {
+      await worker?.stop();
+      for (const stop of stops.reverse()) await stop();
+    },
+  };
+}
