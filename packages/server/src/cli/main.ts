@@ -1,17 +1,25 @@
 import { parseArgs } from 'node:util';
-import { IdemError } from '@idem/contracts';
+import { amountMinorSchema, IdemError, isValidDestination, networkSchema } from '@idem/contracts';
 import {
+  closeBreak,
   createApiKey,
   createTenant,
   createWebhookEndpoint,
   type Database,
+  listBreaks,
   recordDeposit,
+  registerHotWallet,
   revokeApiKey,
+  setRiskPolicy,
   toView,
   withTenant,
 } from '@idem/core';
+import { createWorker } from '@idem/workers';
+import { z } from 'zod';
+import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
+import { createLogger } from '../logger.ts';
 
 const USAGE = `Usage: pnpm idem <command> [options]
 
@@ -23,6 +31,15 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   credit an account through the deposit path (C24)
   webhook-endpoint create --tenant ID --source NAME [--json]
                                                   create a webhook endpoint; prints its id and secret
+  hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR [--next-nonce N]
+                                                  register a tenant's hot wallet (its key stays in VAR)
+  risk-policy set --tenant ID --asset CODE --auto-approve-max MINOR --four-eyes-min MINOR
+                                                  set the review thresholds of one asset
+  breaks list --tenant ID [--status open|closed]  reconciliation breaks (C21)
+  breaks close --tenant ID --break-id ID --by WHO --evidence JSON
+                                                  close a break with the evidence found
+  worker [--id NAME]                              run a worker until SIGINT/SIGTERM (PostgreSQL only;
+                                                  embedded mode runs one inside pnpm start)
 
 Works against DATABASE_URL, or the embedded database in IDEM_DATA_DIR while the server is stopped.`;
 
@@ -62,6 +79,67 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     );
     return { outcome: claim.outcome, deposit: toView(claim.operation) };
   },
+  'hot-wallet register': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const nextNonce = typeof flags['next-nonce'] === 'string' ? Number(flags['next-nonce']) : 0;
+    if (!Number.isSafeInteger(nextNonce) || nextNonce < 0)
+      throw new UsageError('--next-nonce must be a non-negative integer');
+    const network = networkSchema.parse(required(flags, 'network'));
+    const address = required(flags, 'address');
+    if (!isValidDestination(network, address))
+      throw new UsageError(`--address is not a valid ${network} address`);
+    const keyRef = required(flags, 'key-ref');
+    if (!/^env:[A-Z0-9_]+$/.test(keyRef))
+      throw new UsageError('--key-ref must be env:VARIABLE (the key is never stored)');
+    const wallet = await withTenant(db, tenantId, (tx) =>
+      registerHotWallet(tx, { tenantId, network, address, keyRef, nextNonce }),
+    );
+    return {
+      network: wallet.network,
+      address: wallet.address,
+      keyRef: wallet.keyRef,
+      nextNonce: wallet.nextNonce,
+    };
+  },
+  'risk-policy set': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const policy = {
+      tenantId,
+      assetCode: required(flags, 'asset'),
+      autoApproveMaxMinor: amountMinorSchema.or(z.literal('0')).parse(required(flags, 'auto-approve-max')),
+      fourEyesMinMinor: amountMinorSchema.parse(required(flags, 'four-eyes-min')),
+    };
+    await withTenant(db, tenantId, (tx) => setRiskPolicy(tx, policy));
+    return policy;
+  },
+  'breaks list': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const status = flags.status === 'open' || flags.status === 'closed' ? flags.status : undefined;
+    const breaks = await withTenant(db, tenantId, (tx) =>
+      listBreaks(tx, { tenantId, ...(status ? { status } : {}) }),
+    );
+    return { breaks };
+  },
+  'breaks close': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    let evidence: unknown;
+    try {
+      evidence = JSON.parse(required(flags, 'evidence'));
+    } catch {
+      throw new UsageError('--evidence must be a JSON object');
+    }
+    const parsed = z.record(z.string(), z.unknown()).safeParse(evidence);
+    if (!parsed.success) throw new UsageError('--evidence must be a JSON object');
+    const closed = await withTenant(db, tenantId, (tx) =>
+      closeBreak(tx, {
+        tenantId,
+        breakId: required(flags, 'break-id'),
+        closedBy: required(flags, 'by'),
+        evidence: parsed.data,
+      }),
+    );
+    return { closed };
+  },
   'webhook-endpoint create': async (db, flags) =>
     createWebhookEndpoint(db, required(flags, 'tenant'), { source: required(flags, 'source') }),
 };
@@ -89,6 +167,17 @@ async function main(argv: string[]): Promise<number> {
       key: { type: 'string' },
       reference: { type: 'string' },
       source: { type: 'string' },
+      network: { type: 'string' },
+      address: { type: 'string' },
+      'key-ref': { type: 'string' },
+      'next-nonce': { type: 'string' },
+      'auto-approve-max': { type: 'string' },
+      'four-eyes-min': { type: 'string' },
+      status: { type: 'string' },
+      'break-id': { type: 'string' },
+      by: { type: 'string' },
+      evidence: { type: 'string' },
+      id: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -98,6 +187,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (name === 'worker')
+    return runWorker(typeof values.id === 'string' ? values.id : `worker-${process.pid}`);
   const run = commands[name];
   if (name !== 'migrate' && !run) {
     process.stderr.write(`unknown command: ${name}\n\n${USAGE}\n`);
@@ -118,6 +209,43 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await database.close();
   }
+}
+
+/**
+ * A worker process: several may run at once against one PostgreSQL; each claims work with
+ * SKIP LOCKED and conditional updates. Stops cleanly on SIGINT or SIGTERM (a SIGKILL is survived
+ * too: another worker takes over after the lease).
+ */
+async function runWorker(workerId: string): Promise<number> {
+  const env = readEnv();
+  if (!env.DATABASE_URL)
+    throw new UsageError('worker needs DATABASE_URL (embedded mode runs its worker inside pnpm start)');
+  const log = createLogger({ level: env.LOG_LEVEL });
+  const database = await openConfiguredDatabase(env, { purpose: 'cli' });
+  await database.migrateAsOwner();
+  const boundary = await startBoundary({ ...env, IDEM_WORKER_IN_PROCESS: false }, database.db, log, {
+    embedded: false,
+  });
+  const worker = createWorker({
+    db: database.db,
+    rails: boundary.rails,
+    log,
+    workerId,
+    leaseMs: env.IDEM_WORKER_LEASE_MS,
+    unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
+    escalationOwner: env.IDEM_ESCALATION_OWNER,
+  });
+  worker.start(env.IDEM_WORKER_INTERVAL_MS);
+  process.stdout.write(`${JSON.stringify({ event: 'worker-started', workerId })}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await worker.stop();
+  await boundary.stop();
+  await database.close();
+  log.flush();
+  return 0;
 }
 
 function print(result: Record<string, unknown>, json: boolean): void {
