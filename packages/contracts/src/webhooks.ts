@@ -13,6 +13,17 @@ export const inboundEnvelopeSchema = z.object({
   data: z.unknown(),
 });
 
+/** The transfer object a custodian sends; extra provider fields are allowed and ignored. */
+const custodianTransferSchema = z.object({
+  id: z.string().min(1).max(128),
+  externalReference: z.string().min(1).max(128),
+  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  amountMinor: amountMinorSchema,
+  status: z.enum(['submitted', 'completed', 'failed']),
+  txHash: z.string().max(128).optional(),
+  failureReason: z.string().max(500).optional(),
+});
+
 export const inboundEventDataSchemas = {
   /** A custodian or chain watcher saw a deposit reach the asset's confirmation depth. */
   'deposit.confirmed': z.strictObject({
@@ -22,13 +33,13 @@ export const inboundEventDataSchemas = {
     amountMinor: amountMinorSchema,
     txHash: z.string().max(128).optional(),
   }),
-  /** A custodian's status for a transfer we asked it to make, echoing our reference (C16). */
-  'transfer.updated': z.strictObject({
-    reference: referenceSchema,
-    providerId: z.string().min(1).max(128),
-    status: z.enum(['PENDING', 'BROADCAST', 'CONFIRMED', 'FAILED']),
-    txHash: z.string().max(128).optional(),
-  }),
+  /**
+   * The custodian's status webhooks for a transfer we asked it to make (the rail's wire format,
+   * packages/rails/src/custodian/protocol.ts). Only our reference ties it to an operation (C16).
+   */
+  'transfer.submitted': custodianTransferSchema,
+  'transfer.completed': custodianTransferSchema,
+  'transfer.failed': custodianTransferSchema,
 } as const;
 
 export type InboundEventType = keyof typeof inboundEventDataSchemas;

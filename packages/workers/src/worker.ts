@@ -4,6 +4,7 @@ import { tenantsWithWork } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
+import { processInbox } from './steps/inbox.ts';
 import { reviewPending } from './steps/review.ts';
 import { recheckConfirmed, reconcileUnknown, watchBroadcast } from './steps/settle.ts';
 
@@ -23,6 +24,7 @@ export interface WorkerOptions {
 export interface TickReport {
   tenants: number;
   reviewed: number;
+  inbound: number;
   dispatched: number;
   resumed: number;
   watched: number;
@@ -56,6 +58,7 @@ export function createWorker(options: WorkerOptions): Worker {
     const report: TickReport = {
       tenants: 0,
       reviewed: 0,
+      inbound: 0,
       dispatched: 0,
       resumed: 0,
       watched: 0,
@@ -66,6 +69,7 @@ export function createWorker(options: WorkerOptions): Worker {
     report.tenants = tenants.length;
     for (const tenantId of tenants) {
       report.reviewed += await reviewPending(ctx, tenantId);
+      report.inbound += await processInbox(ctx, tenantId);
       report.resumed += await resumeSigned(ctx, tenantId);
       report.dispatched += await dispatchApproved(ctx, tenantId);
       report.watched += await watchBroadcast(ctx, tenantId);

@@ -1,0 +1,207 @@
+import { inboundEventDataSchemas, isIdemError } from '@idem/contracts';
+import {
+  findOperation,
+  type Operation,
+  openBreak,
+  recordDeposit,
+  schema,
+  type Tx,
+  transition,
+  withTenant,
+} from '@idem/core';
+import { and, asc, eq, lte, sql } from 'drizzle-orm';
+import { z } from 'zod';
+import type { WorkerContext } from '../context.ts';
+import { routeFor } from '../rails.ts';
+
+const { inboxEvents, workItems } = schema;
+
+const itemPayloadSchema = z.object({ source: z.string(), eventId: z.string(), eventType: z.string() });
+
+type Outcome = { status: 'PROCESSED' | 'PARKED'; reason: string };
+
+/**
+ * Applies verified inbound events (C18, C19): each one at most once, and only where the state
+ * machine allows. An event that would need a transition the machine does not allow from the
+ * operation's current state (out of order, late, or contradicting what we know) is parked, never
+ * forced: the reconciler's own query to the custodian settles the truth.
+ */
+export async function processInbox(ctx: WorkerContext, tenantId: string): Promise<number> {
+  return withTenant(ctx.db, tenantId, async (tx) => {
+    const items = await tx
+      .select()
+      .from(workItems)
+      .where(
+        and(
+          eq(workItems.tenantId, tenantId),
+          eq(workItems.topic, 'inbox.event'),
+          eq(workItems.status, 'pending'),
+          lte(workItems.availableAt, sql`now()`),
+        ),
+      )
+      .orderBy(asc(workItems.createdAt))
+      .limit(ctx.batchSize)
+      .for('update', { skipLocked: true });
+    for (const item of items) {
+      const payload = itemPayloadSchema.parse(item.payload);
+      const outcome = await tx.transaction((savepoint) => applyEvent(ctx, savepoint, tenantId, payload));
+      ctx.log.info(
+        { tenantId, eventId: payload.eventId, eventType: payload.eventType, ...outcome },
+        'inbound event handled',
+      );
+      await tx
+        .update(workItems)
+        .set({ status: 'done', attempts: sql`${workItems.attempts} + 1` })
+        .where(and(eq(workItems.tenantId, tenantId), eq(workItems.workId, item.workId)));
+    }
+    return items.length;
+  });
+}
+
+async function applyEvent(
+  ctx: WorkerContext,
+  tx: Tx,
+  tenantId: string,
+  item: z.infer<typeof itemPayloadSchema>,
+): Promise<Outcome> {
+  const rows = await tx
+    .select()
+    .from(inboxEvents)
+    .where(
+      and(
+        eq(inboxEvents.tenantId, tenantId),
+        eq(inboxEvents.source, item.source),
+        eq(inboxEvents.eventId, item.eventId),
+      ),
+    )
+    .for('update');
+  const event = rows[0];
+  if (!event) return { status: 'PARKED', reason: 'event not found' };
+  if (event.status !== 'RECEIVED')
+    return { status: event.status === 'PARKED' ? 'PARKED' : 'PROCESSED', reason: 'already handled' };
+
+  const outcome = await decide(
+    ctx,
+    tx,
+    tenantId,
+    item.source,
+    event.eventType,
+    (event.body as { data?: unknown }).data,
+  );
+  await tx
+    .update(inboxEvents)
+    .set({ status: outcome.status })
+    .where(
+      and(
+        eq(inboxEvents.tenantId, tenantId),
+        eq(inboxEvents.source, item.source),
+        eq(inboxEvents.eventId, item.eventId),
+        eq(inboxEvents.status, 'RECEIVED'),
+      ),
+    );
+  return outcome;
+}
+
+async function decide(
+  ctx: WorkerContext,
+  tx: Tx,
+  tenantId: string,
+  source: string,
+  eventType: string,
+  data: unknown,
+): Promise<Outcome> {
+  if (eventType === 'deposit.confirmed') {
+    const deposit = inboundEventDataSchemas['deposit.confirmed'].parse(data);
+    try {
+      const claim = await tx.transaction((savepoint) =>
+        recordDeposit(savepoint, {
+          tenantId,
+          deposit: {
+            reference: deposit.reference,
+            accountId: deposit.accountId,
+            asset: deposit.asset,
+            amountMinor: deposit.amountMinor,
+          },
+          idempotencyKey: `deposit-${source}-${deposit.reference}`,
+          actor: `webhook:${source}`,
+          evidence: { source, txHash: deposit.txHash ?? null },
+        }),
+      );
+      return {
+        status: 'PROCESSED',
+        reason: claim.outcome === 'CREATED' ? 'deposit credited' : 'deposit already credited',
+      };
+    } catch (error) {
+      if (isIdemError(error)) return { status: 'PARKED', reason: `deposit refused: ${error.code}` };
+      throw error;
+    }
+  }
+  if (
+    eventType === 'transfer.submitted' ||
+    eventType === 'transfer.completed' ||
+    eventType === 'transfer.failed'
+  ) {
+    const transfer = inboundEventDataSchemas[eventType].parse(data);
+    const op = z.uuid().safeParse(transfer.externalReference).success
+      ? await findOperation(tx, tenantId, transfer.externalReference)
+      : null;
+    if (!op || op.kind !== 'withdrawal' || routeFor(op.network).kind !== 'custodian') {
+      await openBreak(tx, {
+        tenantId,
+        breakClass: 'unknown_operation',
+        subject: `custodian-transfer:${transfer.id}`,
+        assetCode: transfer.asset,
+        observedAmountMinor: transfer.amountMinor,
+        details: { source, eventType, reason: 'custodian reports a transfer no withdrawal of ours matches' },
+      });
+      return { status: 'PARKED', reason: 'no matching withdrawal' };
+    }
+    if (transfer.asset !== op.assetCode || transfer.amountMinor !== op.amountMinor) {
+      await openBreak(tx, {
+        tenantId,
+        breakClass: 'genuine_variance',
+        subject: `operation:${op.operationId}`,
+        assetCode: op.assetCode,
+        ledgerAmountMinor: op.amountMinor,
+        observedAmountMinor: transfer.amountMinor,
+        details: { source, eventType, reason: 'custodian transfer terms differ from the approved payload' },
+      });
+      return { status: 'PARKED', reason: 'terms differ from the approved payload' };
+    }
+    return applyTransferStatus(ctx, tx, op, eventType, transfer.id);
+  }
+  return { status: 'PARKED', reason: `no handler for ${eventType}` };
+}
+
+/** The one edge an event may cause from each state; anything else is parked. */
+const EDGES: Record<string, Partial<Record<Operation['state'], Operation['state']>>> = {
+  'transfer.submitted': { UNKNOWN: 'BROADCAST' },
+  'transfer.completed': { BROADCAST: 'CONFIRMED', UNKNOWN: 'CONFIRMED' },
+  'transfer.failed': { BROADCAST: 'UNKNOWN', UNKNOWN: 'VERIFIED_NOT_SENT' },
+};
+/** States in which the event adds nothing new: handled, no change. */
+const ALREADY: Record<string, Operation['state'][]> = {
+  'transfer.submitted': ['BROADCAST', 'CONFIRMED'],
+  'transfer.completed': ['CONFIRMED'],
+  'transfer.failed': ['VERIFIED_NOT_SENT'],
+};
+
+async function applyTransferStatus(
+  ctx: WorkerContext,
+  tx: Tx,
+  op: Operation,
+  eventType: 'transfer.submitted' | 'transfer.completed' | 'transfer.failed',
+  providerId: string,
+): Promise<Outcome> {
+  if (ALREADY[eventType]?.includes(op.state)) return { status: 'PROCESSED', reason: `already ${op.state}` };
+  const to = EDGES[eventType]?.[op.state];
+  if (!to) return { status: 'PARKED', reason: `${eventType} does not apply to a ${op.state} withdrawal` };
+  await transition(tx, op, to, {
+    actor: `webhook:custodian`,
+    reason: `custodian reported ${eventType.replace('transfer.', '')}`,
+    evidence: { providerId, eventType },
+    ...(op.providerRef ? {} : { set: { providerRef: providerId } }),
+  });
+  ctx.log.info({ operationId: op.operationId, from: op.state, to }, 'custodian webhook applied');
+  return { status: 'PROCESSED', reason: `${op.state} -> ${to}` };
+}
