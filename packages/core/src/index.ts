@@ -15,11 +15,23 @@ export {
 } from './access/webhook-endpoints.ts';
 export { type Decision, type DecisionResult, decideWithdrawal, requesterOf } from './approvals/decide.ts';
 export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
+export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
+export {
+  getAccountWithdrawal,
+  intentIdentity,
+  listAccountWithdrawals,
+  submitWebWithdrawal,
+} from './customer/account.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { migrationsFolder, openDatabase } from './db/connect.ts';
 export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';
 export { APP_ROLE, withTenant } from './db/tenant-scope.ts';
+export {
+  activeOutboundEndpoints,
+  createOutboundEndpoint,
+  type OutboundEndpoint,
+} from './delivery/outbound-endpoints.ts';
 export {
   EVENT_ID_LENGTH_MAX,
   type InboxRecordOutcome,
@@ -67,6 +79,41 @@ export {
   reviewWithdrawal,
   setRiskPolicy,
 } from './risk/review.ts';
+export {
+  listApprovalQueue,
+  listAttentionQueue,
+  listInboxAttention,
+  operationTimeline,
+  pageOperations,
+  searchOperations,
+  toStaffView,
+} from './staff/queries.ts';
+export { escalateOperation, type RunbookEvidence, resolveOperation } from './staff/runbook.ts';
+export {
+  authenticateCustomerSession,
+  authenticateStaffSession,
+  CUSTOMER_LINK_MS_DEFAULT,
+  CUSTOMER_SESSION_MS,
+  createCustomerLink,
+  openWebSession,
+  type ParsedToken,
+  parseWebToken,
+  redeemCustomerLink,
+  revokeWebSession,
+  STAFF_SESSION_MS,
+} from './staff/sessions.ts';
+export {
+  createStaffUser,
+  findStaffForSignIn,
+  normalizeEmail,
+  type Permission,
+  ROLE_PERMISSIONS,
+  roleAllows,
+  STAFF_ROLES,
+  type StaffRole,
+  type StaffUser,
+  staffActor,
+} from './staff/users.ts';
 export { assignOwner } from './state-machine/assign-owner.ts';
 export {
   type Claimed,

@@ -14,3 +14,4 @@ export { createIdemClient, type IdemClient, type IdemClientOptions, PROCEDURES }
 export { IdemApiError, IdemTransportError } from './errors.ts';
 export { withdrawalKey } from './key.ts';
 export { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+export { type OperationWebhook, operationWebhookSchema, verifyWebhook } from './webhooks.ts';

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { tenantsWithWork } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
+import { deliverNotifications } from './steps/deliver.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
 import { processInbox } from './steps/inbox.ts';
 import { reviewPending } from './steps/review.ts';
@@ -30,6 +31,7 @@ export interface TickReport {
   watched: number;
   reconciled: number;
   rechecked: number;
+  delivered: number;
 }
 
 export interface Worker {
@@ -64,6 +66,7 @@ export function createWorker(options: WorkerOptions): Worker {
       watched: 0,
       reconciled: 0,
       rechecked: 0,
+      delivered: 0,
     };
     const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
     report.tenants = tenants.length;
@@ -75,6 +78,7 @@ export function createWorker(options: WorkerOptions): Worker {
       report.watched += await watchBroadcast(ctx, tenantId);
       report.reconciled += await reconcileUnknown(ctx, tenantId);
       report.rechecked += await recheckConfirmed(ctx, tenantId);
+      report.delivered += await deliverNotifications(ctx, tenantId);
     }
     return report;
   }

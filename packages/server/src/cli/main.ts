@@ -3,6 +3,7 @@ import { amountMinorSchema, IdemError, isValidDestination, networkSchema } from 
 import {
   closeBreak,
   createApiKey,
+  createOutboundEndpoint,
   createTenant,
   createWebhookEndpoint,
   type Database,
@@ -38,6 +39,8 @@ const USAGE = `Usage: pnpm idem <command> [options]
   breaks list --tenant ID [--status open|closed]  reconciliation breaks (C21)
   breaks close --tenant ID --break-id ID --by WHO --evidence JSON
                                                   close a break with the evidence found
+  outbound-endpoint create --tenant ID --url URL [--json]
+                                                  where the operator receives signed state-change webhooks
   worker [--id NAME]                              run a worker until SIGINT/SIGTERM (PostgreSQL only;
                                                   embedded mode runs one inside pnpm start)
 
@@ -140,6 +143,8 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     );
     return { closed };
   },
+  'outbound-endpoint create': async (db, flags) =>
+    createOutboundEndpoint(db, required(flags, 'tenant'), { url: required(flags, 'url') }),
   'webhook-endpoint create': async (db, flags) =>
     createWebhookEndpoint(db, required(flags, 'tenant'), { source: required(flags, 'source') }),
 };
@@ -178,6 +183,7 @@ async function main(argv: string[]): Promise<number> {
       by: { type: 'string' },
       evidence: { type: 'string' },
       id: { type: 'string' },
+      url: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
     },

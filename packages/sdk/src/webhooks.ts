@@ -1,0 +1,41 @@
+import { Webhook } from 'standardwebhooks';
+import { z } from 'zod';
+
+/** What Idem sends to the operator's endpoint on every state change of an operation. */
+export const operationWebhookSchema = z.object({
+  type: z.literal('operation.state_changed'),
+  timestamp: z.string(),
+  data: z.object({
+    operationId: z.string(),
+    kind: z.string().nullable(),
+    reference: z.string().nullable(),
+    accountId: z.string().nullable(),
+    asset: z.string().nullable(),
+    amountMinor: z.string().nullable(),
+    from: z.string().nullable(),
+    to: z.string(),
+    version: z.number(),
+    owner: z.string().nullable(),
+  }),
+});
+export type OperationWebhook = z.infer<typeof operationWebhookSchema>;
+
+/**
+ * Verifies an Idem webhook against the raw body (exactly as received, before any JSON parsing)
+ * and the endpoint's secret, then parses it. Throws on a bad signature, a stale timestamp (more
+ * than 5 minutes off) or an unexpected body. Deduplicate on the `webhook-id` header: a
+ * notification may arrive more than once.
+ */
+export function verifyWebhook(
+  rawBody: string,
+  headers: Record<string, string | string[] | undefined>,
+  secret: string,
+): OperationWebhook {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value === 'string') flat[name.toLowerCase()] = value;
+    else if (Array.isArray(value) && typeof value[0] === 'string') flat[name.toLowerCase()] = value[0];
+  }
+  const verified = new Webhook(secret).verify(rawBody, flat);
+  return operationWebhookSchema.parse(verified);
+}
