@@ -78,6 +78,7 @@ export async function startBoundary(
       leaseMs: env.IDEM_WORKER_LEASE_MS,
       unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
       escalationOwner: env.IDEM_ESCALATION_OWNER,
+      ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
     });
     worker.start(env.IDEM_WORKER_INTERVAL_MS);
     describe.push('a worker in this process');

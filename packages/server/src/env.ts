@@ -57,6 +57,14 @@ const envSchema = z.object({
     .min(1_000)
     .default(15 * 60_000),
   IDEM_ESCALATION_OWNER: z.string().min(1).max(100).default('ops-oncall'),
+  /** How often each worker runs three-way reconciliation per tenant (0 turns it off). */
+  IDEM_RECONCILE_EVERY_MS: z.coerce.number().int().min(0).default(60_000),
+  /** Where browsers reach this server (e.g. https://pay.example.com); customer links are built on it. */
+  IDEM_PUBLIC_URL: z.string().url().optional(),
+  /** Mark session cookies Secure. Defaults to on when IDEM_PUBLIC_URL is https. */
+  IDEM_COOKIE_SECURE: flag,
+  /** The built web app (packages/web/dist), served at /. */
+  IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -1,3 +1,9 @@
 export type { SendStep, WorkerContext } from './context.ts';
 export { defaultKeyResolver, RailRegistry, type RailsConfig, routeFor } from './rails.ts';
+export {
+  type Finding,
+  type ReconciliationOptions,
+  type ReconciliationReport,
+  reconcileTenant,
+} from './reconciliation.ts';
 export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { tenantsWithWork } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
+import { reconcileTenant } from './reconciliation.ts';
 import { deliverNotifications } from './steps/deliver.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
 import { processInbox } from './steps/inbox.ts';
@@ -20,6 +21,8 @@ export interface WorkerOptions {
   unknownEscalateAfterMs?: number;
   escalationOwner?: string;
   probe?: (step: SendStep, operationId: string) => Promise<void>;
+  /** Run three-way reconciliation per tenant at most this often (off when absent). */
+  reconcileEveryMs?: number;
 }
 
 export interface TickReport {
@@ -32,6 +35,7 @@ export interface TickReport {
   reconciled: number;
   rechecked: number;
   delivered: number;
+  breaksOpened: number;
 }
 
 export interface Worker {
@@ -56,6 +60,8 @@ export function createWorker(options: WorkerOptions): Worker {
     ...(options.probe ? { probe: options.probe } : {}),
   };
 
+  const lastReconciled = new Map<string, number>();
+
   async function runOnce(): Promise<TickReport> {
     const report: TickReport = {
       tenants: 0,
@@ -67,6 +73,7 @@ export function createWorker(options: WorkerOptions): Worker {
       reconciled: 0,
       rechecked: 0,
       delivered: 0,
+      breaksOpened: 0,
     };
     const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
     report.tenants = tenants.length;
@@ -79,6 +86,13 @@ export function createWorker(options: WorkerOptions): Worker {
       report.reconciled += await reconcileUnknown(ctx, tenantId);
       report.rechecked += await recheckConfirmed(ctx, tenantId);
       report.delivered += await deliverNotifications(ctx, tenantId);
+      if (
+        options.reconcileEveryMs !== undefined &&
+        Date.now() - (lastReconciled.get(tenantId) ?? 0) >= options.reconcileEveryMs
+      ) {
+        lastReconciled.set(tenantId, Date.now());
+        report.breaksOpened += (await reconcileTenant(ctx, tenantId)).breaksOpened;
+      }
     }
     return report;
   }

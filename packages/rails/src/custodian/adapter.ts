@@ -65,6 +65,8 @@ export interface CustodianAdapter {
   ): Promise<SubmitOutcome>;
   /** Throws when the custodian cannot be asked: no answer is no evidence, so the caller stays UNKNOWN. */
   lookupByReference(externalReference: string, options?: { signal?: AbortSignal }): Promise<ReferenceLookup>;
+  /** Every transfer on the account, read page by page up to `max` (reconciliation). */
+  listTransfers(options?: { max?: number }): Promise<CustodianTransfer[]>;
 }
 
 const timeoutMsDefault = 5_000;
@@ -120,6 +122,19 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     if (!first) return { found: 'none' };
     if (list.length === 1) return { found: 'one', transfer: first };
     return { found: 'many', transfers: list };
+  }
+
+  async function listTransfers(options: { max?: number } = {}): Promise<CustodianTransfer[]> {
+    const max = Math.min(Math.max(options.max ?? 10_000, 1), 100_000);
+    const all: CustodianTransfer[] = [];
+    while (all.length < max) {
+      const { status, text } = await call(`/v1/transfers?offset=${all.length}&limit=100`, { method: 'GET' });
+      if (status !== 200) throw new Error(`custodian list answered HTTP ${status}`);
+      const page = transferListSchema.parse(JSON.parse(text)).data;
+      all.push(...page);
+      if (page.length < 100) break;
+    }
+    return all.slice(0, max);
   }
 
   async function resolveProviderId(id: string, reference: string): Promise<CustodianTransfer | null> {
@@ -200,7 +215,7 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     return ambiguous('http_status', `HTTP ${status}`);
   }
 
-  return { submit, lookupByReference };
+  return { submit, lookupByReference, listTransfers };
 }
 
 function sameTerms(transfer: CustodianTransfer, body: CreateTransferBody): boolean {

@@ -315,7 +315,10 @@ export async function startCustodianSimulator(
     if (request.method === 'GET' && path === '/v1/transfers') {
       const reference = url.searchParams.get('externalReference');
       if (!reference) {
-        sendJson(response, 400, { error: 'externalReference is required' });
+        // The whole account, a page at a time (reconciliation reads it).
+        const offset = Math.max(Number(url.searchParams.get('offset') ?? 0) || 0, 0);
+        const limit = Math.min(Math.max(Number(url.searchParams.get('limit') ?? 100) || 100, 1), 100);
+        sendJson(response, 200, { data: transfers.slice(offset, offset + limit) });
         return;
       }
       sendJson(response, 200, {

@@ -1,9 +1,16 @@
 import { parseArgs } from 'node:util';
-import { amountMinorSchema, IdemError, isValidDestination, networkSchema } from '@idem/contracts';
+import {
+  amountMinorSchema,
+  IdemError,
+  isValidDestination,
+  networkSchema,
+  staffRoleSchema,
+} from '@idem/contracts';
 import {
   closeBreak,
   createApiKey,
   createOutboundEndpoint,
+  createStaffUser,
   createTenant,
   createWebhookEndpoint,
   type Database,
@@ -15,12 +22,14 @@ import {
   toView,
   withTenant,
 } from '@idem/core';
-import { createWorker } from '@idem/workers';
+import { createWorker, reconcileTenant } from '@idem/workers';
 import { z } from 'zod';
+import { hashPassword, PASSWORD_LENGTH_MIN } from '../auth/password.ts';
 import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
+import { readPassword } from './read-password.ts';
 
 const USAGE = `Usage: pnpm idem <command> [options]
 
@@ -41,6 +50,10 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   close a break with the evidence found
   outbound-endpoint create --tenant ID --url URL [--json]
                                                   where the operator receives signed state-change webhooks
+  reconcile --tenant ID [--json]                  three-way reconciliation now; prints findings, opens breaks
+  user create --tenant ID --email E --role support|approver|operator|admin [--password P]
+                                                  create a staff user for the web screens; without
+                                                  --password it prompts (or reads one line from stdin)
   worker [--id NAME]                              run a worker until SIGINT/SIGTERM (PostgreSQL only;
                                                   embedded mode runs one inside pnpm start)
 
@@ -145,6 +158,22 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
   },
   'outbound-endpoint create': async (db, flags) =>
     createOutboundEndpoint(db, required(flags, 'tenant'), { url: required(flags, 'url') }),
+  'user create': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const role = staffRoleSchema.safeParse(required(flags, 'role'));
+    if (!role.success) throw new UsageError('--role must be support, approver, operator or admin');
+    const email = required(flags, 'email');
+    if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new UsageError('--email must be an e-mail address');
+    const password = typeof flags.password === 'string' ? flags.password : await readPassword('Password: ');
+    if (password.length < PASSWORD_LENGTH_MIN) {
+      throw new UsageError(`the password needs at least ${PASSWORD_LENGTH_MIN} characters`);
+    }
+    const passwordHash = await hashPassword(password);
+    const user = await withTenant(db, tenantId, (tx) =>
+      createStaffUser(tx, { tenantId, email, role: role.data, passwordHash }),
+    );
+    return { userId: user.userId, tenantId, email: user.email, role: user.role };
+  },
   'webhook-endpoint create': async (db, flags) =>
     createWebhookEndpoint(db, required(flags, 'tenant'), { source: required(flags, 'source') }),
 };
@@ -184,6 +213,9 @@ async function main(argv: string[]): Promise<number> {
       evidence: { type: 'string' },
       id: { type: 'string' },
       url: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
+      password: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -240,6 +272,7 @@ async function runWorker(workerId: string): Promise<number> {
     leaseMs: env.IDEM_WORKER_LEASE_MS,
     unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
     escalationOwner: env.IDEM_ESCALATION_OWNER,
+    ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
   });
   worker.start(env.IDEM_WORKER_INTERVAL_MS);
   process.stdout.write(`${JSON.stringify({ event: 'worker-started', workerId })}\n`);
@@ -252,6 +285,38 @@ async function runWorker(workerId: string): Promise<number> {
   await database.close();
   log.flush();
   return 0;
+}
+
+async function runReconcile(tenantId: string, json: boolean): Promise<number> {
+  if (!tenantId) throw new UsageError('--tenant is required');
+  const env = readEnv();
+  const log = createLogger({ level: env.LOG_LEVEL });
+  const database = await openConfiguredDatabase(env, { purpose: 'cli' });
+  try {
+    await database.migrateAsOwner();
+    const boundary = await startBoundary({ ...env, IDEM_WORKER_IN_PROCESS: false }, database.db, log, {
+      embedded: false,
+    });
+    const report = await reconcileTenant(
+      {
+        db: database.db,
+        rails: boundary.rails,
+        log,
+        workerId: 'cli-reconcile',
+        leaseMs: env.IDEM_WORKER_LEASE_MS,
+        batchSize: 20,
+        reorgWindowSeconds: 3_600,
+        unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
+        escalationOwner: env.IDEM_ESCALATION_OWNER,
+      },
+      tenantId,
+    );
+    await boundary.stop();
+    print({ ...report }, json);
+    return report.findings.length === 0 ? 0 : 3;
+  } finally {
+    await database.close();
+  }
 }
 
 function print(result: Record<string, unknown>, json: boolean): void {

@@ -1,0 +1,316 @@
+import {
+  type BreakClass,
+  getHotWallet,
+  type Operation,
+  openBreak,
+  rowsOf,
+  schema,
+  withTenant,
+} from '@idem/core';
+import type { CustodianTransfer } from '@idem/rails';
+import { and, eq, gt, inArray, sql } from 'drizzle-orm';
+import { createPublicClient, decodeFunctionData, erc20Abi, type Hex, http } from 'viem';
+import { assetOf } from './candidates.ts';
+import type { WorkerContext } from './context.ts';
+import { routeFor } from './rails.ts';
+
+const { operations } = schema;
+
+export interface Finding {
+  breakClass: BreakClass;
+  subject: string;
+  reason: string;
+  assetCode?: string | null;
+  ledgerAmountMinor?: string | null;
+  observedAmountMinor?: string | null;
+}
+
+export interface ReconciliationReport {
+  tenantId: string;
+  checkedOperations: number;
+  checkedCustodianTransfers: number;
+  findings: Finding[];
+  breaksOpened: number;
+}
+
+/** How far back settled withdrawals are compared, and how long a lag counts as timing. */
+export interface ReconciliationOptions {
+  windowHours?: number;
+  timingGraceMs?: number;
+}
+
+const SETTLED_OR_SENT: Operation['state'][] = [
+  'BROADCAST',
+  'UNKNOWN',
+  'CONFIRMED',
+  'VERIFIED_NOT_SENT',
+  'FAILED_TERMINAL',
+];
+
+/**
+ * Three-way reconciliation (C21): the ledger's withdrawals against the custodian's records and the
+ * chain. Every difference becomes a break with a class and an owner; nothing here, or anywhere,
+ * adjusts a balance because of a break. Also checks the ledger against itself (entries balance,
+ * balances equal their postings), which must never fail.
+ */
+export async function reconcileTenant(
+  ctx: WorkerContext,
+  tenantId: string,
+  options: ReconciliationOptions = {},
+): Promise<ReconciliationReport> {
+  const windowHours = options.windowHours ?? 72;
+  const graceMs = options.timingGraceMs ?? 10 * 60_000;
+  const ops = (await withTenant(ctx.db, tenantId, (tx) =>
+    tx
+      .select()
+      .from(operations)
+      .where(
+        and(
+          eq(operations.tenantId, tenantId),
+          eq(operations.kind, 'withdrawal'),
+          inArray(operations.state, SETTLED_OR_SENT),
+          gt(operations.updatedAt, sql`now() - make_interval(hours => ${windowHours})`),
+        ),
+      )
+      .limit(5_000),
+  )) as Operation[];
+  const findings: Finding[] = [];
+  const young = (op: Operation) => Date.now() - op.updatedAt.getTime() < graceMs;
+
+  let checkedCustodianTransfers = 0;
+  const custodianOps = ops.filter((op) => routeFor(op.network).kind === 'custodian');
+  if (ctx.rails.config.custodian) {
+    const transfers = await ctx.rails.custodian().listTransfers();
+    checkedCustodianTransfers = transfers.length;
+    findings.push(...(await compareCustodian(ctx, tenantId, custodianOps, transfers, young)));
+  }
+  const evmOps = ops.filter((op) => routeFor(op.network).kind === 'evm' && op.txHash);
+  if (ctx.rails.config.evm) findings.push(...(await compareChain(ctx, tenantId, evmOps, young)));
+  findings.push(...(await checkLedgerItself(ctx, tenantId)));
+
+  let breaksOpened = 0;
+  for (const finding of findings) {
+    const opened = await withTenant(ctx.db, tenantId, (tx) =>
+      openBreak(tx, {
+        tenantId,
+        breakClass: finding.breakClass,
+        subject: finding.subject,
+        assetCode: finding.assetCode ?? null,
+        ledgerAmountMinor: finding.ledgerAmountMinor ?? null,
+        observedAmountMinor: finding.observedAmountMinor ?? null,
+        details: { reason: finding.reason, foundBy: ctx.workerId },
+      }),
+    );
+    if (opened.opened) {
+      breaksOpened += 1;
+      ctx.log.warn(
+        { alert: finding.breakClass === 'genuine_variance', tenantId, ...finding },
+        'reconciliation break opened',
+      );
+    }
+  }
+  return { tenantId, checkedOperations: ops.length, checkedCustodianTransfers, findings, breaksOpened };
+}
+
+async function compareCustodian(
+  ctx: WorkerContext,
+  tenantId: string,
+  ops: Operation[],
+  transfers: CustodianTransfer[],
+  young: (op: Operation) => boolean,
+): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  const byReference = new Map<string, CustodianTransfer[]>();
+  for (const transfer of transfers) {
+    byReference.set(transfer.externalReference, [
+      ...(byReference.get(transfer.externalReference) ?? []),
+      transfer,
+    ]);
+  }
+  const known = new Set(
+    (
+      await withTenant(ctx.db, tenantId, (tx) =>
+        tx
+          .select({ operationId: operations.operationId })
+          .from(operations)
+          .where(
+            and(
+              eq(operations.tenantId, tenantId),
+              inArray(operations.operationId, [...byReference.keys()].filter(isUuid)),
+            ),
+          ),
+      )
+    ).map((row) => row.operationId),
+  );
+  for (const [reference, list] of byReference) {
+    if (!known.has(reference)) {
+      for (const transfer of list) {
+        findings.push({
+          breakClass: 'unknown_operation',
+          subject: `custodian-transfer:${transfer.id}`,
+          reason: 'the custodian holds a transfer no withdrawal of ours matches',
+          assetCode: transfer.asset,
+          observedAmountMinor: transfer.amountMinor,
+        });
+      }
+    }
+  }
+  for (const op of ops) {
+    const list = byReference.get(op.operationId) ?? [];
+    const subject = `operation:${op.operationId}`;
+    const base = { subject, assetCode: op.assetCode, ledgerAmountMinor: op.amountMinor };
+    if (list.length > 1) {
+      findings.push({
+        ...base,
+        breakClass: 'genuine_variance',
+        reason: `the custodian holds ${list.length} transfers for one withdrawal`,
+      });
+      continue;
+    }
+    const transfer = list[0];
+    if (!transfer) {
+      if (op.state === 'CONFIRMED' || op.state === 'BROADCAST') {
+        findings.push({
+          ...base,
+          breakClass: young(op) ? 'timing' : 'genuine_variance',
+          reason: `ledger says ${op.state} but the custodian has no transfer with our reference`,
+          observedAmountMinor: '0',
+        });
+      }
+      continue;
+    }
+    if (transfer.asset !== op.assetCode || transfer.amountMinor !== op.amountMinor) {
+      findings.push({
+        ...base,
+        breakClass: 'genuine_variance',
+        reason: 'custodian transfer terms differ from the approved payload',
+        observedAmountMinor: transfer.amountMinor,
+      });
+      continue;
+    }
+    if (op.state === 'VERIFIED_NOT_SENT' && transfer.status === 'completed') {
+      findings.push({
+        ...base,
+        breakClass: 'genuine_variance',
+        reason: 'ledger released the hold but the custodian completed the transfer',
+        observedAmountMinor: transfer.amountMinor,
+      });
+    } else if (op.state === 'CONFIRMED' && transfer.status !== 'completed') {
+      findings.push({
+        ...base,
+        breakClass: 'genuine_variance',
+        reason: `ledger says CONFIRMED but the custodian says ${transfer.status}`,
+        observedAmountMinor: '0',
+      });
+    } else if (op.state !== 'CONFIRMED' && transfer.status === 'completed' && !young(op)) {
+      findings.push({
+        ...base,
+        breakClass: 'timing',
+        reason: `custodian completed the transfer; ledger still ${op.state}`,
+        observedAmountMinor: transfer.amountMinor,
+      });
+    }
+  }
+  return findings;
+}
+
+async function compareChain(
+  ctx: WorkerContext,
+  tenantId: string,
+  ops: Operation[],
+  young: (op: Operation) => boolean,
+): Promise<Finding[]> {
+  const evm = ctx.rails.config.evm;
+  if (!evm || ops.length === 0) return [];
+  const chain = createPublicClient({ transport: http(evm.rpcUrl, { retryCount: 0, timeout: 5_000 }) });
+  const findings: Finding[] = [];
+  for (const op of ops) {
+    const subject = `operation:${op.operationId}`;
+    const base = { subject, assetCode: op.assetCode, ledgerAmountMinor: op.amountMinor };
+    const receipt = await chain.getTransactionReceipt({ hash: op.txHash as Hex }).catch(() => null);
+    const mined = receipt?.status === 'success';
+    if (op.state === 'CONFIRMED' && !mined) {
+      findings.push({
+        ...base,
+        breakClass: young(op) ? 'timing' : 'genuine_variance',
+        reason: 'ledger says CONFIRMED but the chain has no successful transaction',
+        observedAmountMinor: '0',
+      });
+      continue;
+    }
+    if (op.state === 'VERIFIED_NOT_SENT' && mined) {
+      findings.push({
+        ...base,
+        breakClass: 'genuine_variance',
+        reason: 'ledger released the hold but the transaction is on chain',
+        observedAmountMinor: op.amountMinor,
+      });
+      continue;
+    }
+    if (!mined) continue;
+    // The transaction on chain must be exactly the approved transfer.
+    const [transaction, wallet, asset] = await Promise.all([
+      chain.getTransaction({ hash: op.txHash as Hex }),
+      withTenant(ctx.db, tenantId, (tx) => getHotWallet(tx, tenantId, op.network)),
+      withTenant(ctx.db, tenantId, (tx) => assetOf(tx, op)),
+    ]);
+    const sent = observedTransfer(transaction, asset.contractAddress);
+    const matches =
+      transaction.from.toLowerCase() === wallet.address.toLowerCase() &&
+      sent !== null &&
+      sent.to.toLowerCase() === (op.destination ?? '').toLowerCase() &&
+      sent.amount === BigInt(op.amountMinor);
+    if (!matches) {
+      findings.push({
+        ...base,
+        breakClass: 'genuine_variance',
+        reason: 'the transaction on chain differs from the approved payload',
+        observedAmountMinor: sent?.amount.toString() ?? null,
+      });
+    }
+  }
+  return findings;
+}
+
+function observedTransfer(
+  transaction: { to: Hex | null; value: bigint; input: Hex },
+  tokenContract: string | null,
+): { to: string; amount: bigint } | null {
+  if (!tokenContract) return transaction.to ? { to: transaction.to, amount: transaction.value } : null;
+  if (transaction.to?.toLowerCase() !== tokenContract.toLowerCase()) return null;
+  try {
+    const call = decodeFunctionData({ abi: erc20Abi, data: transaction.input });
+    if (call.functionName !== 'transfer') return null;
+    const [to, amount] = call.args as readonly [Hex, bigint];
+    return { to, amount };
+  } catch {
+    return null;
+  }
+}
+
+/** The ledger against itself: these must never differ; if they do, a person must know at once. */
+async function checkLedgerItself(ctx: WorkerContext, tenantId: string): Promise<Finding[]> {
+  return withTenant(ctx.db, tenantId, async (tx) => {
+    const mismatched = rowsOf<{ account_ref: string; asset_code: string }>(
+      await tx.execute(sql`
+        select b.account_ref, b.asset_code from balances b
+          left join (select account, asset_code,
+                            sum(amount) filter (where bucket = 'available') as available,
+                            sum(amount) filter (where bucket = 'held') as held
+                       from postings where bucket <> 'control' group by account, asset_code) p
+            on p.account = b.account_ref and p.asset_code = b.asset_code
+         where b.available <> coalesce(p.available, 0) or b.held <> coalesce(p.held, 0)
+         limit 100`),
+    );
+    return mismatched.map((row) => ({
+      breakClass: 'genuine_variance' as const,
+      subject: `ledger:${row.account_ref}:${row.asset_code}`,
+      reason: 'a balance differs from the sum of its postings',
+      assetCode: row.asset_code,
+    }));
+  });
+}
+
+function isUuid(value: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { getBalances, getOperation, listBreaks, transition, withTenant } from '@idem/core';
+import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
+import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkerContext } from '../src/context.ts';
+import { RailRegistry } from '../src/rails.ts';
+import { reconcileTenant } from '../src/reconciliation.ts';
+import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
+
+const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
+
+let env: Environment;
+let simulator: SimulatorProcess;
+let ctx: WorkerContext;
+
+beforeAll(async () => {
+  env = await startEnvironment();
+  simulator = await spawnSimulator({ webhookSecret: generateWebhookSecret() });
+  await simulator.control({ settlement: { outcome: 'complete', afterMs: 20 } });
+  ctx = {
+    db: env.t.db,
+    rails: new RailRegistry({
+      evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID },
+      custodian: createCustodianAdapter({ baseUrl: simulator.url }),
+    }),
+    log: pino({ level: 'silent' }),
+    workerId: 'reconciler',
+    leaseMs: 5_000,
+    batchSize: 20,
+    reorgWindowSeconds: 3_600,
+    unknownEscalateAfterMs: 60_000,
+    escalationOwner: 'ops-oncall',
+  };
+});
+afterAll(async () => {
+  await simulator.stop();
+  await env.close();
+});
+
+const worker = () => env.worker({ rails: ctx.rails.config });
+
+async function settleAll(): Promise<void> {
+  const w = worker();
+  for (let i = 0; i < 4; i++) {
+    await w.runOnce();
+    await env.mine(1);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+  }
+}
+
+async function allBalances() {
+  return withTenant(env.t.db, env.tenantId, async (tx) => [
+    await getBalances(tx, env.tenantId, 'acct-1'),
+    await getBalances(tx, env.tenantId, 'acct-dep'),
+  ]);
+}
+
+async function openBreaks() {
+  return withTenant(env.t.db, env.tenantId, (tx) =>
+    listBreaks(tx, { tenantId: env.tenantId, status: 'open' }),
+  );
+}
+
+describe('three-way reconciliation', () => {
+  it('C21 ledger, custodian and chain in agreement: no break', async () => {
+    const eth = await env.withdraw(ETH / 100n);
+    const btc = await env.withdraw(21_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await settleAll();
+    expect((await env.operation(eth.operationId)).state).toBe('CONFIRMED');
+    expect((await env.operation(btc.operationId)).state).toBe('CONFIRMED');
+    const report = await reconcileTenant(ctx, env.tenantId);
+    expect(report.findings).toEqual([]);
+    expect(report.checkedOperations).toBeGreaterThanOrEqual(2);
+  });
+
+  it('C21 injected variances appear as open breaks with class and owner; balances are untouched', async () => {
+    // 1. A transfer at the custodian that no withdrawal of ours made.
+    const stranger = randomUUID();
+    await ctx.rails
+      .custodian()
+      .submit({
+        externalReference: stranger,
+        asset: 'BTC',
+        amountMinor: '999',
+        destination: BTC_DESTINATION,
+      });
+    // 2. A custodian withdrawal the custodian failed, but which a faulty path marked CONFIRMED.
+    await simulator.control({ settlement: { outcome: 'fail', afterMs: 10 } });
+    const failed = await env.withdraw(22_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await worker().runOnce();
+    await withTenant(env.t.db, env.tenantId, async (tx) => {
+      const op = await getOperation(tx, env.tenantId, failed.operationId);
+      if (op.state === 'BROADCAST')
+        await transition(tx, op, 'CONFIRMED', { actor: 'faulty-path', reason: 'injected' });
+    });
+    await simulator.control({ settlement: { outcome: 'complete', afterMs: 20 } });
+    // 3. An on-chain withdrawal whose hold a faulty path released although it was sent.
+    const sent = await env.withdraw(ETH / 200n);
+    await worker().runOnce();
+    await withTenant(env.t.db, env.tenantId, async (tx) => {
+      const broadcast = await getOperation(tx, env.tenantId, sent.operationId);
+      const unknown = await transition(tx, broadcast, 'UNKNOWN', {
+        actor: 'faulty-path',
+        reason: 'injected',
+      });
+      await transition(tx, unknown, 'VERIFIED_NOT_SENT', { actor: 'faulty-path', reason: 'injected' });
+    });
+
+    const before = await allBalances();
+    const report = await reconcileTenant(ctx, env.tenantId);
+    expect(await allBalances()).toEqual(before);
+
+    const breaks = await openBreaks();
+    const bySubject = new Map(breaks.map((b) => [b.subject, b]));
+    const strangerBreak = [...bySubject.values()].find(
+      (b) => b.subject.startsWith('custodian-transfer:') && b.observedAmountMinor === '999',
+    );
+    expect(strangerBreak?.breakClass).toBe('unknown_operation');
+    expect(strangerBreak?.owner).toBe('ops-reconciliation');
+    expect(bySubject.get(`operation:${failed.operationId}`)?.breakClass).toBe('genuine_variance');
+    expect(bySubject.get(`operation:${sent.operationId}`)?.breakClass).toBe('genuine_variance');
+    expect(bySubject.get(`operation:${sent.operationId}`)?.owner).toBe('finance-controller');
+    expect(report.breaksOpened).toBeGreaterThanOrEqual(3);
+
+    // Running again finds the same differences and opens nothing new.
+    expect((await reconcileTenant(ctx, env.tenantId)).breaksOpened).toBe(0);
+  });
+});
