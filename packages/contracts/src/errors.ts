@@ -12,6 +12,8 @@ export const errorCodes = {
   VALIDATION: 'The input is malformed. Nothing was written.',
   NOT_FOUND: 'No such object for this tenant. Another tenant’s objects are NOT_FOUND too, never FORBIDDEN.',
   UNAUTHORIZED: 'The credential is missing, unknown or revoked.',
+  FORBIDDEN:
+    'The signed-in staff member’s role does not allow this action, or a browser mutation lacks its CSRF token or comes from another origin. Nothing was written.',
   INVALID_TRANSITION: 'The state machine does not allow this transition from the operation’s current state.',
   STALE_WRITE:
     'The operation changed since it was read (state, version, or a newer lease generation): another actor won. Re-read; do not retry blindly.',
@@ -33,6 +35,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   VALIDATION: 400,
   NOT_FOUND: 404,
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   INVALID_TRANSITION: 409,
   STALE_WRITE: 409,
   PAYLOAD_MISMATCH: 409,

@@ -5,3 +5,4 @@ export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
 export * from './webhooks.ts';
+export * from './web.ts';

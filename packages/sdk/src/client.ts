@@ -1,6 +1,8 @@
 import {
   type AssetEntry,
   type BalanceEntry,
+  type CreateCustomerSessionOutput,
+  createCustomerSessionOutputSchema,
   getBalancesOutputSchema,
   type ListWithdrawalsInput,
   type ListWithdrawalsOutput,
@@ -28,6 +30,7 @@ export const PROCEDURES = {
   listWithdrawals: { path: 'withdrawals.list', type: 'query' },
   getBalances: { path: 'balances.get', type: 'query' },
   listAssets: { path: 'assets.list', type: 'query' },
+  createCustomerSession: { path: 'customerSessions.create', type: 'mutation' },
 } as const;
 
 export interface IdemClientOptions {
@@ -56,6 +59,14 @@ export interface IdemClient {
   };
   balances: { get(accountId: string): Promise<BalanceEntry[]> };
   assets: { list(): Promise<AssetEntry[]> };
+  customerSessions: {
+    /**
+     * A one-time URL that opens the customer screens for one account, and when it stops working.
+     * Send the customer there (a redirect or a link); it can be used once. A retry after a network
+     * error may mint a second link: the unused one simply expires.
+     */
+    create(input: { accountId: string; expiresInSeconds?: number }): Promise<CreateCustomerSessionOutput>;
+  };
 }
 
 export function createIdemClient(options: IdemClientOptions): IdemClient {
@@ -111,6 +122,9 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
       get: (accountId) => call(PROCEDURES.getBalances, { accountId }, getBalancesOutputSchema),
     },
     assets: { list: () => call(PROCEDURES.listAssets, undefined, listAssetsOutputSchema) },
+    customerSessions: {
+      create: (input) => call(PROCEDURES.createCustomerSession, input, createCustomerSessionOutputSchema),
+    },
   };
 }
 

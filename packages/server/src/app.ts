@@ -4,7 +4,7 @@ import type { DatabaseHandle } from '@idem/core';
 import type { DestinationStream, Logger } from 'pino';
 import { startBoundary } from './boundary.ts';
 import { openConfiguredDatabase } from './database.ts';
-import { DEMO_ACCOUNT, seedDemoTenant } from './demo.ts';
+import { DEMO_ACCOUNT, demoCustomerLink, seedDemoTenant } from './demo.ts';
 import type { Env } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
@@ -53,6 +53,10 @@ export async function startServer(
           `  API key:   ${demo.apiKey}`,
           `  account ${DEMO_ACCOUNT} holds 2 BTC, 10 ETH and 10,000 USDC.`,
           '  The key is shown once; store it now. (pnpm idem apikey create --tenant <id> mints another.)',
+          '  Staff sign-in (passwords shown once; pnpm idem user create adds more):',
+          ...demo.staff.map(
+            (member) => `    ${member.role.padEnd(8)} ${member.email}  password: ${member.password}`,
+          ),
           '',
         ].join('\n'),
       );
@@ -72,6 +76,14 @@ export async function startServer(
   log.info({ port, database: database.kind }, 'listening');
   // Also in plain text, whatever LOG_LEVEL is: people and test harnesses read the port from it.
   announce(`Idem listening on http://${env.HOST}:${port} (${database.kind})`);
+  if (database.kind === 'pglite' && !options.database) {
+    const baseUrl = env.IDEM_PUBLIC_URL ?? `http://${env.HOST}:${port}`;
+    const link = await demoCustomerLink(database.db, baseUrl);
+    if (link) {
+      announce(`Idem: staff screens at ${baseUrl}/staff/login?tenant=${link.tenantId}`);
+      announce(`Idem: demo customer link for ${DEMO_ACCOUNT} (one use, 10 minutes): ${link.url}`);
+    }
+  }
 
   return {
     server,

@@ -1,11 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import {
+  CUSTOMER_LINK_MS_DEFAULT,
   createApiKey,
+  createCustomerLink,
+  createStaffUser,
   createTenant,
   type Database,
   DEFAULT_ASSETS,
   recordDeposit,
   registerHotWallet,
   rowsOf,
+  type StaffRole,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
@@ -13,8 +18,17 @@ import { anvilDevPrivateKeys, deployTestToken } from '@idem/rails';
 import { sql } from 'drizzle-orm';
 import { createPublicClient, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { hashPassword } from './auth/password.ts';
 
 export const DEMO_ACCOUNT = 'cust-7';
+export const DEMO_TENANT_NAME = 'Demo Exchange';
+
+/** Demo staff: an admin and two approvers, so four-eyes approval can be shown end to end. */
+const DEMO_STAFF: { email: string; role: StaffRole }[] = [
+  { email: 'admin@demo.invalid', role: 'admin' },
+  { email: 'approver1@demo.invalid', role: 'approver' },
+  { email: 'approver2@demo.invalid', role: 'approver' },
+];
 
 /** Opening balances of the demo account, in minor units: 2 BTC, 10 ETH, 10,000 USDC. */
 const DEMO_DEPOSITS = [
@@ -42,7 +56,11 @@ const DEMO_HOT_WALLET_KEY_REF = 'dev:1';
 export async function seedDemoTenant(
   db: Database,
   options: { evm?: { rpcUrl: string; chainId: number } | undefined } = {},
-): Promise<{ tenantId: string; apiKey: string } | null> {
+): Promise<{
+  tenantId: string;
+  apiKey: string;
+  staff: { email: string; role: string; password: string }[];
+} | null> {
   // Embedded PGlite connects as a superuser, so this count sees every tenant.
   const existing = rowsOf<{ n: number | string }>(await db.execute(sql`select count(*) as n from tenants`));
   if (Number(existing[0]?.n ?? 0) > 0) return null;
@@ -61,7 +79,7 @@ export async function seedDemoTenant(
   const assets = DEFAULT_ASSETS.map((asset) =>
     asset.code === 'USDC' && usdcContract ? { ...asset, contractAddress: usdcContract } : asset,
   );
-  const { tenantId } = await createTenant(db, { name: 'Demo Exchange', assets });
+  const { tenantId } = await createTenant(db, { name: DEMO_TENANT_NAME, assets });
   await withTenant(db, tenantId, async (tx) => {
     for (const rule of DEMO_RISK) await setRiskPolicy(tx, { tenantId, ...rule });
     if (options.evm) {
@@ -92,5 +110,35 @@ export async function seedDemoTenant(
     );
   }
   const { apiKey } = await createApiKey(db, tenantId, { label: 'demo' });
-  return { tenantId, apiKey };
+  // Generated per database and shown once: no demo password is ever the same twice.
+  const staff: { email: string; role: string; password: string }[] = [];
+  for (const member of DEMO_STAFF) {
+    const password = randomBytes(12).toString('base64url');
+    const passwordHash = await hashPassword(password);
+    await withTenant(db, tenantId, (tx) => createStaffUser(tx, { tenantId, ...member, passwordHash }));
+    staff.push({ ...member, password });
+  }
+  return { tenantId, apiKey, staff };
+}
+
+/**
+ * A fresh one-time customer link for the demo account, printed on every embedded start (links are
+ * single-use and short-lived). Null when this database has no demo tenant.
+ */
+export async function demoCustomerLink(
+  db: Database,
+  baseUrl: string,
+): Promise<{ tenantId: string; url: string } | null> {
+  // Embedded PGlite connects as a superuser, so this lookup sees every tenant.
+  const rows = rowsOf<{ tenant_id: string }>(
+    await db.execute(
+      sql`select tenant_id from tenants where name = ${DEMO_TENANT_NAME} order by created_at limit 1`,
+    ),
+  );
+  const tenantId = rows[0]?.tenant_id;
+  if (!tenantId) return null;
+  const link = await withTenant(db, tenantId, (tx) =>
+    createCustomerLink(tx, { tenantId, accountRef: DEMO_ACCOUNT, ttlMs: CUSTOMER_LINK_MS_DEFAULT }),
+  );
+  return { tenantId, url: `${baseUrl}/customer/start#${link.token}` };
 }

@@ -10,6 +10,7 @@ const titles: Record<ErrorCode, string> = {
   VALIDATION: 'Invalid request',
   NOT_FOUND: 'Not found',
   UNAUTHORIZED: 'Unauthorized',
+  FORBIDDEN: 'Forbidden',
   INVALID_TRANSITION: 'Invalid transition',
   STALE_WRITE: 'Stale write',
   PAYLOAD_MISMATCH: 'Payload mismatch',
@@ -111,6 +112,8 @@ export function trpcCodeFor(code: ErrorCode): TRPC_ERROR_CODE_KEY {
       return 'BAD_REQUEST';
     case 401:
       return 'UNAUTHORIZED';
+    case 403:
+      return 'FORBIDDEN';
     case 404:
       return 'NOT_FOUND';
     case 409:

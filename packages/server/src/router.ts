@@ -1,5 +1,11 @@
 import { assetsRouter } from './routers/assets.ts';
 import { balancesRouter } from './routers/balances.ts';
+import { brandingRouter } from './routers/branding.ts';
+import { customerRouter } from './routers/customer.ts';
+import { customerSessionsRouter } from './routers/customer-sessions.ts';
+import { staffAuthRouter } from './routers/staff-auth.ts';
+import { staffConsoleRouter } from './routers/staff-console.ts';
+import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { withdrawalsRouter } from './routers/withdrawals.ts';
 import { router } from './trpc.ts';
 
@@ -8,6 +14,13 @@ export const appRouter = router({
   withdrawals: withdrawalsRouter,
   balances: balancesRouter,
   assets: assetsRouter,
+  customerSessions: customerSessionsRouter,
+  // The web screens (docs/WEB.md): cookie sessions, CSRF-checked mutations.
+  customer: customerRouter,
+  staffAuth: staffAuthRouter,
+  staff: staffOperationsRouter,
+  staffConsole: staffConsoleRouter,
+  branding: brandingRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -3,6 +3,7 @@ import { authenticateApiKey, type Database, type Tx, withTenant } from '@idem/co
 import { initTRPC } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
+import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -27,6 +28,8 @@ export interface Context {
   idempotencyKeyHeader: string | null;
   state: RequestState;
   exposeStacks: boolean;
+  /** Cookies, origin and CSRF header of a browser request (the web screens); absent in createCaller tests. */
+  web?: WebRequest;
 }
 
 const t = initTRPC.context<Context>().create({

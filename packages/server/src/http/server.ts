@@ -4,6 +4,7 @@ import type { Database } from '@idem/core';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
 import { scrubMessage } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
@@ -11,6 +12,7 @@ import { RateLimiter } from '../rate-limit.ts';
 import { appRouter } from '../router.ts';
 import type { Context, RequestState } from '../trpc.ts';
 import { sendJson, sendProblem } from './problem.ts';
+import { serveWebApp } from './web-app.ts';
 import { handleWebhook } from './webhooks.ts';
 
 export interface ServerDeps {
@@ -45,12 +47,13 @@ export function createIdemServer(deps: ServerDeps): Server {
   const { db, env, log, metrics } = deps;
   const info = new WeakMap<IncomingMessage, RequestInfo>();
   const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
+  const secureCookies = env.IDEM_COOKIE_SECURE ?? env.IDEM_PUBLIC_URL?.startsWith('https://') ?? false;
 
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: '/trpc/',
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
-    createContext: ({ req }): Context => {
+    createContext: ({ req, res }): Context => {
       const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
       return {
         db,
@@ -61,6 +64,7 @@ export function createIdemServer(deps: ServerDeps): Server {
         idempotencyKeyHeader: single(req.headers['idempotency-key']),
         state: request.state,
         exposeStacks: env.NODE_ENV === 'development',
+        web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
       };
     },
     onError: ({ error, path, req }) => {
@@ -136,6 +140,7 @@ export function createIdemServer(deps: ServerDeps): Server {
       res.end(await metrics.registry.metrics());
       return;
     }
+    if (await serveWebApp(req, res, url.pathname, env.IDEM_WEB_DIST)) return;
     sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
   }
 }

@@ -6,4 +6,5 @@ export * from './inbox.ts';
 export * from './journal.ts';
 export * from './operations.ts';
 export * from './outbox.ts';
+export * from './staff.ts';
 export * from './tenants.ts';

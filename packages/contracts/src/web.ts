@@ -1,0 +1,223 @@
+import { z } from 'zod';
+import { amountMinorSchema } from './amount.ts';
+import { referenceSchema } from './key.ts';
+import { memoSchema, operationStateSchema, operationViewSchema, submitOutcomeSchema } from './operation.ts';
+
+/**
+ * The shapes of the web screens' procedures (staff and customer), shared by the server's
+ * `.input()`/`.output()` and the web app.
+ */
+
+export const staffRoles = ['support', 'approver', 'operator', 'admin'] as const;
+export const staffRoleSchema = z.enum(staffRoles);
+export type StaffRoleName = z.infer<typeof staffRoleSchema>;
+
+const uuid = z.uuid();
+const cursor = z.string().min(1).max(200).optional();
+const pageLimit = z.number().int().min(1).max(100).default(25);
+
+/** A tenant's brand. The colour is a 6-digit hex; the logo must be served over https. */
+export const brandingSchema = z.strictObject({
+  displayName: z.string().trim().min(1).max(80),
+  logoUrl: z
+    .string()
+    .max(500)
+    .regex(/^https:\/\/[^\s"'<>]+$/, { error: 'logo URL must be an https:// address' })
+    .nullable(),
+  primaryColor: z.string().regex(/^#[0-9a-fA-F]{6}$/, { error: 'colour must look like #1c7ed6' }),
+});
+export type BrandingView = z.infer<typeof brandingSchema>;
+
+export const staffSignInInputSchema = z.strictObject({
+  tenantId: uuid,
+  email: z.string().trim().min(3).max(254),
+  password: z.string().min(1).max(1024),
+});
+
+export const staffMeSchema = z.object({
+  userId: uuid,
+  tenantId: uuid,
+  email: z.string(),
+  role: staffRoleSchema,
+  /** Sent back in the `x-csrf-token` header on every mutation of this session. */
+  csrfToken: z.string(),
+  expiresAt: z.string(),
+});
+export type StaffMe = z.infer<typeof staffMeSchema>;
+
+export const customerMeSchema = z.object({
+  tenantId: uuid,
+  accountId: z.string(),
+  csrfToken: z.string(),
+  expiresAt: z.string(),
+  branding: brandingSchema,
+});
+export type CustomerMe = z.infer<typeof customerMeSchema>;
+
+/** What the operator's backend asks for: a short-lived session for one of its accounts. */
+export const createCustomerSessionInputSchema = z.strictObject({
+  accountId: referenceSchema,
+  /** How long the one-time link stays usable; 10 minutes by default, at most an hour. */
+  expiresInSeconds: z.number().int().min(10).max(3600).optional(),
+});
+export const createCustomerSessionOutputSchema = z.object({ url: z.string(), expiresAt: z.string() });
+export type CreateCustomerSessionOutput = z.infer<typeof createCustomerSessionOutputSchema>;
+
+export const exchangeCustomerLinkInputSchema = z.strictObject({ token: z.string().min(1).max(200) });
+
+/**
+ * A customer's withdrawal. `intentId` is minted once per intent in the browser and kept across a
+ * reload; the withdrawal id and the idempotency key derive from it, so every resubmission of one
+ * intent reaches the same operation.
+ */
+export const customerWithdrawInputSchema = z.strictObject({
+  intentId: uuid,
+  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  destination: z.string().trim().min(1).max(128),
+  memo: memoSchema.optional(),
+  amountMinor: amountMinorSchema,
+});
+export const withdrawOutputSchema = z.object({
+  outcome: submitOutcomeSchema,
+  withdrawal: operationViewSchema,
+});
+
+export const pageInputSchema = z.strictObject({ cursor, limit: pageLimit });
+export const operationPageSchema = z.object({
+  items: z.array(operationViewSchema),
+  nextCursor: z.string().nullable(),
+});
+
+export const operationIdInputSchema = z.strictObject({ operationId: uuid });
+
+export const timelineEntrySchema = z.object({
+  seq: z.number().int(),
+  fromState: z.string().nullable(),
+  toState: z.string(),
+  actor: z.string(),
+  reason: z.string(),
+  evidence: z.record(z.string(), z.unknown()).nullable(),
+  createdAt: z.string(),
+});
+export type TimelineEntry = z.infer<typeof timelineEntrySchema>;
+
+/** The customer sees when their withdrawal moved, never who moved it or on which evidence. */
+export const customerTimelineEntrySchema = timelineEntrySchema.pick({
+  seq: true,
+  fromState: true,
+  toState: true,
+  createdAt: true,
+});
+export const customerOperationDetailSchema = z.object({
+  withdrawal: operationViewSchema,
+  timeline: z.array(customerTimelineEntrySchema),
+});
+
+export const approvalEntrySchema = z.object({
+  approver: z.string(),
+  decision: z.enum(['approve', 'reject']),
+  payloadHash: z.string(),
+  reason: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+/** An operation as staff see it: with its payload hash, review outcome, owner and history. */
+export const staffOperationViewSchema = operationViewSchema.extend({
+  payloadHash: z.string(),
+  policyVersion: z.number().int(),
+  riskFlags: z.array(z.string()).nullable(),
+  approvalsRequired: z.number().int().nullable(),
+  owner: z.string().nullable(),
+  version: z.number().int(),
+  /** Seconds since the operation last changed state or owner. */
+  ageSeconds: z.number().int(),
+  requester: z.string(),
+  approvals: z.array(approvalEntrySchema),
+  allowedNext: z.array(operationStateSchema),
+});
+export type StaffOperationView = z.infer<typeof staffOperationViewSchema>;
+export const staffOperationPageSchema = z.object({
+  items: z.array(staffOperationViewSchema),
+  nextCursor: z.string().nullable(),
+});
+export const staffOperationDetailSchema = z.object({
+  operation: staffOperationViewSchema,
+  timeline: z.array(timelineEntrySchema),
+});
+
+export const attentionQueueInputSchema = z.strictObject({
+  state: z.enum(['UNKNOWN', 'FAILED_TERMINAL']),
+  cursor,
+  limit: pageLimit,
+});
+
+export const decideInputSchema = z.strictObject({
+  operationId: uuid,
+  payloadHash: z.string().regex(/^[0-9a-f]{64}$/),
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().trim().max(500).optional(),
+});
+export const decideOutputSchema = z.object({
+  state: operationStateSchema,
+  approvalsGiven: z.number().int(),
+  approvalsRequired: z.number().int(),
+});
+
+/** Evidence a runbook action records in the operation's history. */
+export const runbookEvidenceSchema = z.strictObject({
+  summary: z.string().trim().min(10, { error: 'say what was checked, in at least 10 characters' }).max(2000),
+  txHash: z.string().trim().max(200).optional(),
+  custodianRecord: z.string().trim().max(500).optional(),
+});
+
+export const assignOwnerInputSchema = z.strictObject({
+  operationId: uuid,
+  owner: z.string().trim().min(1).max(100),
+  reason: z.string().trim().min(3).max(500),
+});
+
+/** Manual resolution of an UNKNOWN or FAILED_TERMINAL withdrawal, only to a settled state. */
+export const resolveInputSchema = z.strictObject({
+  operationId: uuid,
+  toState: z.enum(['CONFIRMED', 'VERIFIED_NOT_SENT']),
+  evidence: runbookEvidenceSchema,
+});
+
+export const staffWithdrawInputSchema = z.strictObject({
+  intentId: uuid,
+  accountId: referenceSchema,
+  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  destination: z.string().trim().min(1).max(128),
+  memo: memoSchema.optional(),
+  amountMinor: amountMinorSchema,
+});
+
+export const searchInputSchema = z.strictObject({ query: z.string().trim().min(1).max(200) });
+
+export const inboxItemSchema = z.object({
+  kind: z.enum(['quarantined', 'unhandled']),
+  source: z.string(),
+  eventId: z.string(),
+  detail: z.string(),
+  receivedAt: z.string(),
+  /** At most 2,000 characters of the body as received, for a person to read. */
+  bodyExcerpt: z.string(),
+});
+export const inboxOutputSchema = z.array(inboxItemSchema);
+
+export const breakViewSchema = z.object({
+  breakId: uuid,
+  breakClass: z.string(),
+  subject: z.string(),
+  assetCode: z.string().nullable(),
+  ledgerAmountMinor: z.string().nullable(),
+  observedAmountMinor: z.string().nullable(),
+  owner: z.string(),
+  status: z.string(),
+  openedAt: z.string(),
+  closedAt: z.string().nullable(),
+  closedBy: z.string().nullable(),
+  closureEvidence: z.record(z.string(), z.unknown()).nullable(),
+});
+export const breaksInputSchema = z.strictObject({ status: z.enum(['open', 'closed']).optional() });
+export const closeBreakInputSchema = z.strictObject({ breakId: uuid, evidence: runbookEvidenceSchema });

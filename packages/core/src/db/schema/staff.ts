@@ -1,0 +1,91 @@
+import { sql } from 'drizzle-orm';
+import { check, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { tenantPolicy } from './tenant-policy.ts';
+
+/**
+ * The operator's staff, per tenant. The password is stored only as an argon2id hash (PHC string),
+ * made by the server; core never sees a password. Roles are a closed set, checked by the database.
+ */
+export const staffUsers = pgTable(
+  'staff_users',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    userId: uuid('user_id').notNull(),
+    /** Lower-cased; personal data, so it never enters the journal or an operation's history. */
+    email: text('email').notNull(),
+    passwordHash: text('password_hash').notNull(),
+    role: text('role').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    disabledAt: timestamp('disabled_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.userId] }),
+    unique('staff_users_tenant_email').on(t.tenantId, t.email),
+    check('staff_users_role_known', sql`${t.role} in ('support', 'approver', 'operator', 'admin')`),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * Browser sessions, staff and customer alike. Only the SHA-256 of the session secret is stored
+ * (the secret carries 256 random bits, so a slow hash adds nothing); the cookie carries the
+ * tenant id beside the secret so the lookup runs inside that tenant's row-level-security scope.
+ */
+export const webSessions = pgTable(
+  'web_sessions',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    sessionHash: text('session_hash').notNull(),
+    kind: text('kind').notNull(),
+    userId: uuid('user_id'),
+    accountRef: text('account_ref'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.sessionHash] }),
+    check(
+      'web_sessions_kind_subject',
+      sql`(${t.kind} = 'staff' and ${t.userId} is not null and ${t.accountRef} is null)
+        or (${t.kind} = 'customer' and ${t.accountRef} is not null and ${t.userId} is null)`,
+    ),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * One-time links the operator's backend asks for (customerSessions.create), each for one account.
+ * Exchanged at most once (used_at is set by a conditional UPDATE) and only before it expires.
+ */
+export const customerSessionLinks = pgTable(
+  'customer_session_links',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    linkHash: text('link_hash').notNull(),
+    accountRef: text('account_ref').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    usedAt: timestamp('used_at', { withTimezone: true }),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.linkHash] }), tenantPolicy()],
+);
+
+/** How the customer screens look for one tenant: one deployment, many operators' brands. */
+export const tenantBranding = pgTable(
+  'tenant_branding',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    displayName: text('display_name').notNull(),
+    logoUrl: text('logo_url'),
+    primaryColor: text('primary_color').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedBy: text('updated_by').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId] }),
+    check('tenant_branding_color_hex', sql`${t.primaryColor} ~ '^#[0-9a-fA-F]{6}$'`),
+    check('tenant_branding_logo_https', sql`${t.logoUrl} is null or ${t.logoUrl} ~ '^https://'`),
+    tenantPolicy(),
+  ],
+);

@@ -1,0 +1,227 @@
+import type { OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
+import { IdemError } from '@idem/contracts';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { requesterOf } from '../approvals/decide.ts';
+import type { Tx } from '../db/connect.ts';
+import {
+  approvals,
+  inboxEvents,
+  inboxQuarantine,
+  operations,
+  operationTransitions,
+} from '../db/schema/index.ts';
+import { type Operation, toView } from '../operations/operation-record.ts';
+import { allowedNext } from '../state-machine/transitions.ts';
+
+export const PAGE_LIMIT_MAX = 100;
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * One page of operations matching `conditions`, newest first, keyed on (created_at, operation_id)
+ * so pages stay stable while new operations arrive. The cursor is opaque to callers.
+ */
+export async function pageOperations(
+  tx: Tx,
+  conditions: SQL[],
+  options: { cursor?: string | undefined; limit: number; oldestFirst?: boolean },
+): Promise<{ items: Operation[]; nextCursor: string | null }> {
+  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), PAGE_LIMIT_MAX);
+  const where = [...conditions];
+  const oldestFirst = options.oldestFirst === true;
+  if (options.cursor) {
+    const position = decodeCursor(options.cursor);
+    const beyond = oldestFirst ? gt : lt;
+    const after = or(
+      beyond(operations.createdAt, position.createdAt),
+      and(eq(operations.createdAt, position.createdAt), beyond(operations.operationId, position.operationId)),
+    );
+    if (after) where.push(after);
+  }
+  const order = oldestFirst
+    ? [asc(operations.createdAt), asc(operations.operationId)]
+    : [desc(operations.createdAt), desc(operations.operationId)];
+  const rows = (await tx
+    .select()
+    .from(operations)
+    .where(and(...where))
+    .orderBy(...order)
+    .limit(limit + 1)) as Operation[];
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  const nextCursor =
+    rows.length > limit && last
+      ? Buffer.from(`${last.createdAt.toISOString()}|${last.operationId}`, 'utf8').toString('base64url')
+      : null;
+  return { items, nextCursor };
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; operationId: string } {
+  const [iso, operationId] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const createdAt = new Date(iso ?? '');
+  if (!operationId || Number.isNaN(createdAt.getTime()) || !UUID_PATTERN.test(operationId)) {
+    throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
+      issues: [{ path: 'cursor', message: 'invalid cursor' }],
+    });
+  }
+  return { createdAt, operationId };
+}
+
+/** An operation with what staff need to decide on it: hash, review outcome, approvals, owner. */
+export async function toStaffView(tx: Tx, op: Operation): Promise<StaffOperationView> {
+  const given = await tx
+    .select()
+    .from(approvals)
+    .where(and(eq(approvals.tenantId, op.tenantId), eq(approvals.operationId, op.operationId)))
+    .orderBy(asc(approvals.createdAt));
+  return {
+    ...toView(op),
+    payloadHash: op.payloadHash,
+    policyVersion: op.policyVersion,
+    riskFlags: Array.isArray(op.riskFlags) ? (op.riskFlags as string[]) : null,
+    approvalsRequired: op.approvalsRequired,
+    owner: op.owner,
+    version: op.version,
+    ageSeconds: Math.max(0, Math.floor((Date.now() - op.updatedAt.getTime()) / 1000)),
+    requester: await requesterOf(tx, op),
+    approvals: given.map((row) => ({
+      approver: row.approver,
+      decision: row.decision as 'approve' | 'reject',
+      payloadHash: row.payloadHash,
+      reason: row.reason,
+      createdAt: row.createdAt.toISOString(),
+    })),
+    allowedNext: allowedNext(op.kind, op.state),
+  };
+}
+
+async function staffPage(
+  tx: Tx,
+  conditions: SQL[],
+  options: { cursor?: string | undefined; limit: number; oldestFirst?: boolean },
+): Promise<{ items: StaffOperationView[]; nextCursor: string | null }> {
+  const page = await pageOperations(tx, conditions, options);
+  const items: StaffOperationView[] = [];
+  for (const op of page.items) items.push(await toStaffView(tx, op));
+  return { items, nextCursor: page.nextCursor };
+}
+
+/** Withdrawals waiting for staff: reviewed, still REQUESTED, needing at least one approval. Oldest first. */
+export function listApprovalQueue(
+  tx: Tx,
+  tenantId: string,
+  options: { cursor?: string | undefined; limit: number },
+) {
+  return staffPage(
+    tx,
+    [
+      eq(operations.tenantId, tenantId),
+      eq(operations.kind, 'withdrawal'),
+      eq(operations.state, 'REQUESTED'),
+      gt(operations.approvalsRequired, 0),
+    ],
+    { ...options, oldestFirst: true },
+  );
+}
+
+/** Withdrawals that need a person (UNKNOWN past reconciliation, FAILED_TERMINAL). Oldest first. */
+export function listAttentionQueue(
+  tx: Tx,
+  tenantId: string,
+  options: { state: 'UNKNOWN' | 'FAILED_TERMINAL'; cursor?: string | undefined; limit: number },
+) {
+  return staffPage(
+    tx,
+    [
+      eq(operations.tenantId, tenantId),
+      eq(operations.kind, 'withdrawal'),
+      eq(operations.state, options.state),
+    ],
+    { cursor: options.cursor, limit: options.limit, oldestFirst: true },
+  );
+}
+
+/**
+ * Finds operations by operation id, withdrawal id (reference), account or transaction hash, at
+ * most 50, newest first. Exact matches only: a search box must not become a scan of the tenant.
+ */
+export async function searchOperations(tx: Tx, tenantId: string, query: string) {
+  const term = query.trim();
+  const matches: SQL[] = [
+    eq(operations.reference, term),
+    eq(operations.accountRef, term),
+    eq(sql`lower(${operations.txHash})`, term.toLowerCase()),
+  ];
+  if (UUID_PATTERN.test(term.toLowerCase())) matches.push(eq(operations.operationId, term.toLowerCase()));
+  const any = or(...matches);
+  return staffPage(tx, [eq(operations.tenantId, tenantId), ...(any ? [any] : [])], { limit: 50 });
+}
+
+/** An operation's history, oldest first: every state change with actor, reason and evidence. */
+export async function operationTimeline(
+  tx: Tx,
+  tenantId: string,
+  operationId: string,
+): Promise<TimelineEntry[]> {
+  const rows = await tx
+    .select()
+    .from(operationTransitions)
+    .where(
+      and(eq(operationTransitions.tenantId, tenantId), eq(operationTransitions.operationId, operationId)),
+    )
+    .orderBy(asc(operationTransitions.seq));
+  return rows.map((row) => ({
+    seq: row.seq,
+    fromState: row.fromState,
+    toState: row.toState,
+    actor: row.actor,
+    reason: row.reason,
+    evidence:
+      row.evidence && typeof row.evidence === 'object' && !Array.isArray(row.evidence)
+        ? (row.evidence as Record<string, unknown>)
+        : null,
+    createdAt: row.createdAt.toISOString(),
+  }));
+}
+
+const EXCERPT_MAX = 2_000;
+
+/**
+ * The webhook inbox items a person must look at: unresolved quarantined deliveries and events of a
+ * type we do not handle. Newest first, at most `limit` of each.
+ */
+export async function listInboxAttention(tx: Tx, tenantId: string, limit = 50) {
+  const bound = Math.min(Math.max(limit, 1), PAGE_LIMIT_MAX);
+  const quarantined = await tx
+    .select()
+    .from(inboxQuarantine)
+    .where(and(eq(inboxQuarantine.tenantId, tenantId), isNull(inboxQuarantine.resolvedAt)))
+    .orderBy(desc(inboxQuarantine.receivedAt))
+    .limit(bound);
+  const unhandled = await tx
+    .select()
+    .from(inboxEvents)
+    .where(and(eq(inboxEvents.tenantId, tenantId), inArray(inboxEvents.status, ['UNHANDLED'])))
+    .orderBy(desc(inboxEvents.receivedAt))
+    .limit(bound);
+  return [
+    ...quarantined.map((row) => ({
+      kind: 'quarantined' as const,
+      source: row.source,
+      eventId: row.eventId,
+      detail:
+        row.reason === 'BODY_MISMATCH' ? 'same event id, different body' : 'body does not parse as its type',
+      receivedAt: row.receivedAt.toISOString(),
+      bodyExcerpt: row.body.slice(0, EXCERPT_MAX),
+    })),
+    ...unhandled.map((row) => ({
+      kind: 'unhandled' as const,
+      source: row.source,
+      eventId: row.eventId,
+      detail: `unknown event type ${row.eventType}`,
+      receivedAt: row.receivedAt.toISOString(),
+      bodyExcerpt: JSON.stringify(row.body).slice(0, EXCERPT_MAX),
+    })),
+  ].sort((a, b) => b.receivedAt.localeCompare(a.receivedAt));
+}
+
+export type AttentionState = Extract<OperationState, 'UNKNOWN' | 'FAILED_TERMINAL'>;

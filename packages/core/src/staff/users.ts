@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { IdemError } from '@idem/contracts';
+import { and, eq, isNull } from 'drizzle-orm';
+import type { Tx } from '../db/connect.ts';
+import { staffUsers } from '../db/schema/index.ts';
+
+export const STAFF_ROLES = ['support', 'approver', 'operator', 'admin'] as const;
+export type StaffRole = (typeof STAFF_ROLES)[number];
+
+export interface StaffUser {
+  tenantId: string;
+  userId: string;
+  email: string;
+  role: StaffRole;
+}
+
+/** What each role may do beyond reading; the server checks these, the database checks the role set. */
+export const ROLE_PERMISSIONS = {
+  /** Read queues, history, inbox, breaks; search. */
+  read: ['support', 'approver', 'operator', 'admin'],
+  /** Approve or reject a withdrawal under review (four-eyes, bound to the payload hash). */
+  decide: ['approver', 'admin'],
+  /** Runbook actions: assign an owner, resolve with evidence, close breaks, create manual withdrawals. */
+  operate: ['operator', 'admin'],
+  /** Branding and staff accounts. */
+  administer: ['admin'],
+} as const satisfies Record<string, readonly StaffRole[]>;
+export type Permission = keyof typeof ROLE_PERMISSIONS;
+
+export function roleAllows(role: StaffRole, permission: Permission): boolean {
+  return (ROLE_PERMISSIONS[permission] as readonly StaffRole[]).includes(role);
+}
+
+/** The actor recorded in an operation's history for a staff member's action. */
+export function staffActor(userId: string): string {
+  return `staff:${userId}`;
+}
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/**
+ * Creates a staff member. The password hash is made by the caller (the server owns the hashing
+ * library); a second account with the same e-mail in one tenant is refused.
+ */
+export async function createStaffUser(
+  tx: Tx,
+  input: { tenantId: string; email: string; passwordHash: string; role: StaffRole },
+): Promise<StaffUser> {
+  const email = normalizeEmail(input.email);
+  const userId = randomUUID();
+  const inserted = await tx
+    .insert(staffUsers)
+    .values({ tenantId: input.tenantId, userId, email, passwordHash: input.passwordHash, role: input.role })
+    .onConflictDoNothing()
+    .returning({ userId: staffUsers.userId });
+  if (inserted.length === 0) {
+    throw new IdemError('IDEMPOTENCY_CONFLICT', 'a staff member with this e-mail already exists');
+  }
+  return { tenantId: input.tenantId, userId, email, role: input.role };
+}
+
+/** An active staff member by e-mail, with the stored hash for the caller to verify. */
+export async function findStaffForSignIn(
+  tx: Tx,
+  tenantId: string,
+  email: string,
+): Promise<(StaffUser & { passwordHash: string }) | null> {
+  const rows = await tx
+    .select()
+    .from(staffUsers)
+    .where(
+      and(
+        eq(staffUsers.tenantId, tenantId),
+        eq(staffUsers.email, normalizeEmail(email)),
+        isNull(staffUsers.disabledAt),
+      ),
+    );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    tenantId: row.tenantId,
+    userId: row.userId,
+    email: row.email,
+    role: row.role as StaffRole,
+    passwordHash: row.passwordHash,
+  };
+}

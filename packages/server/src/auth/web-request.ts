@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IdemError } from '@idem/contracts';
+
+export const STAFF_COOKIE = 'idem_staff';
+export const CUSTOMER_COOKIE = 'idem_customer';
+export const CSRF_HEADER = 'x-csrf-token';
+
+/**
+ * What a browser request carries that the web procedures need: its cookies, its origin, the CSRF
+ * header, and a way to set cookies on the response. Absent for callers that build a context by
+ * hand (tests through createCaller), which therefore cannot reach the browser procedures.
+ */
+export interface WebRequest {
+  cookies: Record<string, string>;
+  /** The Origin header, when the browser sent one. */
+  origin: string | null;
+  /** scheme://host the request was addressed to. */
+  selfOrigin: string;
+  csrfHeader: string | null;
+  secureCookies: boolean;
+  setCookie(name: string, value: string, options: { maxAgeSeconds: number }): void;
+}
+
+export function webRequestOf(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: { secureCookies: boolean; publicUrl: string | undefined },
+): WebRequest {
+  const host = req.headers.host ?? 'localhost';
+  const scheme = options.secureCookies ? 'https' : 'http';
+  return {
+    cookies: parseCookies(req.headers.cookie),
+    origin: typeof req.headers.origin === 'string' ? req.headers.origin : null,
+    selfOrigin: options.publicUrl ? new URL(options.publicUrl).origin : `${scheme}://${host}`,
+    csrfHeader: typeof req.headers[CSRF_HEADER] === 'string' ? req.headers[CSRF_HEADER] : null,
+    secureCookies: options.secureCookies,
+    setCookie(name, value, { maxAgeSeconds }) {
+      // httpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
+      const parts = [
+        `${name}=${value}`,
+        'Path=/',
+        'HttpOnly',
+        'SameSite=Strict',
+        `Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}`,
+      ];
+      if (options.secureCookies) parts.push('Secure');
+      res.appendHeader('set-cookie', parts.join('; '));
+    },
+  };
+}
+
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const cookies: Record<string, string> = {};
+  for (const part of (header ?? '').split(';').slice(0, 50)) {
+    const index = part.indexOf('=');
+    if (index <= 0) continue;
+    const name = part.slice(0, index).trim();
+    if (name && !(name in cookies)) cookies[name] = part.slice(index + 1).trim();
+  }
+  return cookies;
+}
+
+/**
+ * The CSRF token of a session: derived from the session secret, so it needs no storage, changes
+ * with every session, and cannot be computed by a page that cannot read the httpOnly cookie.
+ */
+export function csrfTokenFor(sessionToken: string): string {
+  return createHash('sha256').update(`idem-csrf:${sessionToken}`, 'utf8').digest('base64url');
+}
+
+/** A browser that says where the request comes from must say it comes from us. */
+export function assertSameOrigin(web: WebRequest): void {
+  if (web.origin !== null && web.origin !== web.selfOrigin) {
+    throw new IdemError('FORBIDDEN', 'cross-origin request refused');
+  }
+}
+
+/** Mutations of a session need the same origin and the session's CSRF token in the header. */
+export function assertCsrf(web: WebRequest, sessionToken: string): void {
+  assertSameOrigin(web);
+  if (web.csrfHeader === null || web.csrfHeader !== csrfTokenFor(sessionToken)) {
+    throw new IdemError('FORBIDDEN', 'missing or wrong CSRF token; reload the page and try again');
+  }
+}
+
+export function requireWeb(web: WebRequest | undefined): WebRequest {
+  if (!web) throw new IdemError('UNAUTHORIZED', 'this procedure is for the web screens');
+  return web;
+}

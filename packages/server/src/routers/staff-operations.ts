@@ -1,0 +1,135 @@
+import {
+  assignOwnerInputSchema,
+  attentionQueueInputSchema,
+  decideInputSchema,
+  decideOutputSchema,
+  IdemError,
+  operationIdInputSchema,
+  pageInputSchema,
+  resolveInputSchema,
+  searchInputSchema,
+  staffOperationDetailSchema,
+  staffOperationPageSchema,
+  staffOperationViewSchema,
+  staffWithdrawInputSchema,
+  withdrawOutputSchema,
+} from '@idem/contracts';
+import {
+  decideWithdrawal,
+  escalateOperation,
+  findOperation,
+  listApprovalQueue,
+  listAttentionQueue,
+  operationTimeline,
+  resolveOperation,
+  searchOperations,
+  submitWebWithdrawal,
+  toStaffView,
+  toView,
+} from '@idem/core';
+import { staffWith } from '../auth/procedures.ts';
+import { router } from '../trpc.ts';
+
+/** The staff screens' operation procedures. Every action records its actor as `staff:<user id>`. */
+export const staffOperationsRouter = router({
+  approvals: staffWith('read')
+    .input(pageInputSchema)
+    .output(staffOperationPageSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant((tx) => listApprovalQueue(tx, ctx.tenantId, { cursor: input.cursor, limit: input.limit })),
+    ),
+
+  /** Four-eyes, bound to the hash the approver was shown; the requester is refused by core (C02, C24). */
+  decide: staffWith('decide')
+    .input(decideInputSchema)
+    .output(decideOutputSchema)
+    .mutation(async ({ ctx, input }) => {
+      const result = await ctx.inTenant((tx) =>
+        decideWithdrawal(tx, {
+          tenantId: ctx.tenantId,
+          operationId: input.operationId,
+          staffId: ctx.actor,
+          payloadHash: input.payloadHash,
+          decision: input.decision,
+          ...(input.reason ? { reason: input.reason } : {}),
+        }),
+      );
+      return {
+        state: result.operation.state,
+        approvalsGiven: result.approvalsGiven,
+        approvalsRequired: result.approvalsRequired,
+      };
+    }),
+
+  queue: staffWith('read')
+    .input(attentionQueueInputSchema)
+    .output(staffOperationPageSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        listAttentionQueue(tx, ctx.tenantId, {
+          state: input.state,
+          cursor: input.cursor,
+          limit: input.limit,
+        }),
+      ),
+    ),
+
+  /** Escalate: name the owner. Records the previous owner as evidence. */
+  escalate: staffWith('operate')
+    .input(assignOwnerInputSchema)
+    .output(staffOperationViewSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant(async (tx) =>
+        toStaffView(tx, await escalateOperation(tx, { tenantId: ctx.tenantId, ...input, actor: ctx.actor })),
+      ),
+    ),
+
+  /** Resolve with evidence: the summary, the transaction hash or the custodian's record found. */
+  resolve: staffWith('operate')
+    .input(resolveInputSchema)
+    .output(staffOperationViewSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant(async (tx) =>
+        toStaffView(tx, await resolveOperation(tx, { tenantId: ctx.tenantId, ...input, actor: ctx.actor })),
+      ),
+    ),
+
+  get: staffWith('read')
+    .input(operationIdInputSchema)
+    .output(staffOperationDetailSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant(async (tx) => {
+        const op = await findOperation(tx, ctx.tenantId, input.operationId);
+        if (!op) throw new IdemError('NOT_FOUND', 'no such operation');
+        return {
+          operation: await toStaffView(tx, op),
+          timeline: await operationTimeline(tx, ctx.tenantId, op.operationId),
+        };
+      }),
+    ),
+
+  search: staffWith('read')
+    .input(searchInputSchema)
+    .output(staffOperationPageSchema)
+    .query(({ ctx, input }) => ctx.inTenant((tx) => searchOperations(tx, ctx.tenantId, input.query))),
+
+  /** A manual withdrawal for an account, through the same creation, hold and review path (C24). */
+  withdraw: staffWith('operate')
+    .input(staffWithdrawInputSchema)
+    .output(withdrawOutputSchema)
+    .mutation(async ({ ctx, input }) => {
+      const claim = await ctx.inTenant((tx) =>
+        submitWebWithdrawal(tx, {
+          tenantId: ctx.tenantId,
+          accountRef: input.accountId,
+          actor: ctx.actor,
+          intentId: input.intentId,
+          asset: input.asset,
+          destination: input.destination,
+          memo: input.memo,
+          amountMinor: input.amountMinor,
+        }),
+      );
+      return { outcome: claim.outcome, withdrawal: toView(claim.operation) };
+    }),
+});
