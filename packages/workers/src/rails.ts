@@ -77,7 +77,7 @@ export class RailRegistry {
     const rail = createEvmRail({
       rpcUrl: evm.rpcUrl,
       chainId: evm.chainId,
-      privateKey: anvilDevPrivateKeys[4],
+      privateKey: anvilDevPrivateKeys[9],
       requestTimeoutMs: evm.requestTimeoutMs ?? 5_000,
     });
     this.evmRails.set('reader', rail);
