@@ -1,0 +1,181 @@
+/**
+ * Deposits, injected only through the public paths: native ETH sent on chain to registered
+ * deposit addresses (the deposit watcher must find them), and `deposit.confirmed` webhooks signed
+ * with the custodian endpoint's secret and posted to the server's /webhooks/:endpointId (the
+ * custodian simulator emits only transfer events, so this plays the custodian's deposit feed).
+ * Deliveries are duplicated, delayed, reordered and replayed with a changed body, from the seed.
+ */
+import { anvilDevPrivateKeys } from '@idem/rails';
+import { Webhook } from 'standardwebhooks';
+import { createWalletClient, type Hex, http } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { foundry } from 'viem/chains';
+import { sleep } from './integrators.ts';
+import type { Prng } from './prng.ts';
+
+export interface ChainDeposit {
+  txHash: string;
+  tenantIndex: number;
+  address: string;
+  accountRef: string;
+  amountWei: string;
+}
+
+export interface WebhookDeposit {
+  eventId: string;
+  reference: string;
+  accountId: string;
+  amountMinor: string;
+  /** The intake answered 2xx to at least one delivery of the original body. */
+  acknowledged: boolean;
+  /** Deliveries of this event id with a different body (must be quarantined, never credited). */
+  conflictingBodiesSent: number;
+  deliveries: number;
+}
+
+export interface DepositLog {
+  chain: ChainDeposit[];
+  chainSendErrors: number;
+  webhooks: WebhookDeposit[];
+  faults: Record<string, number>;
+}
+
+export function newDepositLog(): DepositLog {
+  return { chain: [], chainSendErrors: 0, webhooks: [], faults: {} };
+}
+
+export interface DepositSetup {
+  prng: Prng;
+  stopAt: number;
+  seedLabel: string;
+  anvilRpcUrl: string;
+  /** Deposit addresses per tenant index, each with its account. */
+  addresses: { tenantIndex: number; address: string; accountRef: string }[];
+  /** The custodian tenant's webhook endpoint, reached through a server proxy. */
+  webhook: { url: () => string; secret: string; accounts: string[] };
+}
+
+/** The account that funds on-chain deposits: anvil dev key 3 (1 and 2 are the tenants' hot wallets). */
+export const DEPOSIT_FUNDER_KEY = anvilDevPrivateKeys[3];
+
+export async function runDepositors(setup: DepositSetup, log: DepositLog): Promise<void> {
+  await Promise.all([chainDepositor(setup, log), webhookDepositor(setup, log)]);
+}
+
+async function chainDepositor(setup: DepositSetup, log: DepositLog): Promise<void> {
+  const prng = setup.prng.fork('chain-deposits');
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(DEPOSIT_FUNDER_KEY as Hex),
+    chain: foundry,
+    transport: http(setup.anvilRpcUrl, { retryCount: 0, timeout: 5_000 }),
+  });
+  while (Date.now() < setup.stopAt) {
+    await sleep(prng.int(700, 2_000));
+    const target = prng.pick(setup.addresses);
+    const amountWei = String(prng.int(1, 100_000) * 10_000_000_000);
+    try {
+      const txHash = await wallet.sendTransaction({ to: target.address as Hex, value: BigInt(amountWei) });
+      log.chain.push({
+        txHash,
+        tenantIndex: target.tenantIndex,
+        address: target.address,
+        accountRef: target.accountRef,
+        amountWei,
+      });
+    } catch {
+      // A reorg or a dropped pool can make the funder's nonce stale; the next send picks it up again.
+      log.chainSendErrors += 1;
+    }
+  }
+}
+
+async function webhookDepositor(setup: DepositSetup, log: DepositLog): Promise<void> {
+  const prng = setup.prng.fork('webhook-deposits');
+  const signer = new Webhook(setup.webhook.secret);
+  let n = 0;
+  const fault = (name: string) => {
+    log.faults[name] = (log.faults[name] ?? 0) + 1;
+  };
+  while (Date.now() < setup.stopAt) {
+    await sleep(prng.int(800, 2_500));
+    n += 1;
+    const events = [makeEvent(setup, prng, n)];
+    // Sometimes two deposits arrive together, in reverse order.
+    if (prng.chance(0.2)) {
+      n += 1;
+      events.unshift(makeEvent(setup, prng, n));
+      fault('webhook_reordered');
+    }
+    await Promise.all(
+      events.map(async (event) => {
+        log.webhooks.push(event);
+        const kind = prng.weighted([
+          ['normal', 5],
+          ['duplicate', 2],
+          ['late', 1],
+          ['conflicting-body', 1],
+        ] as const);
+        if (kind !== 'normal') fault(`webhook_${kind}`);
+        if (kind === 'late') await sleep(prng.int(1_000, 4_000));
+        await deliver(setup, signer, event, event.amountMinor);
+        if (kind === 'duplicate') await deliver(setup, signer, event, event.amountMinor);
+        if (kind === 'conflicting-body') {
+          event.conflictingBodiesSent += 1;
+          await deliver(setup, signer, event, (BigInt(event.amountMinor) + 1n).toString());
+        }
+      }),
+    );
+  }
+}
+
+function makeEvent(setup: DepositSetup, prng: Prng, n: number): WebhookDeposit {
+  return {
+    eventId: `evt_${setup.seedLabel}_dep_${n}`,
+    reference: `${setup.seedLabel}-custody-deposit-${n}`,
+    accountId: prng.pick(setup.webhook.accounts),
+    amountMinor: String(prng.int(10_000, 5_000_000)),
+    acknowledged: false,
+    conflictingBodiesSent: 0,
+    deliveries: 0,
+  };
+}
+
+/** Delivers like a provider: signed, retried on anything but 2xx, a few times. */
+async function deliver(
+  setup: DepositSetup,
+  signer: Webhook,
+  event: WebhookDeposit,
+  amountMinor: string,
+): Promise<void> {
+  const timestamp = new Date();
+  const body = JSON.stringify({
+    type: 'deposit.confirmed',
+    timestamp: timestamp.toISOString(),
+    data: { reference: event.reference, accountId: event.accountId, asset: 'BTC', amountMinor },
+  });
+  const signature = signer.sign(event.eventId, timestamp, body);
+  for (let attempt = 1; attempt <= 4; attempt += 1) {
+    event.deliveries += 1;
+    try {
+      const response = await fetch(setup.webhook.url(), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': event.eventId,
+          'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+          'webhook-signature': signature,
+        },
+        body,
+        signal: AbortSignal.timeout(5_000),
+      });
+      await response.arrayBuffer();
+      if (response.status >= 200 && response.status < 300) {
+        if (amountMinor === event.amountMinor) event.acknowledged = true;
+        return;
+      }
+    } catch {
+      // No answer: deliver again, as a provider would.
+    }
+    await sleep(500 * attempt);
+  }
+}

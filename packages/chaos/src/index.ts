@@ -1,0 +1,5 @@
+export { Prng } from './prng.ts';
+export { type ChaosProxy, startChaosProxy } from './proxy.ts';
+export { formatHtml, formatJsonLine, formatText } from './report.ts';
+export { type ChaosOptions, type ChaosReport, detectLanded, runChaos } from './run.ts';
+export { buildSchedule, describeEvent, type FaultEvent } from './schedule.ts';

@@ -1,0 +1,509 @@
+/**
+ * The invariants checked at the end of every run, against three independent records: the ledger
+ * (read directly from PostgreSQL as the owner, beneath row-level security), the chain (every block
+ * of the canonical chain, decoded), and the custodian's own ledger. A check that depends on a part
+ * of the system that has not landed says so ("not yet checkable") instead of passing.
+ */
+import { HOLDING_STATES } from '@idem/core';
+import type { Ledger } from '@idem/rails';
+import type { Sql } from 'postgres';
+import type { DepositLog } from './deposits.ts';
+import type { IntegratorLog } from './integrators.ts';
+
+export type CheckStatus = 'pass' | 'fail' | 'not-checkable';
+
+export interface CheckResult {
+  id: string;
+  title: string;
+  status: CheckStatus;
+  /** Numbers that show what was looked at (a pass over nothing is not a pass). */
+  detail: string;
+  violations: string[];
+}
+
+export interface ChainTransfer {
+  hash: string;
+  from: string;
+  to: string;
+  valueWei: string;
+  blockNumber: number;
+}
+
+export interface ChainView {
+  head: number;
+  /** Canonical transactions sent by tenants' hot wallets. */
+  hotWalletTransfers: ChainTransfer[];
+  /** Canonical transactions sent by the deposit funder. */
+  depositTransfers: ChainTransfer[];
+}
+
+export interface TenantInfo {
+  index: number;
+  tenantId: string;
+  hotWallet: string;
+  ethConfirmations: number;
+}
+
+/** What has landed in the tree this run was started from, detected from the source, not assumed. */
+export interface Landed {
+  depositWatcher: boolean;
+  inboxProcessing: boolean;
+  reconciliation: boolean;
+}
+
+export interface InvariantInput {
+  sql: Sql;
+  tenants: TenantInfo[];
+  /** The tenant whose webhook endpoint the custodian calls (BTC goes through it). */
+  custodianTenantId: string;
+  chain: ChainView;
+  custodian: Ledger;
+  integrators: IntegratorLog;
+  deposits: DepositLog;
+  landed: Landed;
+}
+
+const FINAL = new Set(['CONFIRMED', 'REJECTED', 'VERIFIED_NOT_SENT']);
+const OWNED_FINAL = new Set(['UNKNOWN', 'FAILED_TERMINAL']);
+const LIST_MAX = 20;
+
+interface OpRow {
+  tenant_id: string;
+  operation_id: string;
+  kind: string;
+  idempotency_key: string;
+  reference: string;
+  account_ref: string;
+  asset_code: string;
+  network: string;
+  destination: string | null;
+  amount_minor: string;
+  state: string;
+  owner: string | null;
+  tx_hash: string | null;
+  key_expired_at: Date | null;
+  held: string;
+}
+
+function result(
+  id: string,
+  title: string,
+  detail: string,
+  violations: string[],
+  status?: CheckStatus,
+): CheckResult {
+  return {
+    id,
+    title,
+    status: status ?? (violations.length > 0 ? 'fail' : 'pass'),
+    detail,
+    violations: violations
+      .slice(0, LIST_MAX)
+      .concat(violations.length > LIST_MAX ? [`... and ${violations.length - LIST_MAX} more`] : []),
+  };
+}
+
+export async function checkInvariants(input: InvariantInput): Promise<CheckResult[]> {
+  const { sql } = input;
+  const ops = await sql<OpRow[]>`
+    select o.tenant_id::text, o.operation_id::text, o.kind, o.idempotency_key, o.reference, o.account_ref,
+           o.asset_code, o.network, o.destination, o.amount_minor::text, o.state, o.owner, o.tx_hash,
+           o.key_expired_at,
+           coalesce((select sum(p.amount) from journal_entries e
+                     join postings p on p.tenant_id = e.tenant_id and p.entry_id = e.entry_id
+                     where e.tenant_id = o.tenant_id and e.operation_id = o.operation_id
+                       and p.bucket = 'held'), 0)::text as held
+    from operations o`;
+  const withdrawals = ops.filter((op) => op.kind === 'withdrawal');
+  const openBreaks = new Set(
+    (
+      await sql<{ tenant_id: string; subject: string }[]>`
+        select tenant_id::text, subject from reconciliation_breaks where status = 'open'`
+    ).map((row) => `${row.tenant_id}:${row.subject}`),
+  );
+  const explained = (op: OpRow) => openBreaks.has(`${op.tenant_id}:operation:${op.operation_id}`);
+  const opByTxHash = new Map(
+    withdrawals.filter((op) => op.tx_hash).map((op) => [(op.tx_hash as string).toLowerCase(), op]),
+  );
+  const tenantOfWallet = new Map(input.tenants.map((t) => [t.hotWallet.toLowerCase(), t]));
+
+  return [
+    convergence(withdrawals),
+    atMostOneTransfer(input),
+    everyAcknowledgedExistsOnce(input, withdrawals, opByTxHash, tenantOfWallet),
+    await journalBalances(sql),
+    ledgerAgreesWithRails(input, withdrawals, opByTxHash, explained),
+    depositsOnce(input, ops),
+    holds(withdrawals),
+    await webhooksInInbox(input),
+  ];
+}
+
+/** Quiet phase outcome: every withdrawal final, or UNKNOWN/FAILED_TERMINAL with a named owner. */
+function convergence(withdrawals: OpRow[]): CheckResult {
+  const stuck = withdrawals.filter(
+    (op) => !FINAL.has(op.state) && !(OWNED_FINAL.has(op.state) && op.owner !== null),
+  );
+  return result(
+    'converge',
+    'every withdrawal ends CONFIRMED, REJECTED, VERIFIED_NOT_SENT, or UNKNOWN/FAILED_TERMINAL with a named owner',
+    `${withdrawals.length} withdrawals, ${stuck.length} not converged`,
+    stuck.map(
+      (op) =>
+        `operation ${op.operation_id} (${op.asset_code}) still ${op.state}${op.owner ? ` owner ${op.owner}` : ' without owner'}`,
+    ),
+  );
+}
+
+/** 1. At most one transfer per withdrawal, counted on the chain and at the custodian. */
+function atMostOneTransfer(input: InvariantInput): CheckResult {
+  const violations: string[] = [];
+  const byDestination = new Map<string, ChainTransfer[]>();
+  for (const transfer of input.chain.hotWalletTransfers) {
+    const key = `${transfer.from}->${transfer.to}`;
+    byDestination.set(key, [...(byDestination.get(key) ?? []), transfer]);
+  }
+  // Every withdrawal pays a destination of its own, so two transfers to one destination are two payouts.
+  for (const [destination, transfers] of byDestination)
+    if (transfers.length > 1)
+      violations.push(
+        `${transfers.length} chain transfers ${destination}: ${transfers.map((t) => t.hash).join(', ')}`,
+      );
+  for (const [reference, count] of Object.entries(input.custodian.countsByReference))
+    if (count > 1) violations.push(`${count} custodian transfers under reference ${reference}`);
+  return result(
+    'I1',
+    'at most one transfer per withdrawal (chain and custodian)',
+    `${input.chain.hotWalletTransfers.length} chain transfers from hot wallets over ${input.chain.head + 1} blocks, ${input.custodian.transfers.length} custodian transfers`,
+    violations,
+  );
+}
+
+/** 2. Every withdrawal an integrator saw CREATED or REPLAYED exists once; every transfer belongs to one. */
+function everyAcknowledgedExistsOnce(
+  input: InvariantInput,
+  withdrawals: OpRow[],
+  opByTxHash: Map<string, OpRow>,
+  tenantOfWallet: Map<string, TenantInfo>,
+): CheckResult {
+  const violations: string[] = [...input.integrators.violations];
+  const byReference = new Map<string, OpRow[]>();
+  for (const op of withdrawals) {
+    const key = `${op.tenant_id}:${op.reference}`;
+    byReference.set(key, [...(byReference.get(key) ?? []), op]);
+  }
+  const byKey = new Set(withdrawals.map((op) => `${op.tenant_id}:${op.idempotency_key}`));
+  const tenantId = (index: number) => input.tenants[index]?.tenantId ?? '?';
+  for (const seen of input.integrators.seen.values()) {
+    const found = byReference.get(`${tenantId(seen.tenantIndex)}:${seen.withdrawalId}`) ?? [];
+    if (found.length !== 1) {
+      violations.push(`withdrawal ${seen.withdrawalId} was acknowledged; ${found.length} operations hold it`);
+      continue;
+    }
+    const op = found[0] as OpRow;
+    if (!seen.operationIds.has(op.operation_id) || seen.operationIds.size !== 1)
+      violations.push(
+        `withdrawal ${seen.withdrawalId}: acknowledged as ${[...seen.operationIds].join(',')}, stored as ${op.operation_id}`,
+      );
+    if (op.idempotency_key !== seen.key)
+      violations.push(
+        `withdrawal ${seen.withdrawalId}: held by key ${op.idempotency_key}, acknowledged under ${seen.key}`,
+      );
+  }
+  for (const attempt of input.integrators.secondClient)
+    if (byKey.has(`${tenantId(attempt.tenantIndex)}:${attempt.freshKey}`))
+      violations.push(`C04: the refused fresh key ${attempt.freshKey} left an operation behind`);
+  for (const transfer of input.chain.hotWalletTransfers) {
+    const op = opByTxHash.get(transfer.hash.toLowerCase());
+    const tenant = tenantOfWallet.get(transfer.from.toLowerCase());
+    if (!op || op.tenant_id !== tenant?.tenantId) {
+      violations.push(`chain transfer ${transfer.hash} from ${transfer.from} belongs to no withdrawal`);
+      continue;
+    }
+    if (op.destination?.toLowerCase() !== transfer.to.toLowerCase() || op.amount_minor !== transfer.valueWei)
+      violations.push(
+        `chain transfer ${transfer.hash} pays ${transfer.valueWei} to ${transfer.to}; its withdrawal says ${op.amount_minor} to ${op.destination}`,
+      );
+  }
+  const btc = new Map(
+    withdrawals.filter((op) => op.tenant_id === input.custodianTenantId).map((op) => [op.operation_id, op]),
+  );
+  for (const transfer of input.custodian.transfers) {
+    const op = btc.get(transfer.externalReference);
+    if (!op)
+      violations.push(
+        `custodian transfer ${transfer.id} (reference ${transfer.externalReference}) belongs to no withdrawal`,
+      );
+    else if (op.amount_minor !== transfer.amountMinor || op.destination !== transfer.destination)
+      violations.push(`custodian transfer ${transfer.id} terms differ from withdrawal ${op.operation_id}`);
+  }
+  return result(
+    'I2',
+    'every acknowledged withdrawal exists once; every transfer belongs to one',
+    `${input.integrators.seen.size} withdrawals acknowledged to integrators, ${input.integrators.secondClient.length} second-client attempts, ${withdrawals.length} stored`,
+    violations,
+  );
+}
+
+/** 3. Every entry balances per asset; every balance equals its postings; nothing negative. */
+async function journalBalances(sql: Sql): Promise<CheckResult> {
+  const unbalanced = await sql<{ entry_id: string; asset_code: string; total: string }[]>`
+    select e.entry_id::text, p.asset_code, sum(p.amount)::text as total
+    from journal_entries e join postings p on p.tenant_id = e.tenant_id and p.entry_id = e.entry_id
+    group by e.tenant_id, e.entry_id, p.asset_code having sum(p.amount) <> 0`;
+  const drift = await sql<
+    {
+      account_ref: string;
+      asset_code: string;
+      available: string;
+      held: string;
+      posted_available: string;
+      posted_held: string;
+    }[]
+  >`
+    with posted as (
+      select tenant_id, account as account_ref, asset_code,
+             coalesce(sum(amount) filter (where bucket = 'available'), 0) as available,
+             coalesce(sum(amount) filter (where bucket = 'held'), 0) as held
+      from postings where bucket in ('available', 'held') group by 1, 2, 3)
+    select coalesce(b.account_ref, p.account_ref) as account_ref, coalesce(b.asset_code, p.asset_code) as asset_code,
+           coalesce(b.available, 0)::text as available, coalesce(b.held, 0)::text as held,
+           coalesce(p.available, 0)::text as posted_available, coalesce(p.held, 0)::text as posted_held
+    from balances b full join posted p
+      on p.tenant_id = b.tenant_id and p.account_ref = b.account_ref and p.asset_code = b.asset_code
+    where coalesce(b.available, 0) <> coalesce(p.available, 0) or coalesce(b.held, 0) <> coalesce(p.held, 0)`;
+  const negative = await sql<{ account_ref: string; asset_code: string }[]>`
+    select account_ref, asset_code from balances where available < 0 or held < 0`;
+  const [counts] = await sql<{ entries: string; postings: string; balances: string }[]>`
+    select (select count(*) from journal_entries)::text as entries, (select count(*) from postings)::text as postings,
+           (select count(*) from balances)::text as balances`;
+  return result(
+    'I3',
+    'journal: entries balance per asset, balances equal their postings, nothing negative',
+    `${counts?.entries} entries, ${counts?.postings} postings, ${counts?.balances} balances`,
+    [
+      ...unbalanced.map((row) => `entry ${row.entry_id} sums to ${row.total} ${row.asset_code}`),
+      ...drift.map(
+        (row) =>
+          `balance ${row.account_ref}/${row.asset_code} is ${row.available}/${row.held}, postings say ${row.posted_available}/${row.posted_held}`,
+      ),
+      ...negative.map((row) => `balance ${row.account_ref}/${row.asset_code} is negative`),
+    ],
+  );
+}
+
+/** 4. Confirmed withdrawals equal outflows on the chain and at the custodian, or an open break says why. */
+function ledgerAgreesWithRails(
+  input: InvariantInput,
+  withdrawals: OpRow[],
+  opByTxHash: Map<string, OpRow>,
+  explained: (op: OpRow) => boolean,
+): CheckResult {
+  const violations: string[] = [];
+  const onChain = new Set(input.chain.hotWalletTransfers.map((t) => t.hash.toLowerCase()));
+  let confirmedEth = 0n;
+  let outflowEth = 0n;
+  for (const transfer of input.chain.hotWalletTransfers) outflowEth += BigInt(transfer.valueWei);
+  for (const op of withdrawals.filter((w) => w.network === 'ethereum' && w.state === 'CONFIRMED')) {
+    confirmedEth += BigInt(op.amount_minor);
+    if (!op.tx_hash || !onChain.has(op.tx_hash.toLowerCase()))
+      if (!explained(op))
+        violations.push(
+          `withdrawal ${op.operation_id} is CONFIRMED but its transaction is not on the canonical chain`,
+        );
+  }
+  for (const transfer of input.chain.hotWalletTransfers) {
+    const op = opByTxHash.get(transfer.hash.toLowerCase());
+    if (op && op.state !== 'CONFIRMED' && FINAL.has(op.state) && !explained(op))
+      violations.push(
+        `transaction ${transfer.hash} is on chain but its withdrawal ${op.operation_id} is ${op.state}`,
+      );
+    if (op && OWNED_FINAL.has(op.state) && !explained(op))
+      violations.push(
+        `transaction ${transfer.hash} is on chain; withdrawal ${op.operation_id} is ${op.state} with no open break`,
+      );
+  }
+  const byReference = new Map(input.custodian.transfers.map((t) => [t.externalReference, t]));
+  let confirmedBtc = 0n;
+  let completedBtc = 0n;
+  for (const transfer of input.custodian.transfers)
+    if (transfer.status === 'completed') completedBtc += BigInt(transfer.amountMinor);
+  for (const op of withdrawals.filter(
+    (w) => w.tenant_id === input.custodianTenantId && w.network === 'bitcoin',
+  )) {
+    const transfer = byReference.get(op.operation_id);
+    if (op.state === 'CONFIRMED') {
+      confirmedBtc += BigInt(op.amount_minor);
+      if (transfer?.status !== 'completed' && !explained(op))
+        violations.push(
+          `withdrawal ${op.operation_id} is CONFIRMED; the custodian's transfer is ${transfer?.status ?? 'missing'}`,
+        );
+    } else if (
+      transfer?.status === 'completed' &&
+      (FINAL.has(op.state) || OWNED_FINAL.has(op.state)) &&
+      !explained(op)
+    )
+      violations.push(
+        `the custodian completed a transfer for withdrawal ${op.operation_id}, which is ${op.state}`,
+      );
+  }
+  return result(
+    'I4',
+    'ledger agrees with chain and custodian (or an open break explains the difference)',
+    `ETH confirmed ${confirmedEth} wei vs chain outflow ${outflowEth} wei; BTC confirmed ${confirmedBtc} vs custodian completed ${completedBtc} sat${input.landed.reconciliation ? '' : '; three-way reconciliation not landed, so no break can explain a difference'}`,
+    violations,
+  );
+}
+
+/** 5. Every deposit credited exactly once; a reorganised deposit reversed by a compensating entry. */
+function depositsOnce(input: InvariantInput, ops: OpRow[]): CheckResult {
+  const violations: string[] = [];
+  const notes: string[] = [];
+  const deposits = ops.filter((op) => op.kind === 'deposit');
+  // On chain.
+  const sent = input.deposits.chain.length;
+  const canonical = input.chain.depositTransfers;
+  if (!input.landed.depositWatcher) {
+    notes.push(
+      `chain: ${sent} deposits sent (${canonical.length} canonical), deposit watcher not landed: not checked`,
+    );
+  } else {
+    const tenantByAddress = new Map(input.deposits.chain.map((d) => [d.address.toLowerCase(), d]));
+    const canonicalHashes = new Set(canonical.map((t) => t.hash.toLowerCase()));
+    let deep = 0;
+    for (const transfer of canonical) {
+      const target = tenantByAddress.get(transfer.to.toLowerCase());
+      const tenant = input.tenants.find((t) => t.index === target?.tenantIndex);
+      if (!target || !tenant) continue;
+      if (input.chain.head - transfer.blockNumber + 1 < tenant.ethConfirmations + 2) continue;
+      deep += 1;
+      const credited = deposits.filter(
+        (op) =>
+          op.tenant_id === tenant.tenantId &&
+          op.reference.toLowerCase().includes(transfer.hash.toLowerCase()),
+      );
+      const live = credited.filter((op) => op.state === 'CONFIRMED');
+      if (live.length !== 1)
+        violations.push(
+          `chain deposit ${transfer.hash} is canonical and deep; ${live.length} credits (${credited.map((op) => op.state).join(',')})`,
+        );
+      else if (live[0]?.amount_minor !== transfer.valueWei)
+        violations.push(
+          `chain deposit ${transfer.hash} of ${transfer.valueWei} credited as ${live[0]?.amount_minor}`,
+        );
+    }
+    for (const op of deposits) {
+      const hash = /0x[0-9a-f]{64}/i.exec(op.reference)?.[0]?.toLowerCase();
+      if (
+        hash &&
+        input.deposits.chain.some((d) => d.txHash.toLowerCase() === hash) &&
+        !canonicalHashes.has(hash) &&
+        op.state !== 'REVERSED'
+      )
+        violations.push(
+          `deposit ${op.operation_id} credits ${hash}, which a reorganisation removed, and is ${op.state}`,
+        );
+    }
+    notes.push(`chain: ${sent} sent, ${canonical.length} canonical, ${deep} deep enough to require a credit`);
+  }
+  // Through custodian webhooks.
+  const webhookSent = input.deposits.webhooks.length;
+  if (!input.landed.inboxProcessing) {
+    notes.push(`custodian webhooks: ${webhookSent} deposits sent, inbox processing not landed: not checked`);
+  } else {
+    let checked = 0;
+    for (const event of input.deposits.webhooks) {
+      const credited = deposits.filter(
+        (op) => op.tenant_id === input.custodianTenantId && op.reference === event.reference,
+      );
+      if (credited.length > 1)
+        violations.push(`custodian deposit ${event.reference} credited ${credited.length} times`);
+      if (!event.acknowledged) continue;
+      checked += 1;
+      if (credited.length !== 1)
+        violations.push(`custodian deposit ${event.reference} was acknowledged; ${credited.length} credits`);
+      else if (credited[0]?.amount_minor !== event.amountMinor)
+        violations.push(
+          `custodian deposit ${event.reference} of ${event.amountMinor} credited as ${credited[0]?.amount_minor} (a changed body must be quarantined)`,
+        );
+    }
+    notes.push(`custodian webhooks: ${webhookSent} sent, ${checked} acknowledged and checked`);
+  }
+  const anything = input.landed.depositWatcher || input.landed.inboxProcessing;
+  return result(
+    'I5',
+    'every deposit credited exactly once; a reorganised deposit reversed',
+    notes.join('; '),
+    violations,
+    anything ? undefined : 'not-checkable',
+  );
+}
+
+/** 6. Every non-terminal withdrawal holds its funds; no key of a non-terminal operation expired. */
+function holds(withdrawals: OpRow[]): CheckResult {
+  const violations: string[] = [];
+  let holding = 0;
+  for (const op of withdrawals) {
+    const mustHold = (HOLDING_STATES as readonly string[]).includes(op.state);
+    if (mustHold) holding += 1;
+    const expected = mustHold ? op.amount_minor : '0';
+    if (op.held !== expected)
+      violations.push(
+        `withdrawal ${op.operation_id} is ${op.state} and holds ${op.held} (expected ${expected})`,
+      );
+    if (!FINAL.has(op.state) && op.key_expired_at !== null)
+      violations.push(`withdrawal ${op.operation_id} is ${op.state} but its key expired`);
+  }
+  return result(
+    'I6',
+    'every non-terminal withdrawal holds its funds; no key of a non-terminal operation expired',
+    `${withdrawals.length} withdrawals, ${holding} in holding states`,
+    violations,
+  );
+}
+
+/** 7. Every acknowledged webhook is in the inbox; none was applied twice. */
+async function webhooksInInbox(input: InvariantInput): Promise<CheckResult> {
+  const { sql } = input;
+  const rows = await sql<{ event_id: string; status: string; body_amount: string | null }[]>`
+    select event_id, status, body->'data'->>'amountMinor' as body_amount from inbox_events
+    where tenant_id = ${input.custodianTenantId} and source = 'custodian'`;
+  const inbox = new Map(rows.map((row) => [row.event_id, row]));
+  const violations: string[] = [];
+  const simulatorAcked = new Set(
+    input.custodian.webhookDeliveries
+      .filter((d) => d.status !== null && d.status >= 200 && d.status < 300)
+      .map((d) => d.webhookId),
+  );
+  for (const id of simulatorAcked)
+    if (!inbox.has(id)) violations.push(`custodian webhook ${id} was acknowledged but is not in the inbox`);
+  const depositAcked = input.deposits.webhooks.filter((d) => d.acknowledged);
+  for (const event of depositAcked) {
+    const row = inbox.get(event.eventId);
+    if (!row) violations.push(`deposit webhook ${event.eventId} was acknowledged but is not in the inbox`);
+    else if (row.body_amount !== event.amountMinor)
+      violations.push(
+        `deposit webhook ${event.eventId}: the inbox kept a body with ${row.body_amount}, not the acknowledged ${event.amountMinor}`,
+      );
+  }
+  const twice = await sql<{ event_id: string; n: string }[]>`
+    select payload->>'eventId' as event_id, count(*)::text as n from work_items
+    where tenant_id = ${input.custodianTenantId} and topic = 'inbox.event'
+    group by 1 having count(*) > 1`;
+  for (const row of twice)
+    violations.push(`inbound event ${row.event_id} was queued for processing ${row.n} times`);
+  const [quarantined] = await sql<{ n: string }[]>`select count(*)::text as n from inbox_quarantine`;
+  let unprocessed = 0;
+  if (input.landed.inboxProcessing)
+    for (const row of rows)
+      if (row.status === 'RECEIVED') {
+        unprocessed += 1;
+        violations.push(`inbound event ${row.event_id} is still RECEIVED after the quiet phase`);
+      }
+  return result(
+    'I7',
+    'every acknowledged webhook is in the inbox; none applied twice',
+    `${simulatorAcked.size} custodian transfer webhooks and ${depositAcked.length} deposit webhooks acknowledged, ${rows.length} inbox events, ${quarantined?.n ?? 0} quarantined${input.landed.inboxProcessing ? `, ${unprocessed} unprocessed` : '; inbox processing not landed: "applied once" checked only as "queued once"'}`,
+    violations,
+  );
+}

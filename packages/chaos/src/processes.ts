@@ -1,0 +1,156 @@
+/**
+ * The system under test as separate operating-system processes: API servers and workers started
+ * with tsx from their own packages, exactly as an operator would run them. Each can be SIGKILLed
+ * at any moment and started again; its output goes to a log file in the run directory.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const tsxCli = createRequire(import.meta.url).resolve('tsx/cli');
+const serverMain = fileURLToPath(new URL('../../server/src/main.ts', import.meta.url));
+const cliMain = fileURLToPath(new URL('../../server/src/cli/main.ts', import.meta.url));
+const startupTimeoutMs = 60_000;
+
+const alive = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/** A run that ends abruptly (an exception, a test timeout) must not leave servers and workers behind. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const child of alive) child.kill('SIGKILL');
+  });
+}
+
+export interface ManagedProcess {
+  readonly name: string;
+  /** The URL it listens on (servers), once started. */
+  readonly url: string | null;
+  readonly running: boolean;
+  readonly starts: number;
+  start(): Promise<void>;
+  kill(): void;
+  stop(): Promise<void>;
+}
+
+interface Spec {
+  name: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Returns the URL (or '' for processes without one) when a line of output says it is ready. */
+  ready: (line: string) => string | null;
+  logDir: string;
+}
+
+function managed(spec: Spec): ManagedProcess {
+  installExitHook();
+  let child: ChildProcess | null = null;
+  let url: string | null = null;
+  let starts = 0;
+  let log: WriteStream | null = null;
+
+  const start = async (): Promise<void> => {
+    if (child) throw new Error(`${spec.name} is already running`);
+    starts += 1;
+    log ??= createWriteStream(join(spec.logDir, `${spec.name}.log`), { flags: 'a' });
+    log.write(`\n=== start ${starts} at ${new Date().toISOString()} ===\n`);
+    const proc = spawn(process.execPath, [tsxCli, ...spec.args], {
+      env: { ...process.env, ...spec.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = proc;
+    alive.add(proc);
+    proc.once('exit', (code, signal) => {
+      alive.delete(proc);
+      log?.write(`=== exit code=${code} signal=${signal} ===\n`);
+      if (child === proc) {
+        child = null;
+        url = null;
+      }
+    });
+    proc.stderr?.on('data', (chunk: Buffer) => log?.write(chunk));
+    url = await new Promise<string>((resolve, reject) => {
+      let pending = '';
+      const timer = setTimeout(
+        () => reject(new Error(`${spec.name} did not start in time`)),
+        startupTimeoutMs,
+      );
+      proc.stdout?.on('data', (chunk: Buffer) => {
+        log?.write(chunk);
+        pending += chunk.toString('utf8');
+        const lines = pending.split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) {
+          const found = spec.ready(line);
+          if (found !== null) {
+            clearTimeout(timer);
+            resolve(found);
+          }
+        }
+      });
+      proc.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`${spec.name} exited during startup (code ${code}, signal ${signal})`));
+      });
+    });
+  };
+
+  return {
+    name: spec.name,
+    get url() {
+      return url;
+    },
+    get running() {
+      return child !== null;
+    },
+    get starts() {
+      return starts;
+    },
+    start,
+    kill() {
+      child?.kill('SIGKILL');
+    },
+    async stop() {
+      const proc = child;
+      if (!proc) return;
+      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+      await new Promise<void>((resolve) => (log ? log.end(resolve) : resolve()));
+      log = null;
+    },
+  };
+}
+
+export function serverProcess(name: string, env: Record<string, string>, logDir: string): ManagedProcess {
+  return managed({
+    name,
+    args: [serverMain],
+    env: {
+      ...env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      IDEM_WORKER_IN_PROCESS: 'false',
+      IDEM_EMBEDDED_RAILS: 'false',
+      IDEM_MIGRATE_ON_START: 'false',
+    },
+    ready: (line) => /Idem listening on (http:\/\/[\d.]+:\d+)/.exec(line)?.[1] ?? null,
+    logDir,
+  });
+}
+
+export function workerProcess(name: string, env: Record<string, string>, logDir: string): ManagedProcess {
+  return managed({
+    name,
+    args: [cliMain, 'worker', '--id', name],
+    env,
+    ready: (line) => (line.includes('"worker-started"') ? '' : null),
+    logDir,
+  });
+}

@@ -1,0 +1,663 @@
+/**
+ * One chaos run: a fresh database, the real processes, simulated integrators and depositors, the
+ * seeded fault schedule, a quiet phase, then the invariants. Everything the run starts it stops,
+ * and the database it creates it drops, whatever happens.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createApiKey,
+  createTenant,
+  createWebhookEndpoint,
+  openDatabase,
+  recordDeposit,
+  registerHotWallet,
+  setRiskPolicy,
+  withTenant,
+} from '@idem/core';
+import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
+import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { createIdemClient } from '@idem/sdk';
+import postgres, { type Sql } from 'postgres';
+import { createPublicClient, getAddress, type Hex, http } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { DEPOSIT_FUNDER_KEY, type DepositLog, newDepositLog, runDepositors } from './deposits.ts';
+import { type IntegratorLog, newIntegratorLog, runClient, sleep } from './integrators.ts';
+import {
+  type ChainTransfer,
+  type ChainView,
+  type CheckResult,
+  checkInvariants,
+  type Landed,
+  type TenantInfo,
+} from './invariants.ts';
+import { Prng } from './prng.ts';
+import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
+import { type ChaosProxy, startChaosProxy } from './proxy.ts';
+import { buildSchedule, describeEvent, type FaultEvent } from './schedule.ts';
+
+export interface ChaosOptions {
+  seed: number;
+  /** The fault phase; the quiet phase follows. */
+  durationMs: number;
+  servers: number;
+  workers: number;
+  clients: number;
+  /** The quiet phase ends at convergence or after this long, whichever is first. */
+  quietMsMax?: number;
+  /** A PostgreSQL server URL; the run creates (and drops) its own database on it. */
+  databaseUrl: string;
+  outDir?: string;
+  /** Think time between a client's calls. */
+  thinkMs?: [number, number];
+  /** Progress lines (to stderr in the CLI; silent in tests unless asked). */
+  progress?: (line: string) => void;
+}
+
+export interface TimelineSample {
+  tMs: number;
+  phase: 'faults' | 'quiet';
+  states: Record<string, number>;
+}
+
+export interface ChaosReport {
+  seed: number;
+  command: string;
+  options: { durationMs: number; servers: number; workers: number; clients: number; quietMsMax: number };
+  schedule: string[];
+  faultsInjected: Record<string, number>;
+  faultErrors: string[];
+  processStarts: Record<string, number>;
+  integrators: Record<string, number>;
+  deposits: {
+    chainSent: number;
+    chainSendErrors: number;
+    webhooksSent: number;
+    webhooksAcknowledged: number;
+    faults: Record<string, number>;
+  };
+  finalStates: Record<string, number>;
+  throughput: {
+    createdPerSecondDuringFaults: number;
+    finalizedPerSecondDuringFaults: number;
+    submitCallsDuringFaults: number;
+  };
+  convergedAfterMs: number | null;
+  landed: Landed;
+  checks: CheckResult[];
+  ok: boolean;
+  firstViolation: string | null;
+  outDir: string;
+  timeline: TimelineSample[];
+  wallClockMs: number;
+}
+
+const CHAIN_ID = 31337;
+const ETH_CONFIRMATIONS = 2;
+const TENANTS = 2;
+const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const began = Date.now();
+  const say = options.progress ?? (() => {});
+  const quietMsMax = options.quietMsMax ?? Math.max(60_000, options.durationMs);
+  const prng = new Prng(options.seed);
+  const schedule = buildSchedule(prng.fork('faults'), {
+    faultPhaseMs: options.durationMs,
+    servers: options.servers,
+    workers: options.workers,
+  });
+  const seedLabel = `s${options.seed}`;
+  const outDir = options.outDir ?? join(tmpdir(), 'idem-chaos', `seed-${options.seed}-${Date.now()}`);
+  mkdirSync(outDir, { recursive: true });
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step().catch(() => {});
+  };
+
+  try {
+    // --- a fresh database ---
+    const databaseName = `idem_chaos_${options.seed}_${randomBytes(3).toString('hex')}`;
+    const admin = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database "${databaseName}"`);
+    await admin.end();
+    cleanups.push(async () => {
+      const dropper = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
+      try {
+        await dropper.unsafe(`drop database if exists "${databaseName}" with (force)`);
+      } finally {
+        await dropper.end();
+      }
+    });
+    const url = new URL(options.databaseUrl);
+    url.pathname = `/${databaseName}`;
+    const databaseUrl = url.toString();
+    say(`database ${databaseName}; logs in ${outDir}`);
+
+    // --- the chain ---
+    const anvil: AnvilInstance = await startAnvil({ chainId: CHAIN_ID, mining: { intervalSeconds: 1 } });
+    cleanups.push(() => anvil.stop());
+    const chain = createPublicClient({ transport: http(anvil.rpcUrl, { retryCount: 2 }) });
+
+    // --- tenants, wallets, accounts, endpoint: set up once, before any fault ---
+    const setupDb = await openDatabase({ url: databaseUrl, maxConnections: 2 });
+    await setupDb.migrate();
+    const tenants: TenantInfo[] = [];
+    const apiKeys: string[] = [];
+    const depositAddresses: { tenantIndex: number; address: string; accountRef: string }[] = [];
+    const setupPrng = prng.fork('setup');
+    for (let index = 0; index < TENANTS; index += 1) {
+      const { tenantId } = await createTenant(setupDb.db, {
+        name: `Chaos Exchange ${index}`,
+        assets: [
+          { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 },
+          { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: ETH_CONFIRMATIONS },
+        ],
+      });
+      const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[index + 1] as Hex).address;
+      // Register with the chain's current nonce: the ledger allocates nonces from here on.
+      const nextNonce = await chain.getTransactionCount({ address: hotWallet, blockTag: 'pending' });
+      await withTenant(setupDb.db, tenantId, async (tx) => {
+        await registerHotWallet(tx, {
+          tenantId,
+          network: 'ethereum',
+          address: hotWallet,
+          keyRef: `dev:${index + 1}`,
+          nextNonce,
+        });
+        for (const assetCode of ['ETH', 'BTC'])
+          await setRiskPolicy(tx, {
+            tenantId,
+            assetCode,
+            // Review would need staff approvals nobody gives here: everything in range is auto-approved.
+            autoApproveMaxMinor: '1000000000000000000000000',
+            fourEyesMinMinor: '10000000000000000000000000',
+            velocityMaxPerHour: 1_000_000,
+            similarWindowMinutes: 1,
+          });
+      });
+      apiKeys.push((await createApiKey(setupDb.db, tenantId, { label: 'chaos' })).apiKey);
+      tenants.push({ index, tenantId, hotWallet, ethConfirmations: ETH_CONFIRMATIONS });
+    }
+    const custodianTenant = tenants[0] as TenantInfo;
+    const endpoint = await createWebhookEndpoint(setupDb.db, custodianTenant.tenantId, {
+      source: 'custodian',
+    });
+    const accounts: string[] = [];
+    for (let c = 0; c < options.clients; c += 1) {
+      const tenant = tenants[c % TENANTS] as TenantInfo;
+      const accountRef = `acct-c${c}`;
+      accounts.push(accountRef);
+      await withTenant(setupDb.db, tenant.tenantId, async (tx) => {
+        for (const [asset, amount] of [
+          ['ETH', '50000000000000000000'],
+          ['BTC', '1000000000'],
+        ] as const)
+          await recordDeposit(tx, {
+            tenantId: tenant.tenantId,
+            deposit: {
+              reference: `opening-${asset}-${accountRef}`,
+              accountId: accountRef,
+              asset,
+              amountMinor: amount,
+            },
+            idempotencyKey: `opening-${asset}-${accountRef}`,
+            actor: 'chaos-setup',
+          });
+      });
+      const address = getAddress(`0x${setupPrng.hex(20)}`);
+      depositAddresses.push({ tenantIndex: tenant.index, address, accountRef });
+    }
+    await setupDb.close();
+
+    const sql: Sql = postgres(databaseUrl, {
+      max: 2,
+      onnotice: () => {},
+      connection: { application_name: 'idem-chaos' },
+    });
+    cleanups.push(() => sql.end({ timeout: 2 }));
+    // No CLI or API registers deposit addresses yet: written as the owner, like the tenant setup above.
+    for (const d of depositAddresses)
+      await sql`insert into deposit_addresses (tenant_id, network, address, account_ref)
+                values (${(tenants[d.tenantIndex] as TenantInfo).tenantId}, 'ethereum', ${d.address}, ${d.accountRef})`;
+
+    // --- proxies, custodian, servers, workers ---
+    const serverProxies: ChaosProxy[] = [];
+    for (let s = 0; s < options.servers; s += 1) serverProxies.push(await startChaosProxy(null));
+    const custodianProxy = await startChaosProxy(null);
+    const chainProxy = await startChaosProxy(anvil.rpcUrl);
+    for (const proxy of [...serverProxies, custodianProxy, chainProxy]) cleanups.push(() => proxy.close());
+    const webhookUrl = () => `${(serverProxies[0] as ChaosProxy).url}/webhooks/${endpoint.endpointId}`;
+    const simulator: SimulatorProcess = await spawnSimulator({
+      webhookSecret: endpoint.secret,
+      webhookUrl: webhookUrl(),
+    });
+    cleanups.push(() => simulator.stop());
+    custodianProxy.setUpstream(simulator.url);
+    await simulator.control({ settlement: { outcome: 'complete', afterMs: 1_500 } });
+
+    const common = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'test' };
+    const servers = serverProxies.map((_, s) =>
+      serverProcess(`server-${s}`, { ...common, IDEM_DB_POOL_MAX: '4' }, outDir),
+    );
+    const workerEnv = {
+      ...common,
+      IDEM_DB_POOL_MAX: '3',
+      IDEM_EVM_RPC_URL: chainProxy.url,
+      IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
+      IDEM_CUSTODIAN_URL: custodianProxy.url,
+      IDEM_WORKER_INTERVAL_MS: '300',
+      // Short leases, so a killed worker's claims are taken over within the run.
+      IDEM_WORKER_LEASE_MS: '4000',
+      // Short, so an UNKNOWN nobody can resolve gets its named owner inside the quiet phase.
+      IDEM_UNKNOWN_ESCALATE_AFTER_MS: '5000',
+    };
+    const workers = Array.from({ length: options.workers }, (_, w) =>
+      workerProcess(`worker-${w}`, workerEnv, outDir),
+    );
+    for (const proc of [...servers, ...workers]) cleanups.push(() => proc.stop());
+    await Promise.all([
+      ...servers.map(async (server, s) => {
+        await server.start();
+        (serverProxies[s] as ChaosProxy).setUpstream(server.url);
+      }),
+      ...workers.map((worker) => worker.start()),
+    ]);
+    say(`started ${servers.length} servers, ${workers.length} workers, anvil, custodian simulator`);
+
+    // --- the fault phase ---
+    const startedAt = Date.now();
+    const stopAt = startedAt + options.durationMs;
+    const faultsInjected: Record<string, number> = {};
+    const faultErrors: string[] = [];
+    const restarts: Promise<void>[] = [];
+    const timers: NodeJS.Timeout[] = [];
+    const count = (name: string) => {
+      faultsInjected[name] = (faultsInjected[name] ?? 0) + 1;
+    };
+    const faultPrng = prng.fork('fault-targets');
+    const restart = (proc: ManagedProcess, afterMs: number, onUp: () => void) =>
+      restarts.push(
+        (async () => {
+          await sleep(afterMs);
+          for (let attempt = 1; attempt <= 5; attempt += 1) {
+            try {
+              await proc.start();
+              onUp();
+              return;
+            } catch (error) {
+              faultErrors.push(`restart of ${proc.name} failed: ${(error as Error).message}`);
+              proc.kill();
+              await sleep(1_000);
+            }
+          }
+        })(),
+      );
+    const hotWallets = new Set(tenants.map((t) => t.hotWallet.toLowerCase()));
+    const inject = async (event: FaultEvent): Promise<void> => {
+      switch (event.kind) {
+        case 'kill-server': {
+          const server = servers[event.target] as ManagedProcess;
+          const proxy = serverProxies[event.target] as ChaosProxy;
+          if (!server.running) return count('kill-server (skipped: already down)');
+          proxy.setUpstream(null);
+          server.kill();
+          count('kill-server');
+          restart(server, event.restartAfterMs, () => proxy.setUpstream(server.url));
+          return;
+        }
+        case 'kill-worker': {
+          const worker = workers[event.target] as ManagedProcess;
+          if (!worker.running) return count('kill-worker (skipped: already down)');
+          worker.kill();
+          count('kill-worker');
+          restart(worker, event.restartAfterMs, () => {});
+          return;
+        }
+        case 'proxy': {
+          const proxy =
+            event.site === 'server'
+              ? serverProxies[event.target]
+              : event.site === 'custodian'
+                ? custodianProxy
+                : chainProxy;
+          proxy?.inject({ mode: event.mode, times: event.times, delayMs: event.delayMs, match: event.match });
+          count(`proxy-queued ${event.site} ${event.mode}`);
+          return;
+        }
+        case 'pg-terminate': {
+          const rows = await sql<{ terminated: number }[]>`
+            select count(*) filter (where pg_terminate_backend(pid))::int as terminated
+            from pg_stat_activity
+            where datname = ${databaseName} and pid <> pg_backend_pid()
+              and application_name <> 'idem-chaos'
+              and state in ('active', 'idle in transaction', 'idle in transaction (aborted)')`;
+          count('pg-terminate');
+          faultsInjected['pg-terminate connections'] =
+            (faultsInjected['pg-terminate connections'] ?? 0) + (rows[0]?.terminated ?? 0);
+          return;
+        }
+        case 'custodian-submit':
+          await simulator.control({ fault: event.fault, faultTimes: event.times });
+          count(`custodian ${event.fault}`);
+          return;
+        case 'webhook-delivery':
+          await simulator.control({ webhooks: { delivery: event.delivery, lateMs: 3_000 } });
+          count(`custodian webhooks ${event.delivery}`);
+          timers.push(
+            setTimeout(
+              () => void simulator.control({ webhooks: { delivery: 'normal' } }).catch(() => {}),
+              event.forMs,
+            ),
+          );
+          return;
+        case 'settlement-fail':
+          await simulator.control({ settlement: { outcome: 'fail', afterMs: 1_500 } });
+          count('custodian settlement fail');
+          timers.push(
+            setTimeout(
+              () =>
+                void simulator
+                  .control({ settlement: { outcome: 'complete', afterMs: 1_500 } })
+                  .catch(() => {}),
+              event.forMs,
+            ),
+          );
+          return;
+        case 'anvil-reorg': {
+          const head = Number(await chain.getBlockNumber());
+          if (head <= event.depth + 1) return count('anvil-reorg (skipped: chain too short)');
+          await rpc(anvil.rpcUrl, 'anvil_reorg', [event.depth, []]);
+          count(`anvil-reorg depth ${event.depth}`);
+          return;
+        }
+        case 'anvil-drop': {
+          // A hot wallet's transaction sits in the pool for under a block interval: look for one briefly.
+          for (let tries = 0; tries < 25; tries += 1) {
+            const pool = (await rpc(anvil.rpcUrl, 'txpool_content', [])) as {
+              pending?: Record<string, Record<string, { hash: string }>>;
+            };
+            const candidates = Object.entries(pool.pending ?? {})
+              .filter(([from]) => hotWallets.has(from.toLowerCase()))
+              .flatMap(([, byNonce]) => Object.values(byNonce).map((tx) => tx.hash));
+            if (candidates.length > 0) {
+              await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [faultPrng.pick(candidates)]);
+              return count('anvil-drop');
+            }
+            await sleep(80);
+          }
+          return count('anvil-drop (skipped: nothing pending)');
+        }
+      }
+    };
+    for (const event of schedule)
+      timers.push(
+        setTimeout(() => {
+          inject(event).catch((error: unknown) =>
+            faultErrors.push(`${describeEvent(event)}: ${(error as Error).message}`),
+          );
+        }, event.atMs),
+      );
+
+    const timeline: TimelineSample[] = [];
+    let phase: TimelineSample['phase'] = 'faults';
+    const sampler = setInterval(() => {
+      const tMs = Date.now() - startedAt;
+      sql<
+        { state: string; n: number }[]
+      >`select state, count(*)::int as n from operations where kind = 'withdrawal' group by state`
+        .then((rows) =>
+          timeline.push({ tMs, phase, states: Object.fromEntries(rows.map((r) => [r.state, r.n])) }),
+        )
+        .catch(() => {});
+    }, 1_000);
+    cleanups.push(async () => clearInterval(sampler));
+
+    const integrators: IntegratorLog = newIntegratorLog();
+    const deposits: DepositLog = newDepositLog();
+    const clientRuns = Array.from({ length: options.clients }, (_, c) => {
+      const tenantIndex = c % TENANTS;
+      return runClient(
+        {
+          index: c,
+          tenantIndex,
+          accountId: accounts[c] as string,
+          client: createIdemClient({
+            baseUrl: (serverProxies[c % options.servers] as ChaosProxy).url,
+            apiKey: apiKeys[tenantIndex] as string,
+            requestTimeoutMs: 4_000,
+            retry: { attemptsMax: 3, totalMsMax: 10_000 },
+          }),
+          assets: tenantIndex === custodianTenant.index ? ['ETH', 'BTC'] : ['ETH'],
+          prng: prng.fork(`client-${c}`),
+          startedAt,
+          stopAt,
+          thinkMsMin: options.thinkMs?.[0] ?? 150,
+          thinkMsMax: options.thinkMs?.[1] ?? 900,
+          seedLabel,
+        },
+        integrators,
+      );
+    });
+    const depositRun = runDepositors(
+      {
+        prng: prng.fork('deposits'),
+        stopAt,
+        seedLabel,
+        anvilRpcUrl: anvil.rpcUrl,
+        addresses: depositAddresses,
+        webhook: {
+          url: () =>
+            `${(serverProxies[faultPrng.int(0, options.servers - 1)] as ChaosProxy).url}/webhooks/${endpoint.endpointId}`,
+          secret: endpoint.secret,
+          accounts: depositAddresses
+            .filter((d) => d.tenantIndex === custodianTenant.index)
+            .map((d) => d.accountRef),
+        },
+      },
+      deposits,
+    );
+    await sleep(options.durationMs);
+    const createdDuringFaults = integrators.createdAtMs.length;
+    const submitCallsDuringFaults = integrators.counts.submit_calls ?? 0;
+    const finalizedDuringFaults = finalCount(timeline.at(-1)?.states ?? {});
+    say(
+      `fault phase over: ${createdDuringFaults} withdrawals created, ${Object.values(faultsInjected).reduce((a, b) => a + b, 0)} faults`,
+    );
+    await Promise.all([...clientRuns, depositRun]);
+    for (const timer of timers) clearTimeout(timer);
+
+    // --- the quiet phase ---
+    phase = 'quiet';
+    const quietStarted = Date.now();
+    await Promise.all(restarts);
+    for (const proxy of [...serverProxies, custodianProxy, chainProxy]) proxy.clearFaults();
+    await simulator.control({
+      fault: 'none',
+      webhooks: { delivery: 'normal' },
+      settlement: { outcome: 'complete', afterMs: 1_500 },
+    });
+    for (const [s, server] of servers.entries())
+      if (!server.running) {
+        await server.start();
+        (serverProxies[s] as ChaosProxy).setUpstream(server.url);
+      }
+    for (const worker of workers) if (!worker.running) await worker.start();
+    const landed = detectLanded();
+    let convergedAfterMs: number | null = null;
+    while (Date.now() - quietStarted < quietMsMax) {
+      const [row] = await sql<{ stuck: number; received: number }[]>`
+        select (select count(*) from operations where kind = 'withdrawal'
+                and not (state in ('CONFIRMED', 'REJECTED', 'VERIFIED_NOT_SENT')
+                         or (state in ('UNKNOWN', 'FAILED_TERMINAL') and owner is not null)))::int as stuck,
+               (select count(*) from inbox_events where status = 'RECEIVED')::int as received`;
+      const settled = row?.stuck === 0 && (!landed.inboxProcessing || row.received === 0);
+      // Deposits need the chain to move past their depth: give it a few blocks after the faults.
+      if (settled && Date.now() - quietStarted > (ETH_CONFIRMATIONS + 4) * 1_000) {
+        convergedAfterMs = Date.now() - quietStarted;
+        break;
+      }
+      await sleep(1_000);
+    }
+    clearInterval(sampler);
+    say(
+      convergedAfterMs === null
+        ? `did not converge within ${quietMsMax} ms`
+        : `converged ${convergedAfterMs} ms into the quiet phase`,
+    );
+
+    // --- the evidence ---
+    const chainView = await scanChain(
+      chain,
+      hotWallets,
+      privateKeyToAccount(DEPOSIT_FUNDER_KEY as Hex).address,
+    );
+    const custodianLedger: Ledger = await simulator.ledger();
+    const checks = await checkInvariants({
+      sql,
+      tenants,
+      custodianTenantId: custodianTenant.tenantId,
+      chain: chainView,
+      custodian: custodianLedger,
+      integrators,
+      deposits,
+      landed,
+    });
+    const finalRows = await sql<{ state: string; n: number }[]>`
+      select state, count(*)::int as n from operations where kind = 'withdrawal' group by state order by state`;
+    const failed = checks.find((check) => check.status === 'fail');
+    const faultSeconds = options.durationMs / 1_000;
+    const report: ChaosReport = {
+      seed: options.seed,
+      command: `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}`,
+      options: {
+        durationMs: options.durationMs,
+        servers: options.servers,
+        workers: options.workers,
+        clients: options.clients,
+        quietMsMax,
+      },
+      schedule: schedule.map(describeEvent),
+      faultsInjected: { ...faultsInjected, ...proxyHits(serverProxies, custodianProxy, chainProxy) },
+      faultErrors,
+      processStarts: Object.fromEntries([...servers, ...workers].map((p) => [p.name, p.starts])),
+      integrators: { ...integrators.counts },
+      deposits: {
+        chainSent: deposits.chain.length,
+        chainSendErrors: deposits.chainSendErrors,
+        webhooksSent: deposits.webhooks.length,
+        webhooksAcknowledged: deposits.webhooks.filter((w) => w.acknowledged).length,
+        faults: deposits.faults,
+      },
+      finalStates: Object.fromEntries(finalRows.map((row) => [row.state, row.n])),
+      throughput: {
+        createdPerSecondDuringFaults: round(createdDuringFaults / faultSeconds),
+        finalizedPerSecondDuringFaults: round(finalizedDuringFaults / faultSeconds),
+        submitCallsDuringFaults,
+      },
+      convergedAfterMs,
+      landed,
+      checks,
+      ok: failed === undefined,
+      firstViolation: failed
+        ? `${failed.id} ${failed.title}: ${failed.violations[0] ?? '(no detail)'}`
+        : null,
+      outDir,
+      timeline,
+      wallClockMs: 0,
+    };
+    report.wallClockMs = Date.now() - began;
+    return report;
+  } finally {
+    await cleanup();
+  }
+}
+
+function finalCount(states: Record<string, number>): number {
+  return (states.CONFIRMED ?? 0) + (states.REJECTED ?? 0) + (states.VERIFIED_NOT_SENT ?? 0);
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+function proxyHits(servers: ChaosProxy[], custodian: ChaosProxy, chain: ChaosProxy): Record<string, number> {
+  const out: Record<string, number> = {};
+  const add = (site: string, proxy: ChaosProxy) => {
+    for (const [mode, n] of Object.entries(proxy.hits))
+      if (n > 0) out[`proxy-hit ${site} ${mode}`] = (out[`proxy-hit ${site} ${mode}`] ?? 0) + n;
+    if (proxy.upstreamDown > 0)
+      out[`proxy ${site} upstream down (502)`] =
+        (out[`proxy ${site} upstream down (502)`] ?? 0) + proxy.upstreamDown;
+  };
+  for (const proxy of servers) add('server', proxy);
+  add('custodian', custodian);
+  add('chain', chain);
+  return out;
+}
+
+/** Reads every canonical block and keeps the transfers sent by hot wallets and by the deposit funder. */
+async function scanChain(
+  chain: ReturnType<typeof createPublicClient>,
+  hotWallets: Set<string>,
+  funder: string,
+): Promise<ChainView> {
+  const head = Number(await chain.getBlockNumber());
+  const hotWalletTransfers: ChainTransfer[] = [];
+  const depositTransfers: ChainTransfer[] = [];
+  for (let n = 0; n <= head; n += 1) {
+    const block = await chain.getBlock({ blockNumber: BigInt(n), includeTransactions: true });
+    for (const tx of block.transactions) {
+      if (!tx.to) continue;
+      const transfer = {
+        hash: tx.hash,
+        from: tx.from,
+        to: tx.to,
+        valueWei: tx.value.toString(),
+        blockNumber: n,
+      };
+      if (hotWallets.has(tx.from.toLowerCase())) hotWalletTransfers.push(transfer);
+      else if (tx.from.toLowerCase() === funder.toLowerCase()) depositTransfers.push(transfer);
+    }
+  }
+  return { head, hotWalletTransfers, depositTransfers };
+}
+
+/**
+ * Which parts of the system this tree has, read from the workers' source: a check that needs a
+ * missing part is reported "not yet checkable" instead of passing over nothing.
+ */
+export function detectLanded(): Landed {
+  const sources = readSources(join(repositoryRoot, 'packages/workers/src'));
+  const all = sources.map((s) => s.text).join('\n');
+  return {
+    depositWatcher: all.includes('scanDeposits('),
+    inboxProcessing: all.includes('processInbox('),
+    reconciliation: sources.some((s) => !s.path.endsWith('inbox.ts') && s.text.includes('openBreak(')),
+  };
+}
+
+function readSources(dir: string): { path: string; text: string }[] {
+  const out: { path: string; text: string }[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...readSources(path));
+    else if (name.endsWith('.ts')) out.push({ path, text: readFileSync(path, 'utf8') });
+  }
+  return out;
+}
+
+async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(5_000),
+  });
+  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
