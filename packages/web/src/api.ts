@@ -1,0 +1,50 @@
+import { problemSchema } from '@idem/contracts';
+import type { AppRouter } from '@idem/server';
+import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
+
+/**
+ * The session's CSRF token, learnt from sign-in, the link exchange or `me`, and sent on every call
+ * (the server checks it on mutations). Kept in memory only: a reload asks `me` again.
+ */
+let csrfToken = '';
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+/** One request per call (no batching), so each answer has its own request id. */
+export const api = createTRPCClient<AppRouter>({
+  links: [httpLink({ url: '/trpc', headers: () => (csrfToken ? { 'x-csrf-token': csrfToken } : {}) })],
+});
+
+export interface ShownProblem {
+  code: string;
+  title: string;
+  detail: string;
+  requestId: string | null;
+}
+
+/** Any failure as something a person can read, with the request id support will ask for. */
+export function problemOf(error: unknown): ShownProblem {
+  if (error instanceof TRPCClientError) {
+    const parsed = problemSchema.safeParse(error.data);
+    if (parsed.success) {
+      return {
+        code: parsed.data.code,
+        title: parsed.data.title,
+        detail: parsed.data.detail,
+        requestId: parsed.data.requestId,
+      };
+    }
+    return { code: 'NETWORK', title: 'No answer from the server', detail: error.message, requestId: null };
+  }
+  return {
+    code: 'NETWORK',
+    title: 'No answer from the server',
+    detail: error instanceof Error ? error.message : String(error),
+    requestId: null,
+  };
+}
+
+export function isSignedOut(error: unknown): boolean {
+  return problemOf(error).code === 'UNAUTHORIZED';
+}

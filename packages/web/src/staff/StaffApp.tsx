@@ -1,0 +1,145 @@
+import type { StaffMe } from '@idem/contracts';
+import {
+  AppShell,
+  Burger,
+  Button,
+  Container,
+  Group,
+  Loader,
+  NavLink,
+  Stack,
+  Text,
+  Title,
+} from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { useMutation, useQuery } from '@tanstack/react-query';
+import { createContext, useContext, useEffect } from 'react';
+import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
+import { api, isSignedOut, setCsrfToken } from '../api.ts';
+import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { Approvals } from './Approvals.tsx';
+import { AttentionQueue } from './AttentionQueue.tsx';
+import { BrandingSettings } from './BrandingSettings.tsx';
+import { Breaks } from './Breaks.tsx';
+import { Inbox } from './Inbox.tsx';
+import { NewWithdrawal } from './NewWithdrawal.tsx';
+import { OperationDetail } from './OperationDetail.tsx';
+import { Search } from './Search.tsx';
+
+const StaffContext = createContext<StaffMe | null>(null);
+
+export function useStaff(): StaffMe {
+  const me = useContext(StaffContext);
+  if (!me) throw new Error('useStaff outside the staff screens');
+  return me;
+}
+
+const SECTIONS = [
+  { href: '/approvals', label: 'Approval queue' },
+  { href: '/unknown', label: 'UNKNOWN queue' },
+  { href: '/failed', label: 'FAILED_TERMINAL queue' },
+  { href: '/inbox', label: 'Webhook inbox' },
+  { href: '/breaks', label: 'Reconciliation breaks' },
+  { href: '/search', label: 'Search' },
+  { href: '/withdraw', label: 'New withdrawal' },
+  { href: '/branding', label: 'Branding' },
+];
+
+/** The operator's staff screens. The server enforces every role; the screens only follow it. */
+export function StaffApp() {
+  const me = useQuery({ queryKey: ['staff', 'me'], queryFn: () => api.staffAuth.me.query() });
+  const [location] = useLocation();
+  const [opened, { toggle, close }] = useDisclosure(false);
+  const signOut = useMutation({
+    mutationFn: () => api.staffAuth.signOut.mutate(),
+    onSettled: () => window.location.assign(`/staff/login?tenant=${me.data?.tenantId ?? ''}`),
+  });
+  useEffect(() => {
+    if (me.data) setCsrfToken(me.data.csrfToken);
+  }, [me.data]);
+  // Navigating closes the phone-sized menu.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: location is the trigger, not an input
+  useEffect(() => close(), [location, close]);
+
+  if (me.isPending) return <Loader m="xl" aria-label="Loading" />;
+  if (me.error) {
+    if (isSignedOut(me.error)) return <Redirect to="~/staff/login" />;
+    return (
+      <Container py="xl">
+        <ProblemAlert error={me.error} />
+      </Container>
+    );
+  }
+  return (
+    <StaffContext.Provider value={me.data}>
+      <AppShell
+        header={{ height: 56 }}
+        navbar={{ width: 240, breakpoint: 'sm', collapsed: { mobile: !opened } }}
+        padding="md"
+      >
+        <AppShell.Header>
+          <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+            <Group wrap="nowrap">
+              <Burger
+                opened={opened}
+                onClick={toggle}
+                hiddenFrom="sm"
+                size="sm"
+                aria-label="Toggle navigation"
+              />
+              <Text fw={700}>Idem staff</Text>
+            </Group>
+            <Group gap="xs" wrap="nowrap">
+              <Text size="sm" visibleFrom="xs" data-testid="signed-in-as">
+                {me.data.email} ({me.data.role})
+              </Text>
+              <Button size="xs" variant="default" onClick={() => signOut.mutate()}>
+                Sign out
+              </Button>
+            </Group>
+          </Group>
+        </AppShell.Header>
+        <AppShell.Navbar p="xs" component="nav" aria-label="Staff sections">
+          {SECTIONS.map((section) => (
+            <NavLink
+              key={section.href}
+              component={Link}
+              href={section.href}
+              label={section.label}
+              active={location === section.href}
+              aria-current={location === section.href ? 'page' : undefined}
+            />
+          ))}
+        </AppShell.Navbar>
+        <AppShell.Main>
+          <main>
+            <Stack>
+              <Switch>
+                <Route path="/approvals" component={Approvals} />
+                <Route path="/unknown">
+                  <AttentionQueue state="UNKNOWN" />
+                </Route>
+                <Route path="/failed">
+                  <AttentionQueue state="FAILED_TERMINAL" />
+                </Route>
+                <Route path="/inbox" component={Inbox} />
+                <Route path="/breaks" component={Breaks} />
+                <Route path="/search" component={Search} />
+                <Route path="/withdraw" component={NewWithdrawal} />
+                <Route path="/branding" component={BrandingSettings} />
+                <Route path="/operations/:operationId">
+                  {(params) => <OperationDetail operationId={params.operationId} />}
+                </Route>
+                <Route>
+                  <Title order={1} size="h2">
+                    Choose a section
+                  </Title>
+                </Route>
+              </Switch>
+            </Stack>
+          </main>
+        </AppShell.Main>
+      </AppShell>
+    </StaffContext.Provider>
+  );
+}

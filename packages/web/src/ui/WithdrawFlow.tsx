@@ -1,0 +1,343 @@
+import {
+  formatMinor,
+  isValidDestination,
+  type Network,
+  type OperationView,
+  parseDisplayAmount,
+  type SubmitOutcome,
+} from '@idem/contracts';
+import {
+  Alert,
+  Anchor,
+  Button,
+  Code,
+  Group,
+  Paper,
+  Select,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
+import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
+import { Link } from 'wouter';
+import { problemOf } from '../api.ts';
+import { customerStateText } from './format.ts';
+import { clearIntent, type Intent, loadIntent, newIntentId, saveIntent } from './intent.ts';
+import { ProblemAlert } from './ProblemAlert.tsx';
+
+export interface WithdrawAsset {
+  code: string;
+  network: string;
+  decimals: number;
+  /** Minor units; undefined where the screen does not know (staff). */
+  availableMinor?: string;
+}
+
+interface Props {
+  assets: WithdrawAsset[];
+  /** sessionStorage key of this screen's intent (per tenant and account or staff member). */
+  storageKey: string;
+  /** Staff enter the account; customers have theirs from the session. */
+  fixedAccountId?: string;
+  submit(intent: Intent): Promise<{ outcome: SubmitOutcome; withdrawal: OperationView }>;
+  detailHref(withdrawal: OperationView): string;
+  onSubmitted?(): void;
+}
+
+type Result = { outcome: SubmitOutcome; withdrawal: OperationView };
+
+/**
+ * Withdraw in three steps: the form, a confirmation that shows exactly what will be submitted, and
+ * the answer. The intent id is minted when the person reviews a payload and kept in sessionStorage
+ * until an answer arrives, so a double-click, a reload mid-submit or a retry after a network error
+ * all send the same id and reach the same operation; a replay is said in words.
+ */
+export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detailHref, onSubmitted }: Props) {
+  const [intent, setIntent] = useState<Intent | null>(() => loadIntent(storageKey));
+  const [result, setResult] = useState<Result | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [sending, setSending] = useState(false);
+  const inFlight = useRef(false);
+
+  const send = useCallback(
+    async (toSend: Intent) => {
+      // One request at a time from this screen; the server makes any second one a replay anyway.
+      if (inFlight.current) return;
+      inFlight.current = true;
+      setSending(true);
+      setError(null);
+      const submitting: Intent = { ...toSend, status: 'submitting' };
+      saveIntent(storageKey, submitting);
+      setIntent(submitting);
+      try {
+        const answer = await submit(submitting);
+        clearIntent(storageKey);
+        setIntent(null);
+        setResult(answer);
+        onSubmitted?.();
+      } catch (failure) {
+        setError(failure);
+        // A definite refusal wrote nothing: the person may change the payload. Without an answer the
+        // outcome is unknown: the intent stays 'submitting', so a reload or "try again" resends it.
+        if (problemOf(failure).requestId !== null) {
+          const back: Intent = { ...submitting, status: 'confirming' };
+          saveIntent(storageKey, back);
+          setIntent(back);
+        }
+      } finally {
+        inFlight.current = false;
+        setSending(false);
+      }
+    },
+    [storageKey, submit, onSubmitted],
+  );
+
+  // A reload while a submit was in flight: resend the same intent, which the server replays.
+  const resumed = useRef(false);
+  useEffect(() => {
+    if (resumed.current) return;
+    resumed.current = true;
+    const stored = loadIntent(storageKey);
+    if (stored?.status === 'submitting') void send(stored);
+  }, [storageKey, send]);
+
+  if (result) {
+    const replayed = result.outcome === 'REPLAYED';
+    return (
+      <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
+        <Stack>
+          <Title order={2} id="withdraw-title" size="h3">
+            Withdraw
+          </Title>
+          <Alert
+            color={replayed ? 'blue' : 'green'}
+            title={replayed ? 'Already submitted' : 'Withdrawal submitted'}
+            role="status"
+            data-testid={replayed ? 'outcome-replayed' : 'outcome-created'}
+          >
+            {replayed
+              ? 'This withdrawal had already reached us; this is the same withdrawal, not a new one. Nothing was sent twice.'
+              : 'We have your withdrawal.'}{' '}
+            Status:{' '}
+            <strong>{customerStateText(result.withdrawal.state, result.withdrawal.rejectionCode)}</strong>.
+          </Alert>
+          <Group>
+            <Anchor component={Link} href={detailHref(result.withdrawal)}>
+              View this withdrawal
+            </Anchor>
+            <Button variant="default" onClick={() => setResult(null)}>
+              New withdrawal
+            </Button>
+          </Group>
+        </Stack>
+      </Paper>
+    );
+  }
+
+  if (intent) {
+    const asset = assets.find((candidate) => candidate.code === intent.asset);
+    const decimals = asset?.decimals ?? 0;
+    return (
+      <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
+        <Stack>
+          <Title order={2} id="withdraw-title" size="h3">
+            Confirm your withdrawal
+          </Title>
+          <Text>This is exactly what will be submitted. Check the destination character by character.</Text>
+          <Table data-testid="confirmation" variant="vertical" withTableBorder>
+            <Table.Tbody>
+              <Table.Tr>
+                <Table.Th w={160}>Amount</Table.Th>
+                <Table.Td>
+                  <Text fw={700} ff="monospace" data-testid="confirm-amount">
+                    {formatMinor(intent.amountMinor, decimals)} {intent.asset}
+                  </Text>
+                  <Text size="xs" c="dimmed">
+                    {intent.amountMinor} minor units
+                  </Text>
+                </Table.Td>
+              </Table.Tr>
+              <Table.Tr>
+                <Table.Th>Network</Table.Th>
+                <Table.Td>{asset?.network ?? 'unknown'}</Table.Td>
+              </Table.Tr>
+              <Table.Tr>
+                <Table.Th>Destination</Table.Th>
+                <Table.Td>
+                  <Code block style={{ wordBreak: 'break-all' }} data-testid="confirm-destination">
+                    {intent.destination}
+                  </Code>
+                </Table.Td>
+              </Table.Tr>
+              {intent.memo ? (
+                <Table.Tr>
+                  <Table.Th>Memo</Table.Th>
+                  <Table.Td>{intent.memo}</Table.Td>
+                </Table.Tr>
+              ) : null}
+              <Table.Tr>
+                <Table.Th>From account</Table.Th>
+                <Table.Td>{intent.accountId ?? fixedAccountId}</Table.Td>
+              </Table.Tr>
+            </Table.Tbody>
+          </Table>
+          <ProblemAlert error={error} />
+          {error && problemOf(error).requestId === null ? (
+            <Text size="sm">
+              We did not get an answer. Trying again sends the same withdrawal: it cannot be made twice.
+            </Text>
+          ) : null}
+          <Group>
+            <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
+              {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
+            </Button>
+            <Button
+              variant="default"
+              disabled={sending || intent.status === 'submitting'}
+              onClick={() => {
+                clearIntent(storageKey);
+                setIntent(null);
+                setError(null);
+              }}
+            >
+              Change
+            </Button>
+          </Group>
+        </Stack>
+      </Paper>
+    );
+  }
+
+  return (
+    <WithdrawForm
+      assets={assets}
+      fixedAccountId={fixedAccountId}
+      onReview={(draft) => {
+        const reviewed: Intent = { ...draft, intentId: newIntentId(), status: 'confirming' };
+        saveIntent(storageKey, reviewed);
+        setIntent(reviewed);
+      }}
+    />
+  );
+}
+
+function WithdrawForm({
+  assets,
+  fixedAccountId,
+  onReview,
+}: {
+  assets: WithdrawAsset[];
+  fixedAccountId: string | undefined;
+  onReview(draft: Omit<Intent, 'intentId' | 'status'>): void;
+}) {
+  const [assetCode, setAssetCode] = useState<string | null>(assets[0]?.code ?? null);
+  const [accountId, setAccountId] = useState('');
+  const [destination, setDestination] = useState('');
+  const [amount, setAmount] = useState('');
+  const [memo, setMemo] = useState('');
+  const [touched, setTouched] = useState(false);
+  const asset = assets.find((candidate) => candidate.code === assetCode);
+
+  const amountMinor = asset ? parseDisplayAmount(amount.trim(), asset.decimals) : null;
+  const errors = {
+    accountId:
+      fixedAccountId || /^[A-Za-z0-9._:-]{1,128}$/.test(accountId) ? null : 'Enter the account reference',
+    destination:
+      destination.trim() === ''
+        ? 'Enter the destination address'
+        : asset && !isValidDestination(asset.network as Network, destination.trim())
+          ? `This is not a valid ${asset.network} address`
+          : null,
+    amount: !asset
+      ? 'Choose an asset'
+      : amountMinor === null
+        ? `Enter an amount with at most ${asset.decimals} decimals, like 1.5`
+        : BigInt(amountMinor) <= 0n
+          ? 'The amount must be more than zero'
+          : asset.availableMinor !== undefined && BigInt(amountMinor) > BigInt(asset.availableMinor)
+            ? `More than your available ${formatMinor(asset.availableMinor, asset.decimals)} ${asset.code}`
+            : null,
+  };
+  const valid = !errors.accountId && !errors.destination && !errors.amount;
+
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    setTouched(true);
+    if (!valid || !asset || amountMinor === null) return;
+    onReview({
+      ...(fixedAccountId ? {} : { accountId }),
+      asset: asset.code,
+      destination: destination.trim(),
+      amountMinor,
+      ...(memo.trim() ? { memo: memo.trim() } : {}),
+    });
+  };
+
+  return (
+    <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
+      <form onSubmit={onSubmit} noValidate>
+        <Stack>
+          <Title order={2} id="withdraw-title" size="h3">
+            Withdraw
+          </Title>
+          {fixedAccountId ? null : (
+            <TextInput
+              label="Account"
+              description="The customer account the funds leave from"
+              value={accountId}
+              onChange={(event) => setAccountId(event.currentTarget.value)}
+              error={touched ? errors.accountId : null}
+              required
+            />
+          )}
+          <Select
+            label="Asset"
+            data={assets.map((candidate) => ({
+              value: candidate.code,
+              label: `${candidate.code} (${candidate.network})`,
+            }))}
+            value={assetCode}
+            onChange={setAssetCode}
+            allowDeselect={false}
+            required
+          />
+          <TextInput
+            label="Destination address"
+            description={asset ? `A ${asset.network} address` : undefined}
+            value={destination}
+            onChange={(event) => setDestination(event.currentTarget.value)}
+            error={touched ? errors.destination : null}
+            autoComplete="off"
+            spellCheck={false}
+            required
+          />
+          <TextInput
+            label={`Amount${asset ? ` in ${asset.code}` : ''}`}
+            description={
+              asset?.availableMinor !== undefined
+                ? `Available: ${formatMinor(asset.availableMinor, asset.decimals)} ${asset.code}`
+                : undefined
+            }
+            value={amount}
+            onChange={(event) => setAmount(event.currentTarget.value)}
+            error={touched ? errors.amount : null}
+            inputMode="decimal"
+            autoComplete="off"
+            required
+          />
+          <TextInput
+            label="Memo (optional)"
+            value={memo}
+            onChange={(event) => setMemo(event.currentTarget.value)}
+            maxLength={128}
+          />
+          <Group>
+            <Button type="submit">Review withdrawal</Button>
+          </Group>
+        </Stack>
+      </form>
+    </Paper>
+  );
+}
