@@ -33,6 +33,16 @@ export {
   type OutboundEndpoint,
 } from './delivery/outbound-endpoints.ts';
 export {
+  advanceCursor,
+  type DepositObservation,
+  listDepositAddresses,
+  markObservation,
+  observationsIn,
+  observeDeposit,
+  registerDepositAddress,
+  scanCursor,
+} from './deposits/watch.ts';
+export {
   EVENT_ID_LENGTH_MAX,
   type InboxRecordOutcome,
   recordInboxEvent,

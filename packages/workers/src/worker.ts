@@ -5,6 +5,7 @@ import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
 import { reconcileTenant } from './reconciliation.ts';
 import { deliverNotifications } from './steps/deliver.ts';
+import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
 import { processInbox } from './steps/inbox.ts';
 import { reviewPending } from './steps/review.ts';
@@ -35,6 +36,7 @@ export interface TickReport {
   reconciled: number;
   rechecked: number;
   delivered: number;
+  depositsObserved: number;
   breaksOpened: number;
 }
 
@@ -73,6 +75,7 @@ export function createWorker(options: WorkerOptions): Worker {
       reconciled: 0,
       rechecked: 0,
       delivered: 0,
+      depositsObserved: 0,
       breaksOpened: 0,
     };
     const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
@@ -86,6 +89,7 @@ export function createWorker(options: WorkerOptions): Worker {
       report.reconciled += await reconcileUnknown(ctx, tenantId);
       report.rechecked += await recheckConfirmed(ctx, tenantId);
       report.delivered += await deliverNotifications(ctx, tenantId);
+      report.depositsObserved += await watchDeposits(ctx, tenantId);
       if (
         options.reconcileEveryMs !== undefined &&
         Date.now() - (lastReconciled.get(tenantId) ?? 0) >= options.reconcileEveryMs

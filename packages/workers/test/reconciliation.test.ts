@@ -78,14 +78,12 @@ describe('three-way reconciliation', () => {
   it('C21 injected variances appear as open breaks with class and owner; balances are untouched', async () => {
     // 1. A transfer at the custodian that no withdrawal of ours made.
     const stranger = randomUUID();
-    await ctx.rails
-      .custodian()
-      .submit({
-        externalReference: stranger,
-        asset: 'BTC',
-        amountMinor: '999',
-        destination: BTC_DESTINATION,
-      });
+    await ctx.rails.custodian().submit({
+      externalReference: stranger,
+      asset: 'BTC',
+      amountMinor: '999',
+      destination: BTC_DESTINATION,
+    });
     // 2. A custodian withdrawal the custodian failed, but which a faulty path marked CONFIRMED.
     await simulator.control({ settlement: { outcome: 'fail', afterMs: 10 } });
     const failed = await env.withdraw(22_000n, { asset: 'BTC', destination: BTC_DESTINATION });

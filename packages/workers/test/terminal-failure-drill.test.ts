@@ -10,9 +10,9 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, deployTestToken } from '@idem/rails';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, startEnvironment } from './environment.ts';
 
 let env: Environment;
@@ -45,10 +45,20 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
         keyRef: 'dev:3',
         nextNonce: await env.chain.getTransactionCount({ address: hotWallet }),
       });
-      await setRiskPolicy(tx, { tenantId, assetCode: 'USDT', autoApproveMaxMinor: '1000000000', fourEyesMinMinor: '100000000000' });
+      await setRiskPolicy(tx, {
+        tenantId,
+        assetCode: 'USDT',
+        autoApproveMaxMinor: '1000000000',
+        fourEyesMinMinor: '100000000000',
+      });
       await recordDeposit(tx, {
         tenantId,
-        deposit: { reference: 'drill-funding', accountId: 'acct-drill', asset: 'USDT', amountMinor: '5000000' },
+        deposit: {
+          reference: 'drill-funding',
+          accountId: 'acct-drill',
+          asset: 'USDT',
+          amountMinor: '5000000',
+        },
         idempotencyKey: 'drill-funding',
         actor: 'test',
       });
@@ -56,7 +66,13 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
     const created = await withTenant(env.t.db, tenantId, (tx) =>
       createWithdrawal(tx, {
         tenantId,
-        request: { withdrawalId: 'drill-1', accountId: 'acct-drill', asset: 'USDT', destination: env.hotWallet, amountMinor: '2500000' },
+        request: {
+          withdrawalId: 'drill-1',
+          accountId: 'acct-drill',
+          asset: 'USDT',
+          destination: env.hotWallet,
+          amountMinor: '2500000',
+        },
         idempotencyKey: 'withdrawal-drill-1',
       }),
     );
@@ -65,11 +81,15 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
     await env.mine(1);
     await worker.runOnce();
 
-    const failed = await withTenant(env.t.db, tenantId, (tx) => getOperation(tx, tenantId, created.operation.operationId));
+    const failed = await withTenant(env.t.db, tenantId, (tx) =>
+      getOperation(tx, tenantId, created.operation.operationId),
+    );
     expect(failed.state).toBe('FAILED_TERMINAL');
     expect(failed.owner).toBe('treasury-oncall');
     // The alert: a structured error line flagged for paging.
-    const alert = env.logLines.find((line) => line.includes('FAILED_TERMINAL') && line.includes('"alert":true'));
+    const alert = env.logLines.find(
+      (line) => line.includes('FAILED_TERMINAL') && line.includes('"alert":true'),
+    );
     expect(alert).toBeDefined();
     // The metric's source shows the state with an age.
     const stats = await operationStats(env.t.db);

@@ -1,0 +1,111 @@
+import { IdemError, isValidDestination, type Network } from '@idem/contracts';
+import { and, eq, gt, inArray, sql } from 'drizzle-orm';
+import type { Tx } from '../db/connect.ts';
+import { chainCursors, depositAddresses, depositObservations } from '../db/schema/index.ts';
+
+export type DepositObservation = typeof depositObservations.$inferSelect;
+
+/** Assigns a deposit address to a customer account, for good (the database refuses a change). */
+export async function registerDepositAddress(
+  tx: Tx,
+  input: { tenantId: string; network: Network; address: string; accountRef: string },
+): Promise<void> {
+  if (!isValidDestination(input.network, input.address)) {
+    throw new IdemError('VALIDATION', `not a valid ${input.network} address`);
+  }
+  await tx.insert(depositAddresses).values(input).onConflictDoNothing();
+}
+
+export async function listDepositAddresses(tx: Tx, tenantId: string, network: string) {
+  return tx
+    .select()
+    .from(depositAddresses)
+    .where(and(eq(depositAddresses.tenantId, tenantId), eq(depositAddresses.network, network)))
+    .limit(1_000);
+}
+
+/** Where the next scan of a network starts; created at `startAt` on first use. */
+export async function scanCursor(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  startAt: number,
+): Promise<number> {
+  await tx.insert(chainCursors).values({ tenantId, network, nextBlock: startAt }).onConflictDoNothing();
+  const rows = await tx
+    .select({ nextBlock: chainCursors.nextBlock })
+    .from(chainCursors)
+    .where(and(eq(chainCursors.tenantId, tenantId), eq(chainCursors.network, network)))
+    .for('update');
+  return rows[0]?.nextBlock ?? startAt;
+}
+
+export async function advanceCursor(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  nextBlock: number,
+): Promise<void> {
+  await tx
+    .update(chainCursors)
+    .set({ nextBlock, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(chainCursors.tenantId, tenantId),
+        eq(chainCursors.network, network),
+        sql`${chainCursors.nextBlock} <= ${nextBlock}`,
+      ),
+    );
+}
+
+/** Records a deposit seen on chain. Seeing it again changes nothing (the id is the chain's). */
+export async function observeDeposit(
+  tx: Tx,
+  input: Omit<
+    typeof depositObservations.$inferInsert,
+    'status' | 'operationId' | 'firstSeenAt' | 'updatedAt'
+  >,
+): Promise<boolean> {
+  const inserted = await tx.insert(depositObservations).values(input).onConflictDoNothing().returning();
+  return inserted.length === 1;
+}
+
+export async function observationsIn(
+  tx: Tx,
+  tenantId: string,
+  statuses: DepositObservation['status'][],
+  sinceBlock = 0,
+): Promise<DepositObservation[]> {
+  return tx
+    .select()
+    .from(depositObservations)
+    .where(
+      and(
+        eq(depositObservations.tenantId, tenantId),
+        inArray(depositObservations.status, statuses),
+        gt(depositObservations.blockNumber, sinceBlock),
+      ),
+    )
+    .limit(1_000);
+}
+
+/** Moves an observation on, only from the status it was read in. */
+export async function markObservation(
+  tx: Tx,
+  observation: DepositObservation,
+  status: 'credited' | 'orphaned' | 'reversed',
+  operationId?: string,
+): Promise<boolean> {
+  const updated = await tx
+    .update(depositObservations)
+    .set({ status, updatedAt: sql`now()`, ...(operationId ? { operationId } : {}) })
+    .where(
+      and(
+        eq(depositObservations.tenantId, observation.tenantId),
+        eq(depositObservations.depositId, observation.depositId),
+        eq(depositObservations.status, observation.status),
+      ),
+    )
+    .returning();
+  return updated.length === 1;
+}
