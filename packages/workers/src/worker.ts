@@ -89,7 +89,14 @@ export function createWorker(options: WorkerOptions): Worker {
       report.reconciled += await reconcileUnknown(ctx, tenantId);
       report.rechecked += await recheckConfirmed(ctx, tenantId);
       report.delivered += await deliverNotifications(ctx, tenantId);
-      report.depositsObserved += await watchDeposits(ctx, tenantId);
+      // A node that cannot be asked is no evidence: deposits wait for the next pass.
+      report.depositsObserved += await watchDeposits(ctx, tenantId).catch((error: unknown) => {
+        ctx.log.warn(
+          { tenantId, message: String((error as Error).message).slice(0, 200) },
+          'deposit scan skipped',
+        );
+        return 0;
+      });
       if (
         options.reconcileEveryMs !== undefined &&
         Date.now() - (lastReconciled.get(tenantId) ?? 0) >= options.reconcileEveryMs

@@ -84,8 +84,8 @@ describe('three-way reconciliation', () => {
       amountMinor: '999',
       destination: BTC_DESTINATION,
     });
-    // 2. A custodian withdrawal the custodian failed, but which a faulty path marked CONFIRMED.
-    await simulator.control({ settlement: { outcome: 'fail', afterMs: 10 } });
+    // 2. A custodian withdrawal still pending at the custodian, which a faulty path marked CONFIRMED.
+    await simulator.control({ settlement: { outcome: 'hold', afterMs: 0 } });
     const failed = await env.withdraw(22_000n, { asset: 'BTC', destination: BTC_DESTINATION });
     await worker().runOnce();
     await withTenant(env.t.db, env.tenantId, async (tx) => {

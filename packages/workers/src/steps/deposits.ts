@@ -32,11 +32,11 @@ const REORG_WINDOW_BLOCKS = 256;
 export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promise<number> {
   const evm = ctx.rails.config.evm;
   if (!evm) return 0;
+  const addresses = await withTenant(ctx.db, tenantId, (tx) => listDepositAddresses(tx, tenantId, NETWORK));
+  if (addresses.length === 0) return 0;
   const chain = createPublicClient({ transport: http(evm.rpcUrl, { retryCount: 0, timeout: 5_000 }) });
   const head = Number(await chain.getBlockNumber({ cacheTime: 0 }));
   const setup = await withTenant(ctx.db, tenantId, async (tx) => {
-    const addresses = await listDepositAddresses(tx, tenantId, NETWORK);
-    if (addresses.length === 0) return null;
     const tokens = await tx
       .select()
       .from(assets)
