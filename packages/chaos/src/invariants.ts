@@ -494,12 +494,15 @@ async function webhooksInInbox(input: InvariantInput): Promise<CheckResult> {
     violations.push(`inbound event ${row.event_id} was queued for processing ${row.n} times`);
   const [quarantined] = await sql<{ n: string }[]>`select count(*)::text as n from inbox_quarantine`;
   let unprocessed = 0;
-  if (input.landed.inboxProcessing)
-    for (const row of rows)
-      if (row.status === 'RECEIVED') {
-        unprocessed += 1;
-        violations.push(`inbound event ${row.event_id} is still RECEIVED after the quiet phase`);
-      }
+  if (input.landed.inboxProcessing) {
+    const waiting = await sql<{ source: string; event_id: string; event_type: string }[]>`
+      select source, event_id, event_type from inbox_events where status = 'RECEIVED'`;
+    unprocessed = waiting.length;
+    for (const row of waiting)
+      violations.push(
+        `inbound ${row.source} event ${row.event_id} (${row.event_type}) is still RECEIVED after the quiet phase`,
+      );
+  }
   return result(
     'I7',
     'every acknowledged webhook is in the inbox; none applied twice',

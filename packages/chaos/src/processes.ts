@@ -35,6 +35,11 @@ export interface ManagedProcess {
   start(): Promise<void>;
   kill(): void;
   stop(): Promise<void>;
+  /**
+   * Called when the process exits without being told to (a crash), as a supervisor (systemd,
+   * Kubernetes) would notice it. Not called for kill() or stop().
+   */
+  onUnplannedExit(handler: (detail: string) => void): void;
 }
 
 interface Spec {
@@ -52,10 +57,13 @@ function managed(spec: Spec): ManagedProcess {
   let url: string | null = null;
   let starts = 0;
   let log: WriteStream | null = null;
+  let expectingExit = false;
+  let unplanned: ((detail: string) => void) | null = null;
 
   const start = async (): Promise<void> => {
     if (child) throw new Error(`${spec.name} is already running`);
     starts += 1;
+    expectingExit = false;
     log ??= createWriteStream(join(spec.logDir, `${spec.name}.log`), { flags: 'a' });
     log.write(`\n=== start ${starts} at ${new Date().toISOString()} ===\n`);
     const proc = spawn(process.execPath, [tsxCli, ...spec.args], {
@@ -64,12 +72,15 @@ function managed(spec: Spec): ManagedProcess {
     });
     child = proc;
     alive.add(proc);
+    let started = false;
     proc.once('exit', (code, signal) => {
       alive.delete(proc);
       log?.write(`=== exit code=${code} signal=${signal} ===\n`);
       if (child === proc) {
         child = null;
         url = null;
+        // Startup failures are reported by start() itself.
+        if (!expectingExit && started) unplanned?.(`code=${code} signal=${signal}`);
       }
     });
     proc.stderr?.on('data', (chunk: Buffer) => log?.write(chunk));
@@ -97,6 +108,7 @@ function managed(spec: Spec): ManagedProcess {
         reject(new Error(`${spec.name} exited during startup (code ${code}, signal ${signal})`));
       });
     });
+    started = true;
   };
 
   return {
@@ -112,9 +124,14 @@ function managed(spec: Spec): ManagedProcess {
     },
     start,
     kill() {
+      expectingExit = true;
       child?.kill('SIGKILL');
     },
+    onUnplannedExit(handler) {
+      unplanned = handler;
+    },
     async stop() {
+      expectingExit = true;
       const proc = child;
       if (!proc) return;
       const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));

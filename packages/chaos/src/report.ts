@@ -31,6 +31,13 @@ export function formatText(report: ChaosReport): string {
     lines.push('', 'fault errors (a fault that could not be applied):');
     for (const error of report.faultErrors.slice(0, 20)) lines.push(`  - ${error}`);
   }
+  if (report.unplannedExits.length > 0) {
+    lines.push(
+      '',
+      `UNPLANNED PROCESS EXITS (${report.unplannedExits.length}; restarted like a supervisor would):`,
+    );
+    for (const exit of report.unplannedExits.slice(0, 20)) lines.push(`  - ${exit}`);
+  }
   lines.push(
     '',
     `process starts: ${Object.entries(report.processStarts)
@@ -56,7 +63,7 @@ export function formatText(report: ChaosReport): string {
   );
   lines.push(
     report.convergedAfterMs === null
-      ? `quiet phase: did NOT converge within ${report.options.quietMsMax} ms`
+      ? `quiet phase: did NOT converge within ${report.options.quietMsMax} ms (${report.notConverged})`
       : `quiet phase: converged after ${report.convergedAfterMs} ms`,
   );
   lines.push('', `fault schedule (${report.schedule.length} events):`);

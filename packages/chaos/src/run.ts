@@ -70,6 +70,8 @@ export interface ChaosReport {
   schedule: string[];
   faultsInjected: Record<string, number>;
   faultErrors: string[];
+  /** Processes that died without being killed (crashes the faults provoked): findings, not faults. */
+  unplannedExits: string[];
   processStarts: Record<string, number>;
   integrators: Record<string, number>;
   deposits: {
@@ -86,6 +88,7 @@ export interface ChaosReport {
     submitCallsDuringFaults: number;
   };
   convergedAfterMs: number | null;
+  notConverged: string | null;
   landed: Landed;
   checks: CheckResult[];
   ok: boolean;
@@ -296,6 +299,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           }
         })(),
       );
+    // A process that dies on its own is a finding: counted, reported, and restarted like a supervisor would.
+    const unplannedExits: string[] = [];
+    const supervising = true;
+    for (const [s, server] of servers.entries())
+      server.onUnplannedExit((detail) => {
+        unplannedExits.push(`${server.name} ${detail} at t+${((Date.now() - startedAt) / 1000).toFixed(1)}s`);
+        (serverProxies[s] as ChaosProxy).setUpstream(null);
+        if (supervising) restart(server, 500, () => (serverProxies[s] as ChaosProxy).setUpstream(server.url));
+      });
+    for (const worker of workers)
+      worker.onUnplannedExit((detail) => {
+        unplannedExits.push(`${worker.name} ${detail} at t+${((Date.now() - startedAt) / 1000).toFixed(1)}s`);
+        if (supervising) restart(worker, 500, () => {});
+      });
     const hotWallets = new Set(tenants.map((t) => t.hotWallet.toLowerCase()));
     const inject = async (event: FaultEvent): Promise<void> => {
       switch (event.kind) {
@@ -329,16 +346,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           return;
         }
         case 'pg-terminate': {
-          const rows = await sql<{ terminated: number }[]>`
-            select count(*) filter (where pg_terminate_backend(pid))::int as terminated
-            from pg_stat_activity
-            where datname = ${databaseName} and pid <> pg_backend_pid()
-              and application_name <> 'idem-chaos'
-              and state in ('active', 'idle in transaction', 'idle in transaction (aborted)')`;
-          count('pg-terminate');
-          faultsInjected['pg-terminate connections'] =
-            (faultsInjected['pg-terminate connections'] ?? 0) + (rows[0]?.terminated ?? 0);
-          return;
+          // Aim at work in progress: wait briefly for a backend inside a statement or a transaction.
+          for (let tries = 0; tries < 30; tries += 1) {
+            const rows = await sql<{ terminated: number }[]>`
+              select count(*) filter (where pg_terminate_backend(pid))::int as terminated
+              from pg_stat_activity
+              where datname = ${databaseName} and pid <> pg_backend_pid()
+                and application_name <> 'idem-chaos'
+                and state in ('active', 'idle in transaction', 'idle in transaction (aborted)')`;
+            const terminated = rows[0]?.terminated ?? 0;
+            if (terminated > 0) {
+              count('pg-terminate');
+              faultsInjected['pg-terminate connections'] =
+                (faultsInjected['pg-terminate connections'] ?? 0) + terminated;
+              return;
+            }
+            await sleep(50);
+          }
+          return count('pg-terminate (skipped: nothing in flight)');
         }
         case 'custodian-submit':
           await simulator.control({ fault: event.fault, faultTimes: event.times });
@@ -488,6 +513,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const worker of workers) if (!worker.running) await worker.start();
     const landed = detectLanded();
     let convergedAfterMs: number | null = null;
+    let outstanding = '';
     while (Date.now() - quietStarted < quietMsMax) {
       const [row] = await sql<{ stuck: number; received: number }[]>`
         select (select count(*) from operations where kind = 'withdrawal'
@@ -495,6 +521,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
                          or (state in ('UNKNOWN', 'FAILED_TERMINAL') and owner is not null)))::int as stuck,
                (select count(*) from inbox_events where status = 'RECEIVED')::int as received`;
       const settled = row?.stuck === 0 && (!landed.inboxProcessing || row.received === 0);
+      outstanding = `${row?.stuck ?? '?'} withdrawals not final, ${row?.received ?? '?'} inbox events unprocessed`;
       // Deposits need the chain to move past their depth: give it a few blocks after the faults.
       if (settled && Date.now() - quietStarted > (ETH_CONFIRMATIONS + 4) * 1_000) {
         convergedAfterMs = Date.now() - quietStarted;
@@ -543,6 +570,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       schedule: schedule.map(describeEvent),
       faultsInjected: { ...faultsInjected, ...proxyHits(serverProxies, custodianProxy, chainProxy) },
       faultErrors,
+      unplannedExits,
       processStarts: Object.fromEntries([...servers, ...workers].map((p) => [p.name, p.starts])),
       integrators: { ...integrators.counts },
       deposits: {
@@ -559,6 +587,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         submitCallsDuringFaults,
       },
       convergedAfterMs,
+      notConverged: convergedAfterMs === null ? outstanding : null,
       landed,
       checks,
       ok: failed === undefined,

@@ -1,0 +1,52 @@
+/**
+ * A seed names a run: the same seed and shape give the same fault schedule and the same client
+ * choices, so a failing run can be replayed; another seed gives another schedule.
+ */
+import { describe, expect, it } from 'vitest';
+import { Prng } from '../src/prng.ts';
+import { buildSchedule, describeEvent, FAULT_KINDS } from '../src/schedule.ts';
+
+const shape = { faultPhaseMs: 60_000, servers: 2, workers: 3 };
+
+describe('seeded schedule', () => {
+  it('the same seed gives the same schedule, event for event', () => {
+    const first = buildSchedule(new Prng(42).fork('faults'), shape).map(describeEvent);
+    const second = buildSchedule(new Prng(42).fork('faults'), shape).map(describeEvent);
+    expect(second).toEqual(first);
+    expect(first.length).toBeGreaterThan(20);
+  });
+
+  it('another seed gives another schedule', () => {
+    const a = buildSchedule(new Prng(1).fork('faults'), shape).map(describeEvent);
+    const b = buildSchedule(new Prng(2).fork('faults'), shape).map(describeEvent);
+    expect(b).not.toEqual(a);
+  });
+
+  it('every fault kind appears in the first 20 seconds, whatever the seed', () => {
+    for (let seed = 0; seed < 50; seed += 1) {
+      const early = buildSchedule(new Prng(seed).fork('faults'), { ...shape, faultPhaseMs: 25_000 }).filter(
+        (event) => event.atMs < 20_000,
+      );
+      expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(FAULT_KINDS));
+    }
+  });
+
+  it('targets stay within the process counts', () => {
+    for (let seed = 0; seed < 50; seed += 1)
+      for (const event of buildSchedule(new Prng(seed).fork('faults'), shape)) {
+        if (event.kind === 'kill-server') expect(event.target).toBeLessThan(shape.servers);
+        if (event.kind === 'kill-worker') expect(event.target).toBeLessThan(shape.workers);
+      }
+  });
+
+  it('forked streams are independent of each other and reproducible', () => {
+    const root = new Prng(7);
+    const a1 = root.fork('client-0');
+    const b = root.fork('client-1');
+    const a2 = new Prng(7).fork('client-0');
+    const sequence = (p: Prng) => Array.from({ length: 8 }, () => p.nextUint32());
+    const fromA1 = sequence(a1);
+    expect(sequence(a2)).toEqual(fromA1);
+    expect(sequence(b)).not.toEqual(fromA1);
+  });
+});
