@@ -115,13 +115,12 @@ export async function checkInvariants(input: InvariantInput): Promise<CheckResul
                        and p.bucket = 'held'), 0)::text as held
     from operations o`;
   const withdrawals = ops.filter((op) => op.kind === 'withdrawal');
-  const openBreaks = new Set(
-    (
-      await sql<{ tenant_id: string; subject: string }[]>`
-        select tenant_id::text, subject from reconciliation_breaks where status = 'open'`
-    ).map((row) => `${row.tenant_id}:${row.subject}`),
-  );
+  const breakRows = await sql<{ tenant_id: string; subject: string }[]>`
+    select tenant_id::text, subject from reconciliation_breaks where status = 'open'`;
+  const openBreaks = new Set(breakRows.map((row) => `${row.tenant_id}:${row.subject}`));
   const explained = (op: OpRow) => openBreaks.has(`${op.tenant_id}:operation:${op.operation_id}`);
+  const breakMentions = (text: string) =>
+    breakRows.some((row) => row.subject.toLowerCase().includes(text.toLowerCase()));
   const opByTxHash = new Map(
     withdrawals.filter((op) => op.tx_hash).map((op) => [(op.tx_hash as string).toLowerCase(), op]),
   );
@@ -132,7 +131,7 @@ export async function checkInvariants(input: InvariantInput): Promise<CheckResul
     atMostOneTransfer(input),
     everyAcknowledgedExistsOnce(input, withdrawals, opByTxHash, tenantOfWallet),
     await journalBalances(sql),
-    ledgerAgreesWithRails(input, withdrawals, opByTxHash, explained),
+    ledgerAgreesWithRails(input, withdrawals, opByTxHash, explained, breakMentions),
     depositsOnce(input, ops),
     holds(withdrawals),
     await webhooksInInbox(input),
@@ -298,6 +297,7 @@ function ledgerAgreesWithRails(
   withdrawals: OpRow[],
   opByTxHash: Map<string, OpRow>,
   explained: (op: OpRow) => boolean,
+  breakMentions: (text: string) => boolean,
 ): CheckResult {
   const violations: string[] = [];
   const onChain = new Set(input.chain.hotWalletTransfers.map((t) => t.hash.toLowerCase()));
@@ -314,6 +314,11 @@ function ledgerAgreesWithRails(
   }
   for (const transfer of input.chain.hotWalletTransfers) {
     const op = opByTxHash.get(transfer.hash.toLowerCase());
+    // An outflow no withdrawal accounts for is money gone: only an open break may stand for it.
+    if (!op && !breakMentions(transfer.hash))
+      violations.push(
+        `${transfer.valueWei} wei left hot wallet ${transfer.from} in ${transfer.hash}: no withdrawal and no open break`,
+      );
     if (op && op.state !== 'CONFIRMED' && FINAL.has(op.state) && !explained(op))
       violations.push(
         `transaction ${transfer.hash} is on chain but its withdrawal ${op.operation_id} is ${op.state}`,
@@ -326,8 +331,18 @@ function ledgerAgreesWithRails(
   const byReference = new Map(input.custodian.transfers.map((t) => [t.externalReference, t]));
   let confirmedBtc = 0n;
   let completedBtc = 0n;
-  for (const transfer of input.custodian.transfers)
+  const btcOps = new Set(withdrawals.map((op) => op.operation_id));
+  for (const transfer of input.custodian.transfers) {
     if (transfer.status === 'completed') completedBtc += BigInt(transfer.amountMinor);
+    if (
+      transfer.status === 'completed' &&
+      !btcOps.has(transfer.externalReference) &&
+      !breakMentions(transfer.id)
+    )
+      violations.push(
+        `the custodian completed transfer ${transfer.id} of ${transfer.amountMinor}: no withdrawal and no open break`,
+      );
+  }
   for (const op of withdrawals.filter(
     (w) => w.tenant_id === input.custodianTenantId && w.network === 'bitcoin',
   )) {

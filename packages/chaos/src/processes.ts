@@ -31,6 +31,8 @@ export interface ManagedProcess {
   /** The URL it listens on (servers), once started. */
   readonly url: string | null;
   readonly running: boolean;
+  /** Started and announced readiness, and not exited since. */
+  readonly ready: boolean;
   readonly starts: number;
   start(): Promise<void>;
   kill(): void;
@@ -118,6 +120,9 @@ function managed(spec: Spec): ManagedProcess {
     },
     get running() {
       return child !== null;
+    },
+    get ready() {
+      return child !== null && url !== null;
     },
     get starts() {
       return starts;

@@ -282,23 +282,30 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       faultsInjected[name] = (faultsInjected[name] ?? 0) + 1;
     };
     const faultPrng = prng.fork('fault-targets');
-    const restart = (proc: ManagedProcess, afterMs: number, onUp: () => void) =>
+    // One restart at a time per process: a kill during a restart, or a crash right after a kill,
+    // must not start two copies that fight over one name.
+    const restarting = new Set<string>();
+    const restart = (proc: ManagedProcess, afterMs: number, onUp: () => void) => {
+      if (restarting.has(proc.name)) return;
+      restarting.add(proc.name);
       restarts.push(
         (async () => {
           await sleep(afterMs);
-          for (let attempt = 1; attempt <= 5; attempt += 1) {
+          for (let attempt = 1; attempt <= 5 && !proc.ready; attempt += 1) {
             try {
+              if (proc.running) proc.kill();
+              await sleep(100);
               await proc.start();
               onUp();
-              return;
             } catch (error) {
               faultErrors.push(`restart of ${proc.name} failed: ${(error as Error).message}`);
-              proc.kill();
               await sleep(1_000);
             }
           }
+          restarting.delete(proc.name);
         })(),
       );
+    };
     // A process that dies on its own is a finding: counted, reported, and restarted like a supervisor would.
     const unplannedExits: string[] = [];
     const supervising = true;
@@ -319,7 +326,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         case 'kill-server': {
           const server = servers[event.target] as ManagedProcess;
           const proxy = serverProxies[event.target] as ChaosProxy;
-          if (!server.running) return count('kill-server (skipped: already down)');
+          if (!server.ready || restarting.has(server.name)) return count('kill-server (skipped: not up)');
           proxy.setUpstream(null);
           server.kill();
           count('kill-server');
@@ -328,7 +335,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         }
         case 'kill-worker': {
           const worker = workers[event.target] as ManagedProcess;
-          if (!worker.running) return count('kill-worker (skipped: already down)');
+          if (!worker.ready || restarting.has(worker.name)) return count('kill-worker (skipped: not up)');
           worker.kill();
           count('kill-worker');
           restart(worker, event.restartAfterMs, () => {});
@@ -506,11 +513,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       settlement: { outcome: 'complete', afterMs: 1_500 },
     });
     for (const [s, server] of servers.entries())
-      if (!server.running) {
+      if (!server.ready) {
+        if (server.running) server.kill();
+        await sleep(100);
         await server.start();
         (serverProxies[s] as ChaosProxy).setUpstream(server.url);
       }
-    for (const worker of workers) if (!worker.running) await worker.start();
+    for (const worker of workers)
+      if (!worker.ready) {
+        if (worker.running) worker.kill();
+        await sleep(100);
+        await worker.start();
+      }
     const landed = detectLanded();
     let convergedAfterMs: number | null = null;
     let outstanding = '';
