@@ -159,7 +159,8 @@ function atMostOneTransfer(input: InvariantInput): CheckResult {
   const violations: string[] = [];
   const byDestination = new Map<string, ChainTransfer[]>();
   for (const transfer of input.chain.hotWalletTransfers) {
-    const key = `${transfer.from}->${transfer.to}`;
+    // By destination alone: a second payout from another tenant's wallet is still a second payout.
+    const key = transfer.to.toLowerCase();
     byDestination.set(key, [...(byDestination.get(key) ?? []), transfer]);
   }
   // Every withdrawal pays a destination of its own, so two transfers to one destination are two payouts.
