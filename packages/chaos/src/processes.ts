@@ -7,9 +7,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const tsxCli = createRequire(import.meta.url).resolve('tsx/cli');
+/**
+ * tsx is loaded into the process itself (`node --import tsx`), not through the tsx CLI: the CLI
+ * runs the script in a child process, so a SIGKILL of the CLI would leave the real server or
+ * worker running as an orphan and the "kill" would kill nothing.
+ */
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const serverMain = fileURLToPath(new URL('../../server/src/main.ts', import.meta.url));
 const cliMain = fileURLToPath(new URL('../../server/src/cli/main.ts', import.meta.url));
 const startupTimeoutMs = 60_000;
@@ -68,7 +73,7 @@ function managed(spec: Spec): ManagedProcess {
     expectingExit = false;
     log ??= createWriteStream(join(spec.logDir, `${spec.name}.log`), { flags: 'a' });
     log.write(`\n=== start ${starts} at ${new Date().toISOString()} ===\n`);
-    const proc = spawn(process.execPath, [tsxCli, ...spec.args], {
+    const proc = spawn(process.execPath, ['--import', tsxLoader, ...spec.args], {
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
