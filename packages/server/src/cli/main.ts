@@ -225,6 +225,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (name === 'reconcile')
+    return runReconcile(typeof values.tenant === 'string' ? values.tenant : '', values.json === true);
   if (name === 'worker')
     return runWorker(typeof values.id === 'string' ? values.id : `worker-${process.pid}`);
   const run = commands[name];
