@@ -9,7 +9,7 @@ export interface Branding {
 }
 
 /** Used until an admin sets the tenant's own: the tenant's name on a neutral blue. */
-export const DEFAULT_PRIMARY_COLOR = '#1c7ed6';
+export const DEFAULT_PRIMARY_COLOR = '#1864ab';
 
 /** A tenant's brand, or its name on the default colour when none was set. */
 export async function getBranding(db: Executor, tenantId: string): Promise<Branding> {

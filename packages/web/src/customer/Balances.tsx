@@ -19,37 +19,35 @@ export function Balances() {
       {balances.isPending ? <Loader aria-label="Loading balances" /> : null}
       <ProblemAlert error={balances.error} />
       {balances.data ? (
-        <Table.ScrollContainer minWidth={320}>
-          <Table data-testid="balances">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th scope="col">Asset</Table.Th>
-                <Table.Th scope="col" ta="right">
-                  Available
-                </Table.Th>
-                <Table.Th scope="col" ta="right">
-                  Held
-                </Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {balances.data.assets.map((asset) => {
-                const balance = balances.data.balances.find((entry) => entry.asset === asset.code);
-                return (
-                  <Table.Tr key={asset.code} data-asset={asset.code}>
-                    <Table.Th scope="row">{asset.code}</Table.Th>
-                    <Table.Td ta="right" ff="monospace" data-testid={`available-${asset.code}`}>
-                      {formatMinor(balance?.available ?? '0', asset.decimals)}
-                    </Table.Td>
-                    <Table.Td ta="right" ff="monospace" data-testid={`held-${asset.code}`}>
-                      {formatMinor(balance?.held ?? '0', asset.decimals)}
-                    </Table.Td>
-                  </Table.Tr>
-                );
-              })}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
+        <Table data-testid="balances">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Asset</Table.Th>
+              <Table.Th scope="col" ta="right">
+                Available
+              </Table.Th>
+              <Table.Th scope="col" ta="right">
+                Held
+              </Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {balances.data.assets.map((asset) => {
+              const balance = balances.data.balances.find((entry) => entry.asset === asset.code);
+              return (
+                <Table.Tr key={asset.code} data-asset={asset.code}>
+                  <Table.Th scope="row">{asset.code}</Table.Th>
+                  <Table.Td ta="right" ff="monospace" data-testid={`available-${asset.code}`}>
+                    {formatMinor(balance?.available ?? '0', asset.decimals)}
+                  </Table.Td>
+                  <Table.Td ta="right" ff="monospace" data-testid={`held-${asset.code}`}>
+                    {formatMinor(balance?.held ?? '0', asset.decimals)}
+                  </Table.Td>
+                </Table.Tr>
+              );
+            })}
+          </Table.Tbody>
+        </Table>
       ) : null}
     </Paper>
   );

@@ -5,6 +5,7 @@ import { Link, Route, Switch } from 'wouter';
 import { api, isSignedOut, setCsrfToken } from '../api.ts';
 import { useSetBrand } from '../ui/brand.tsx';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { readableTextOn } from '../ui/theme.ts';
 import { Balances } from './Balances.tsx';
 import { History } from './History.tsx';
 import { Withdraw } from './Withdraw.tsx';
@@ -45,9 +46,10 @@ export function CustomerApp() {
     );
   }
   const { branding, accountId } = me.data;
+  const onBrand = readableTextOn(branding.primaryColor);
   return (
     <AppShell header={{ height: 64 }} padding="md">
-      <AppShell.Header bg="brand" c="brand.contrast" data-testid="brand-header">
+      <AppShell.Header bg={branding.primaryColor} c={onBrand} data-testid="brand-header">
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
             {branding.logoUrl ? (
@@ -59,10 +61,10 @@ export function CustomerApp() {
           </Group>
           <nav aria-label="Account">
             <Group gap="md" wrap="nowrap">
-              <Anchor component={Link} href="/" c="brand.contrast" underline="always">
+              <Anchor component={Link} href="/" c={onBrand} underline="always">
                 Wallet
               </Anchor>
-              <Anchor component={Link} href="/history" c="brand.contrast" underline="always">
+              <Anchor component={Link} href="/history" c={onBrand} underline="always">
                 History
               </Anchor>
             </Group>

@@ -39,38 +39,36 @@ export function History() {
       <ProblemAlert error={page.error} />
       {page.data && page.data.items.length === 0 ? <Text>No withdrawals yet.</Text> : null}
       {page.data && page.data.items.length > 0 ? (
-        <Table.ScrollContainer minWidth={300}>
-          <Table data-testid="history">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th scope="col">When</Table.Th>
-                <Table.Th scope="col">Amount</Table.Th>
-                <Table.Th scope="col">Status</Table.Th>
-                <Table.Th scope="col">
-                  <VisuallyHidden>Details</VisuallyHidden>
-                </Table.Th>
+        <Table data-testid="history">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">When</Table.Th>
+              <Table.Th scope="col">Amount</Table.Th>
+              <Table.Th scope="col">Status</Table.Th>
+              <Table.Th scope="col">
+                <VisuallyHidden>Details</VisuallyHidden>
+              </Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {page.data.items.map((item) => (
+              <Table.Tr key={item.operationId} data-testid="history-row">
+                <Table.Td>{formatTime(item.createdAt)}</Table.Td>
+                <Table.Td ff="monospace">{displayAmount(item.amountMinor, item.asset, assets)}</Table.Td>
+                <Table.Td>
+                  <Badge color={stateColor(item.state)} variant="filled" tt="none" size="lg" radius="sm">
+                    {customerStateText(item.state, item.rejectionCode)}
+                  </Badge>
+                </Table.Td>
+                <Table.Td>
+                  <Anchor component={Link} href={`/withdrawals/${item.operationId}`}>
+                    Details
+                  </Anchor>
+                </Table.Td>
               </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {page.data.items.map((item) => (
-                <Table.Tr key={item.operationId} data-testid="history-row">
-                  <Table.Td>{formatTime(item.createdAt)}</Table.Td>
-                  <Table.Td ff="monospace">{displayAmount(item.amountMinor, item.asset, assets)}</Table.Td>
-                  <Table.Td>
-                    <Badge color={stateColor(item.state)} variant="light" tt="none" size="lg" radius="sm">
-                      {customerStateText(item.state, item.rejectionCode)}
-                    </Badge>
-                  </Table.Td>
-                  <Table.Td>
-                    <Anchor component={Link} href={`/withdrawals/${item.operationId}`}>
-                      Details
-                    </Anchor>
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
+            ))}
+          </Table.Tbody>
+        </Table>
       ) : null}
       <Group mt="sm">
         <Button

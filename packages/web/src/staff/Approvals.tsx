@@ -28,6 +28,8 @@ import { Pager, useCursorPages, useStaffAssets } from './shared.tsx';
  */
 export function Approvals() {
   const pages = useCursorPages();
+  // Shown above the queue: a completed approval leaves the queue, and its card with it.
+  const [lastDecision, setLastDecision] = useState<string | null>(null);
   const queue = useQuery({
     queryKey: ['staff', 'approvals', pages.cursor ?? null],
     queryFn: () =>
@@ -38,18 +40,23 @@ export function Approvals() {
       <Title order={1} size="h2">
         Approval queue
       </Title>
+      {lastDecision ? (
+        <Alert color="green" role="status" data-testid="decision-result">
+          {lastDecision}
+        </Alert>
+      ) : null}
       {queue.isPending ? <Loader aria-label="Loading approvals" /> : null}
       <ProblemAlert error={queue.error} />
       {queue.data?.items.length === 0 ? <Text>Nothing is waiting for approval.</Text> : null}
       {queue.data?.items.map((item) => (
-        <ApprovalCard key={item.operationId} item={item} />
+        <ApprovalCard key={item.operationId} item={item} onDecided={setLastDecision} />
       ))}
       <Pager pages={pages} nextCursor={queue.data?.nextCursor} />
     </Stack>
   );
 }
 
-function ApprovalCard({ item }: { item: StaffOperationView }) {
+function ApprovalCard({ item, onDecided }: { item: StaffOperationView; onDecided(summary: string): void }) {
   const me = useStaff();
   const assets = useStaffAssets().data ?? [];
   const queryClient = useQueryClient();
@@ -62,7 +69,12 @@ function ApprovalCard({ item }: { item: StaffOperationView }) {
         decision,
         ...(reason.trim() ? { reason: reason.trim() } : {}),
       }),
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['staff'] }),
+    onSuccess: (result) => {
+      onDecided(
+        `Recorded on ${item.reference}: ${result.approvalsGiven} of ${result.approvalsRequired} approvals; the withdrawal is ${result.state}.`,
+      );
+      void queryClient.invalidateQueries({ queryKey: ['staff'] });
+    },
   });
   const approvalsGiven = item.approvals.filter(
     (entry) => entry.decision === 'approve' && entry.payloadHash === item.payloadHash,
@@ -82,7 +94,7 @@ function ApprovalCard({ item }: { item: StaffOperationView }) {
           <Title order={2} size="h4" id={headingId}>
             <Link href={`/operations/${item.operationId}`}>{item.reference}</Link>
           </Title>
-          <Badge variant="light" data-testid="four-eyes-status">
+          <Badge variant="filled" data-testid="four-eyes-status">
             {approvalsGiven.length} of {required} approval{required === 1 ? '' : 's'}
             {required > 1 ? ' (four eyes)' : ''}
           </Badge>
@@ -134,7 +146,7 @@ function ApprovalCard({ item }: { item: StaffOperationView }) {
               <Table.Td>
                 <Group gap={4}>
                   {(item.riskFlags ?? []).map((flag) => (
-                    <Badge key={flag} color="orange" variant="light" tt="none">
+                    <Badge key={flag} color="orange" variant="filled" tt="none">
                       {flag}
                     </Badge>
                   ))}
@@ -169,12 +181,6 @@ function ApprovalCard({ item }: { item: StaffOperationView }) {
           maxLength={500}
         />
         <ProblemAlert error={decide.error} title="Decision refused" />
-        {decide.data ? (
-          <Alert color="green" role="status" data-testid="decision-result">
-            Recorded. {decide.data.approvalsGiven} of {decide.data.approvalsRequired} approvals; the
-            withdrawal is {decide.data.state}.
-          </Alert>
-        ) : null}
         <Group>
           <Button onClick={() => decide.mutate('approve')} loading={decide.isPending} data-testid="approve">
             Approve hash {item.payloadHash.slice(0, 8)}…

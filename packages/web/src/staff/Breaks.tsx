@@ -48,7 +48,7 @@ export function Breaks() {
           style={{ border: '1px solid var(--mantine-color-gray-3)', borderRadius: 4 }}
         >
           <Group>
-            <Badge variant="light" tt="none">
+            <Badge variant="filled" tt="none">
               {row.breakClass}
             </Badge>
             <Code>{row.subject}</Code>

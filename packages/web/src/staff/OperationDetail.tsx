@@ -36,7 +36,7 @@ export function OperationDetail({ operationId }: { operationId: string }) {
             <Table.Tr>
               <Table.Th w={170}>State</Table.Th>
               <Table.Td>
-                <Badge color={stateColor(operation.state)} variant="light">
+                <Badge color={stateColor(operation.state)} variant="filled">
                   {operation.state}
                 </Badge>{' '}
                 for {formatAge(operation.ageSeconds)}

@@ -73,7 +73,7 @@ export function OperationTable({ items, caption }: { items: StaffOperationView[]
               <Table.Td>{item.accountId}</Table.Td>
               <Table.Td ff="monospace">{displayAmount(item.amountMinor, item.asset, assets)}</Table.Td>
               <Table.Td>
-                <Badge color={stateColor(item.state)} variant="light" tt="none">
+                <Badge color={stateColor(item.state)} variant="filled" tt="none">
                   {item.state}
                 </Badge>
               </Table.Td>

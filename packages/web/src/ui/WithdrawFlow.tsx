@@ -232,7 +232,11 @@ function WithdrawForm({
   fixedAccountId: string | undefined;
   onReview(draft: Omit<Intent, 'intentId' | 'status'>): void;
 }) {
-  const [assetCode, setAssetCode] = useState<string | null>(assets[0]?.code ?? null);
+  // Start on the first asset there is something to withdraw of.
+  const funded = assets.find(
+    (candidate) => candidate.availableMinor !== undefined && candidate.availableMinor !== '0',
+  );
+  const [assetCode, setAssetCode] = useState<string | null>((funded ?? assets[0])?.code ?? null);
   const [accountId, setAccountId] = useState('');
   const [destination, setDestination] = useState('');
   const [amount, setAmount] = useState('');

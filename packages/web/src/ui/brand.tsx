@@ -1,6 +1,16 @@
-import { MantineProvider, type MantineThemeOverride } from '@mantine/core';
+import { type CSSVariablesResolver, MantineProvider, type MantineThemeOverride } from '@mantine/core';
 import { createContext, type ReactNode, useContext, useMemo, useState } from 'react';
 import { baseTheme, brandTheme } from './theme.ts';
+
+/**
+ * Mantine's default dimmed grey and error red fall under WCAG AA contrast on white (axe flags them
+ * as serious): darker shades for secondary text, descriptions and required marks.
+ */
+const contrastVariables: CSSVariablesResolver = () => ({
+  variables: {},
+  light: { '--mantine-color-dimmed': '#495057', '--mantine-color-error': '#c92a2a' },
+  dark: {},
+});
 
 const SetBrandContext = createContext<(primaryColor: string | null) => void>(() => {});
 
@@ -12,7 +22,7 @@ export function BrandedProvider({ children }: { children: ReactNode }) {
   const [color, setColor] = useState<string | null>(null);
   const theme: MantineThemeOverride = useMemo(() => (color ? brandTheme(color) : baseTheme), [color]);
   return (
-    <MantineProvider theme={theme}>
+    <MantineProvider theme={theme} cssVariablesResolver={contrastVariables}>
       <SetBrandContext.Provider value={setColor}>{children}</SetBrandContext.Provider>
     </MantineProvider>
   );

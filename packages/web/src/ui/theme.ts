@@ -12,3 +12,17 @@ export const baseTheme: MantineThemeOverride = createTheme({
 export function brandTheme(primaryColor: string): MantineThemeOverride {
   return createTheme({ ...baseTheme, primaryColor: 'brand', colors: { brand: colorsTuple(primaryColor) } });
 }
+
+/**
+ * Black or white, whichever reads better on `hex` (WCAG relative luminance), so any brand colour
+ * keeps the header text legible (axe's contrast check runs on it).
+ */
+export function readableTextOn(hex: string): string {
+  const channel = (offset: number) => {
+    const value = Number.parseInt(hex.slice(offset, offset + 2), 16) / 255;
+    return value <= 0.03928 ? value / 12.92 : ((value + 0.055) / 1.055) ** 2.4;
+  };
+  const luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+  // Contrast with white is 1.05/(L+0.05); with black (L+0.05)/0.05. Pick the larger.
+  return 1.05 / (luminance + 0.05) >= (luminance + 0.05) / 0.05 ? '#ffffff' : '#000000';
+}

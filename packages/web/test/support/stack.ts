@@ -1,0 +1,228 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createApiKey,
+  createStaffUser,
+  createTenant,
+  type Database,
+  openDatabase,
+  recordDeposit,
+  type StaffRole,
+  setRiskPolicy,
+  withTenant,
+} from '@idem/core';
+import { createIdemClient, type IdemClient } from '@idem/sdk';
+import { hashPassword } from '@idem/server';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+const serverRoot = fileURLToPath(new URL('../../../server/', import.meta.url));
+export const resultsDir = fileURLToPath(new URL('../../test-results/', import.meta.url));
+
+export const ETH = 10n ** 18n;
+export const PASSWORD = 'correct horse battery staple';
+
+export interface StaffFixture {
+  email: string;
+  role: StaffRole;
+  userId: string;
+}
+
+export interface TenantFixture {
+  tenantId: string;
+  apiKey: string;
+  staff: Record<'admin' | 'approver1' | 'approver2' | 'support', StaffFixture>;
+}
+
+/**
+ * Two tenants, each with an account funded with 100 ETH, ETH review rules (auto-approve up to
+ * 1 ETH, four eyes from 5 ETH) and four staff members, written through core's ordinary paths.
+ */
+async function provision(db: Database, name: string): Promise<TenantFixture> {
+  const { tenantId } = await createTenant(db, { name });
+  const passwordHash = await hashPassword(PASSWORD);
+  const staff = {} as TenantFixture['staff'];
+  await withTenant(db, tenantId, async (tx) => {
+    await setRiskPolicy(tx, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
+      velocityMaxPerHour: 1000,
+      similarWindowMinutes: 1,
+    });
+    const members: [keyof TenantFixture['staff'], StaffRole][] = [
+      ['admin', 'admin'],
+      ['approver1', 'approver'],
+      ['approver2', 'approver'],
+      ['support', 'support'],
+    ];
+    for (const [key, role] of members) {
+      const email = `${key}@${name.toLowerCase().replaceAll(' ', '-')}.invalid`;
+      const user = await createStaffUser(tx, { tenantId, email, role, passwordHash });
+      staff[key] = { email, role, userId: user.userId };
+    }
+    await recordDeposit(tx, {
+      tenantId,
+      deposit: {
+        reference: `seed-${tenantId}`,
+        accountId: 'cust-7',
+        asset: 'ETH',
+        amountMinor: (100n * ETH).toString(),
+      },
+      idempotencyKey: `seed-${tenantId}`,
+      actor: 'test',
+    });
+  });
+  const { apiKey } = await createApiKey(db, tenantId);
+  return { tenantId, apiKey, staff };
+}
+
+export interface Stack {
+  baseUrl: string;
+  a: TenantFixture;
+  b: TenantFixture;
+  sdkA: IdemClient;
+  sdkB: IdemClient;
+  browser: Browser;
+  output: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * The real server as a child process on a free port, on an embedded PGlite database provisioned
+ * beforehand (one process at a time may open it), without chain or worker; and Debian's Chromium.
+ */
+export async function startStack(): Promise<Stack> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-'));
+  const handle = await openDatabase({ dataDir: join(dataDir, 'pgdata') });
+  let a: TenantFixture;
+  let b: TenantFixture;
+  try {
+    await handle.migrate();
+    a = await provision(handle.db, 'Alpha Exchange');
+    b = await provision(handle.db, 'Beta Exchange');
+  } finally {
+    await handle.close();
+  }
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: serverRoot,
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'test',
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      IDEM_DATA_DIR: dataDir,
+      IDEM_EMBEDDED_RAILS: 'false',
+      IDEM_WORKER_IN_PROCESS: 'false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('')}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output.push(chunk.toString('utf8'));
+      const match = /Idem listening on http:\/\/[^\s]+:(\d+) /.exec(output.join(''));
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output.join('')}`)));
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  mkdirSync(resultsDir, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  return {
+    baseUrl,
+    a,
+    b,
+    sdkA: createIdemClient({ baseUrl, apiKey: a.apiKey }),
+    sdkB: createIdemClient({ baseUrl, apiKey: b.apiKey }),
+    browser,
+    output,
+    stop: async () => {
+      await browser.close();
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const PHONE = { width: 390, height: 844 };
+export const DESKTOP = { width: 1280, height: 900 };
+
+export async function newPage(stack: Stack, viewport = DESKTOP): Promise<Page> {
+  const context = await stack.browser.newContext({ viewport, baseURL: stack.baseUrl });
+  return context.newPage();
+}
+
+/** Signs a staff member in through the sign-in screen. */
+export async function signInStaff(page: Page, tenantId: string, email: string): Promise<void> {
+  await page.goto(`/staff/login?tenant=${tenantId}`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').and(page.locator('input')).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('signed-in-as').waitFor();
+}
+
+/** Opens the customer screens the way a customer does: the operator's backend makes a one-time link. */
+export async function openCustomer(page: Page, sdk: IdemClient, accountId = 'cust-7'): Promise<void> {
+  const { url } = await sdk.customerSessions.create({ accountId });
+  await page.goto(url);
+  await page.getByTestId('balances').waitFor();
+}
+
+const require = createRequire(import.meta.url);
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * Runs axe-core in the page (evaluated through the DevTools protocol, so our CSP stays on) and
+ * returns the serious and critical violations.
+ */
+export async function seriousViolations(
+  page: Page,
+): Promise<{ id: string; help: string; targets: string[] }[]> {
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+    const result = await axe.run();
+    return result.violations as {
+      id: string;
+      impact: string | null;
+      help: string;
+      nodes: { target: string[] }[];
+    }[];
+  });
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => ({
+      id: violation.id,
+      help: violation.help,
+      targets: violation.nodes.map((node) => node.target.join(' ')),
+    }));
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(resultsDir, `${name}.png`), fullPage: true });
+}

@@ -1,0 +1,258 @@
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  newPage,
+  openCustomer,
+  PHONE,
+  type Stack,
+  screenshot,
+  seriousViolations,
+  signInStaff,
+  startStack,
+} from './support/stack.ts';
+
+/**
+ * The web screens in a real Chromium against the real server process: what a customer and the
+ * operator's staff do, checked through the screens and, where it matters, through the API too.
+ */
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const destinations = {
+  small: '0x1111111111111111111111111111111111111111',
+  double: '0x2222222222222222222222222222222222222222',
+  reload: '0x3333333333333333333333333333333333333333',
+  fourEyes: '0x4444444444444444444444444444444444444444',
+  self: '0x5555555555555555555555555555555555555555',
+  other: '0x6666666666666666666666666666666666666666',
+};
+
+async function withdrawalsTo(destination: string, sdk = stack.sdkA) {
+  const page = await sdk.withdrawals.list({ limit: 100 });
+  return page.items.filter((item) => item.destination === destination);
+}
+
+/** Fills the withdraw form and reviews it; leaves the page on the confirmation step. */
+async function reviewWithdrawal(page: Page, destination: string, amount: string): Promise<void> {
+  await page.getByRole('combobox', { name: 'Asset' }).click();
+  await page.getByRole('option', { name: 'ETH (ethereum)' }).click();
+  await page.getByLabel('Destination address').fill(destination);
+  await page.getByLabel(/^Amount in/).fill(amount);
+  await page.getByRole('button', { name: 'Review withdrawal' }).click();
+  await page.getByTestId('confirmation').waitFor();
+}
+
+describe('customer screens', () => {
+  it('a customer withdraws on a phone: balances in exact units, a confirmation, then the history and timeline', async () => {
+    const page = await newPage(stack, PHONE);
+    await openCustomer(page, stack.sdkA);
+    // The link's token leaves the address bar at once.
+    expect(page.url()).not.toContain('#');
+    await expect(page.getByTestId('available-ETH').textContent()).resolves.toBe('100');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByLabel('Destination address').fill('0x1234');
+    await page.getByLabel(/^Amount in/).fill('0.1234567890123456789');
+    await page.getByRole('button', { name: 'Review withdrawal' }).click();
+    await expect(page.getByText('This is not a valid ethereum address').isVisible()).resolves.toBe(true);
+    await expect(page.getByText('Enter an amount with at most 18 decimals').isVisible()).resolves.toBe(true);
+
+    await reviewWithdrawal(page, destinations.small, '0.123456789012345678');
+    await expect(page.getByTestId('confirm-amount').textContent()).resolves.toBe('0.123456789012345678 ETH');
+    await expect(page.getByTestId('confirm-destination').textContent()).resolves.toBe(destinations.small);
+    await expect(page.getByText('123456789012345678 minor units').isVisible()).resolves.toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'customer-confirm-phone');
+
+    await page.getByTestId('confirm-submit').click();
+    await page.getByTestId('outcome-created').waitFor();
+    await expect(page.getByTestId('outcome-created').textContent()).resolves.toContain(
+      'Approved; preparing to send',
+    );
+    // The balances refresh after the answer: the amount is held, to the last of its 18 decimals.
+    await page
+      .getByTestId('held-ETH')
+      .filter({ hasText: /^0\.123456789012345678$/ })
+      .waitFor();
+    await expect(page.getByTestId('available-ETH').textContent()).resolves.toBe('99.876543210987654322');
+    await screenshot(page, 'customer-submitted-phone');
+
+    const [created] = await withdrawalsTo(destinations.small);
+    expect(created?.amountMinor).toBe('123456789012345678');
+
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.getByTestId('history-row').first().waitFor();
+    await expect(page.getByTestId('history').textContent()).resolves.toContain('Approved; preparing to send');
+    await page.getByRole('link', { name: 'Details' }).first().click();
+    await page.getByTestId('timeline').waitFor();
+    await expect(page.getByTestId('timeline').textContent()).resolves.toContain('Received; being reviewed');
+    await expect(page.getByTestId('timeline').textContent()).resolves.toContain(
+      'Approved; preparing to send',
+    );
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'customer-timeline-phone');
+    await page.context().close();
+  });
+
+  it('C03 a double-click on confirm creates one operation', async () => {
+    const page = await newPage(stack);
+    await openCustomer(page, stack.sdkA);
+    await reviewWithdrawal(page, destinations.double, '0.2');
+    await page.getByTestId('confirm-submit').dblclick();
+    await page.getByTestId('outcome-created').or(page.getByTestId('outcome-replayed')).waitFor();
+    await screenshot(page, 'customer-double-click');
+    expect(await withdrawalsTo(destinations.double)).toHaveLength(1);
+    await page.context().close();
+  });
+
+  it('C03 a reload while the submit is in flight resends the same intent and says it replayed', async () => {
+    const page = await newPage(stack);
+    await openCustomer(page, stack.sdkA);
+    await reviewWithdrawal(page, destinations.reload, '0.3');
+    // The request reaches the server and is committed, but its answer never reaches the page.
+    let reached: () => void = () => {};
+    const committed = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    await page.route('**/trpc/customer.withdraw', async (route) => {
+      await route.fetch();
+      reached();
+      await route.abort('connectionreset');
+    });
+    await page.getByTestId('confirm-submit').click();
+    await committed;
+    await page.getByText('We did not get an answer').waitFor();
+    await screenshot(page, 'customer-no-answer');
+    await page.unroute('**/trpc/customer.withdraw');
+    await page.reload();
+    await page.getByTestId('outcome-replayed').waitFor();
+    await expect(page.getByTestId('outcome-replayed').textContent()).resolves.toContain('not a new one');
+    await screenshot(page, 'customer-replayed');
+    expect(await withdrawalsTo(destinations.reload)).toHaveLength(1);
+    await page.context().close();
+  });
+});
+
+describe('staff screens', () => {
+  it('C24 an approver approves and a second approver completes four-eyes, bound to the shown hash', async () => {
+    const customer = await newPage(stack);
+    await openCustomer(customer, stack.sdkA);
+    await reviewWithdrawal(customer, destinations.fourEyes, '6');
+    await customer.getByTestId('confirm-submit').click();
+    await customer.getByTestId('outcome-created').waitFor();
+    await expect(customer.getByTestId('outcome-created').textContent()).resolves.toContain('being reviewed');
+    await customer.context().close();
+
+    for (const [who, expected] of [
+      ['approver1', '1 of 2 approvals; the withdrawal is REQUESTED'],
+      ['approver2', '2 of 2 approvals; the withdrawal is APPROVED'],
+    ] as const) {
+      const page = await newPage(stack);
+      await signInStaff(page, stack.a.tenantId, stack.a.staff[who].email);
+      const card = page.getByTestId('approval-card').filter({ hasText: destinations.fourEyes });
+      await card.waitFor();
+      await expect(card.getByTestId('payload-hash').textContent()).resolves.toMatch(/^[0-9a-f]{64}$/);
+      await expect(card.textContent()).resolves.toContain('four_eyes_amount');
+      if (who === 'approver1') expect(await seriousViolations(page)).toEqual([]);
+      await card.getByTestId('approve').click();
+      await page.getByTestId('decision-result').waitFor();
+      await expect(page.getByTestId('decision-result').textContent()).resolves.toContain(expected);
+      await screenshot(page, `staff-four-eyes-${who}`);
+      await page.context().close();
+    }
+    const [approved] = await withdrawalsTo(destinations.fourEyes);
+    expect(approved?.state).toBe('APPROVED');
+  });
+
+  it('C24 self-approval is refused by the server: the admin who requested cannot approve', async () => {
+    const page = await newPage(stack);
+    await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);
+    await page.getByRole('link', { name: 'New withdrawal' }).click();
+    await page.getByRole('textbox', { name: 'Account' }).fill('cust-7');
+    await reviewWithdrawal(page, destinations.self, '2');
+    await page.getByTestId('confirm-submit').click();
+    await page.getByTestId('outcome-created').waitFor();
+
+    await page.getByRole('link', { name: 'Approval queue' }).click();
+    const card = page.getByTestId('approval-card').filter({ hasText: destinations.self });
+    await card.waitFor();
+    await card.getByTestId('approve').click();
+    const refusal = card.getByRole('alert');
+    await refusal.waitFor();
+    await expect(refusal.textContent()).resolves.toContain(
+      'the requester of a withdrawal cannot decide on it',
+    );
+    await expect(refusal.getByTestId('request-id').textContent()).resolves.toMatch(/^[0-9a-f-]{36}$/);
+    await screenshot(page, 'staff-self-approval-refused');
+    const [still] = await withdrawalsTo(destinations.self);
+    expect(still?.state).toBe('REQUESTED');
+    await page.context().close();
+  });
+
+  it('branding set by an admin changes what the customer sees, for that tenant only', async () => {
+    const staff = await newPage(stack);
+    await signInStaff(staff, stack.a.tenantId, stack.a.staff.admin.email);
+    await staff.getByRole('link', { name: 'Branding' }).click();
+    await staff.getByLabel('Name shown to customers').fill('Acme Pay');
+    await staff.getByLabel('Primary colour (hex)').fill('#7b2cbf');
+    await staff.getByRole('button', { name: 'Save branding' }).click();
+    await staff.getByText('Saved.').waitFor();
+    await staff.context().close();
+
+    const customer = await newPage(stack, PHONE);
+    await openCustomer(customer, stack.sdkA);
+    await expect(customer.getByTestId('brand-name').textContent()).resolves.toBe('Acme Pay');
+    const background = await customer
+      .getByTestId('brand-header')
+      .evaluate((element) => getComputedStyle(element).backgroundColor);
+    expect(background).toBe('rgb(123, 44, 191)');
+    expect(await seriousViolations(customer)).toEqual([]);
+    await screenshot(customer, 'customer-branded-phone');
+    await customer.context().close();
+
+    const other = await newPage(stack);
+    await openCustomer(other, stack.sdkB);
+    await expect(other.getByTestId('brand-name').textContent()).resolves.toBe('Beta Exchange');
+    await other.context().close();
+  });
+
+  it('C22 a cross-tenant URL shows nothing of the other tenant, to customers and to staff', async () => {
+    const { withdrawal } = await stack.sdkB.withdrawals.submit(
+      {
+        withdrawalId: 'beta-secret-1',
+        accountId: 'cust-7',
+        asset: 'ETH',
+        destination: destinations.other,
+        amountMinor: '1000',
+      },
+      'beta-secret-key-1',
+    );
+
+    const customer = await newPage(stack);
+    await openCustomer(customer, stack.sdkA);
+    await customer.goto(`/customer/withdrawals/${withdrawal.operationId}`);
+    await customer.getByRole('alert').waitFor();
+    await expect(customer.getByRole('alert').textContent()).resolves.toContain('no such withdrawal');
+    const customerText = (await customer.textContent('body')) ?? '';
+    expect(customerText).not.toContain(destinations.other);
+    expect(customerText).not.toContain('beta-secret-1');
+    await screenshot(customer, 'cross-tenant-customer');
+    await customer.context().close();
+
+    const staff = await newPage(stack);
+    await signInStaff(staff, stack.a.tenantId, stack.a.staff.support.email);
+    await staff.goto(`/staff/operations/${withdrawal.operationId}`);
+    await staff.getByRole('alert').waitFor();
+    await expect(staff.getByRole('alert').textContent()).resolves.toContain('no such operation');
+    expect((await staff.textContent('body')) ?? '').not.toContain(destinations.other);
+    await screenshot(staff, 'cross-tenant-staff');
+    await staff.context().close();
+  });
+});
