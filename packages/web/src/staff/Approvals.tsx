@@ -146,7 +146,7 @@ function ApprovalCard({ item, onDecided }: { item: StaffOperationView; onDecided
               <Table.Td>
                 <Group gap={4}>
                   {(item.riskFlags ?? []).map((flag) => (
-                    <Badge key={flag} color="orange" variant="filled" tt="none">
+                    <Badge key={flag} color="yellow" variant="filled" tt="none">
                       {flag}
                     </Badge>
                   ))}

@@ -35,7 +35,7 @@ export function Inbox() {
               {inbox.data.map((item) => (
                 <Table.Tr key={`${item.kind}:${item.source}:${item.eventId}:${item.receivedAt}`}>
                   <Table.Td>
-                    <Badge color={item.kind === 'quarantined' ? 'red' : 'yellow'} variant="filled">
+                    <Badge color={item.kind === 'quarantined' ? 'red.9' : 'yellow'} variant="filled">
                       {item.kind}
                     </Badge>
                   </Table.Td>

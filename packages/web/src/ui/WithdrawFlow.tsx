@@ -146,10 +146,10 @@ export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detai
             Confirm your withdrawal
           </Title>
           <Text>This is exactly what will be submitted. Check the destination character by character.</Text>
-          <Table data-testid="confirmation" variant="vertical" withTableBorder>
+          <Table data-testid="confirmation" variant="vertical" withTableBorder layout="fixed">
             <Table.Tbody>
               <Table.Tr>
-                <Table.Th w={160}>Amount</Table.Th>
+                <Table.Th w={110}>Amount</Table.Th>
                 <Table.Td>
                   <Text fw={700} ff="monospace" data-testid="confirm-amount">
                     {formatMinor(intent.amountMinor, decimals)} {intent.asset}
@@ -166,7 +166,11 @@ export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detai
               <Table.Tr>
                 <Table.Th>Destination</Table.Th>
                 <Table.Td>
-                  <Code block style={{ wordBreak: 'break-all' }} data-testid="confirm-destination">
+                  <Code
+                    block
+                    style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-all' }}
+                    data-testid="confirm-destination"
+                  >
                     {intent.destination}
                   </Code>
                 </Table.Td>

@@ -43,11 +43,12 @@ export function customerStateText(state: OperationState, rejectionCode: string |
   }
 }
 
+/** Badge colours that keep WCAG AA contrast with their (auto-contrasted) text. */
 export function stateColor(state: OperationState): string {
-  if (state === 'CONFIRMED') return 'green';
-  if (state === 'REJECTED' || state === 'VERIFIED_NOT_SENT' || state === 'REVERSED') return 'gray';
-  if (state === 'UNKNOWN' || state === 'FAILED_TERMINAL') return 'orange';
-  return 'blue';
+  if (state === 'CONFIRMED') return 'teal.9';
+  if (state === 'REJECTED' || state === 'VERIFIED_NOT_SENT' || state === 'REVERSED') return 'gray.7';
+  if (state === 'UNKNOWN' || state === 'FAILED_TERMINAL') return 'yellow';
+  return 'blue.8';
 }
 
 export function formatAge(seconds: number): string {

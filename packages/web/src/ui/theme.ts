@@ -2,15 +2,21 @@ import { colorsTuple, createTheme, type MantineThemeOverride } from '@mantine/co
 
 /** The staff screens' theme. autoContrast picks black or white text for any brand colour. */
 export const baseTheme: MantineThemeOverride = createTheme({
-  primaryColor: 'brand',
-  colors: { brand: colorsTuple('#1864ab') },
+  // Mantine's own blue palette (shade 8 passes AA on white) keeps light variants legible.
+  primaryColor: 'blue',
+  primaryShade: 8,
   autoContrast: true,
   fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
 });
 
 /** A tenant's brand as a theme: its primary colour on every button and link of the customer screens. */
 export function brandTheme(primaryColor: string): MantineThemeOverride {
-  return createTheme({ ...baseTheme, primaryColor: 'brand', colors: { brand: colorsTuple(primaryColor) } });
+  return createTheme({
+    ...baseTheme,
+    primaryColor: 'brand',
+    primaryShade: 6,
+    colors: { brand: colorsTuple(primaryColor) },
+  });
 }
 
 /**
