@@ -127,23 +127,22 @@ async function compareCustodian(
       transfer,
     ]);
   }
-  const known = new Set(
-    (
-      await withTenant(ctx.db, tenantId, (tx) =>
-        tx
-          .select({ operationId: operations.operationId })
-          .from(operations)
-          .where(
-            and(
-              eq(operations.tenantId, tenantId),
-              inArray(operations.operationId, [...byReference.keys()].filter(isUuid)),
+  // Transfers of other tenants on a shared (omnibus) account are not unknown: only a reference
+  // that matches no operation anywhere is (asked without reading other tenants' rows).
+  const references = [...byReference.keys()].filter(isUuid);
+  const unknown = new Set(
+    references.length === 0
+      ? []
+      : rowsOf<{ operation_id: string }>(
+          await withTenant(ctx.db, tenantId, (tx) =>
+            tx.execute(
+              sql`select operation_id::text from idem_unknown_operation_ids(${`{${references.join(',')}}`}::uuid[])`,
             ),
           ),
-      )
-    ).map((row) => row.operationId),
+        ).map((row) => row.operation_id),
   );
   for (const [reference, list] of byReference) {
-    if (!known.has(reference)) {
+    if (!isUuid(reference) || unknown.has(reference)) {
       for (const transfer of list) {
         findings.push({
           breakClass: 'unknown_operation',

@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { getBalances, getOperation, listBreaks, transition, withTenant } from '@idem/core';
+import {
+  createTenant,
+  createWithdrawal,
+  getBalances,
+  getOperation,
+  listBreaks,
+  recordDeposit,
+  transition,
+  withTenant,
+} from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
 import pino from 'pino';
@@ -73,6 +82,40 @@ describe('three-way reconciliation', () => {
     const report = await reconcileTenant(ctx, env.tenantId);
     expect(report.findings).toEqual([]);
     expect(report.checkedOperations).toBeGreaterThanOrEqual(2);
+  });
+
+  it("C21 on a custodian account shared with another tenant, that tenant's transfers are not unknown", async () => {
+    const { tenantId: other } = await createTenant(env.t.db, { name: 'Neighbour' });
+    const neighbourOp = await withTenant(env.t.db, other, async (tx) => {
+      await recordDeposit(tx, {
+        tenantId: other,
+        deposit: { reference: 'n-fund', accountId: 'n-acct', asset: 'BTC', amountMinor: '100000' },
+        idempotencyKey: 'n-fund',
+        actor: 'test',
+      });
+      const created = await createWithdrawal(tx, {
+        tenantId: other,
+        request: {
+          withdrawalId: 'n-1',
+          accountId: 'n-acct',
+          asset: 'BTC',
+          destination: BTC_DESTINATION,
+          amountMinor: '500',
+        },
+        idempotencyKey: 'withdrawal-n-1',
+      });
+      return created.operation;
+    });
+    await ctx.rails
+      .custodian()
+      .submit({
+        externalReference: neighbourOp.operationId,
+        asset: 'BTC',
+        amountMinor: '500',
+        destination: BTC_DESTINATION,
+      });
+    const report = await reconcileTenant(ctx, env.tenantId);
+    expect(report.findings.filter((f) => f.subject.startsWith('custodian-transfer:'))).toEqual([]);
   });
 
   it('C21 injected variances appear as open breaks with class and owner; balances are untouched', async () => {
