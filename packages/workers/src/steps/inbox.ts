@@ -145,7 +145,7 @@ async function decide(
     const op = z.uuid().safeParse(transfer.externalReference).success
       ? await findOperation(tx, tenantId, transfer.externalReference)
       : null;
-    if (!op || op.kind !== 'withdrawal' || routeFor(op.network).kind !== 'custodian') {
+    if (op?.kind !== 'withdrawal' || routeFor(op.network).kind !== 'custodian') {
       await openBreak(tx, {
         tenantId,
         breakClass: 'unknown_operation',
