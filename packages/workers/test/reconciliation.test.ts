@@ -106,14 +106,12 @@ describe('three-way reconciliation', () => {
       });
       return created.operation;
     });
-    await ctx.rails
-      .custodian()
-      .submit({
-        externalReference: neighbourOp.operationId,
-        asset: 'BTC',
-        amountMinor: '500',
-        destination: BTC_DESTINATION,
-      });
+    await ctx.rails.custodian().submit({
+      externalReference: neighbourOp.operationId,
+      asset: 'BTC',
+      amountMinor: '500',
+      destination: BTC_DESTINATION,
+    });
     const report = await reconcileTenant(ctx, env.tenantId);
     expect(report.findings.filter((f) => f.subject.startsWith('custodian-transfer:'))).toEqual([]);
   });

@@ -22,6 +22,25 @@ export function retryDelayMs(attempts: number): number {
  * remote server. Failures retry with backoff, then dead-letter with an alert.
  */
 export async function deliverNotifications(ctx: WorkerContext, tenantId: string): Promise<number> {
+  const endpoints = await withTenant(ctx.db, tenantId, (tx) => activeOutboundEndpoints(tx, tenantId));
+  if (endpoints.length === 0) {
+    // Nobody to tell: settle the tenant's due notifications in one statement.
+    const skipped = await withTenant(ctx.db, tenantId, (tx) =>
+      tx
+        .update(workItems)
+        .set({ status: 'skipped', attempts: sql`${workItems.attempts} + 1` })
+        .where(
+          and(
+            eq(workItems.tenantId, tenantId),
+            eq(workItems.topic, 'operation.state_changed'),
+            eq(workItems.status, 'pending'),
+            lte(workItems.availableAt, sql`now()`),
+          ),
+        )
+        .returning({ workId: workItems.workId }),
+    );
+    return skipped.length;
+  }
   const leased = await withTenant(ctx.db, tenantId, async (tx) => {
     const due = await tx
       .select({ workId: workItems.workId })
@@ -38,7 +57,7 @@ export async function deliverNotifications(ctx: WorkerContext, tenantId: string)
       .orderBy(asc(workItems.createdAt))
       .limit(ctx.batchSize)
       .for('update', { skipLocked: true });
-    if (due.length === 0) return { items: [], endpoints: [] };
+    if (due.length === 0) return { items: [] };
     const items = [];
     for (const { workId } of due) {
       const [item] = await tx
@@ -48,7 +67,7 @@ export async function deliverNotifications(ctx: WorkerContext, tenantId: string)
         .returning();
       if (item) items.push(item);
     }
-    return { items, endpoints: await activeOutboundEndpoints(tx, tenantId) };
+    return { items };
   });
 
   for (const item of leased.items) {
@@ -58,10 +77,6 @@ export async function deliverNotifications(ctx: WorkerContext, tenantId: string)
       to?: string;
       version?: number;
     };
-    if (leased.endpoints.length === 0) {
-      await finish(ctx, tenantId, item.workId, 'skipped', null, item.attempts);
-      continue;
-    }
     const op = payload.operationId
       ? await withTenant(ctx.db, tenantId, (tx) => findOperation(tx, tenantId, payload.operationId ?? ''))
       : null;
@@ -83,7 +98,7 @@ export async function deliverNotifications(ctx: WorkerContext, tenantId: string)
       },
     });
     const failures: string[] = [];
-    for (const endpoint of leased.endpoints) {
+    for (const endpoint of endpoints) {
       const error = await post(endpoint.url, endpoint.secret, item.workId, item.createdAt, body);
       if (error) failures.push(error);
     }
@@ -125,7 +140,7 @@ async function finish(
   ctx: WorkerContext,
   tenantId: string,
   workId: string,
-  result: 'done' | 'skipped' | 'retry',
+  result: 'done' | 'retry',
   lastError: string | null,
   attemptsBefore: number,
 ): Promise<void> {
