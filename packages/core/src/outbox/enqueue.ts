@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { workItems } from '../db/schema/index.ts';
 
@@ -22,4 +23,33 @@ export async function enqueue(
     payload: item.payload,
   });
   return workId;
+}
+
+/**
+ * Locks up to `limit` due pending work items of one topic for the caller's transaction, oldest
+ * first; SKIP LOCKED lets concurrent workers take disjoint items.
+ */
+export async function lockDueWorkItems(tx: Tx, tenantId: string, topic: WorkTopic, limit: number) {
+  return tx
+    .select()
+    .from(workItems)
+    .where(
+      and(
+        eq(workItems.tenantId, tenantId),
+        eq(workItems.topic, topic),
+        eq(workItems.status, 'pending'),
+        lte(workItems.availableAt, sql`now()`),
+      ),
+    )
+    .orderBy(asc(workItems.createdAt))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+}
+
+/** Marks a work item done in the transaction that did its work. */
+export async function completeWorkItem(tx: Tx, tenantId: string, workId: string): Promise<void> {
+  await tx
+    .update(workItems)
+    .set({ status: 'done', attempts: sql`${workItems.attempts} + 1` })
+    .where(and(eq(workItems.tenantId, tenantId), eq(workItems.workId, workId)));
 }

@@ -7,6 +7,12 @@ import { recordTransition, transition } from './transition.ts';
 
 export const LEASE_MS_MAX = 10 * 60_000;
 
+function assertLeaseMs(leaseMs: number): void {
+  if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
+    throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
+  }
+}
+
 export interface Claimed {
   operation: Operation;
   /** The fencing number every later write by this worker must carry. */
@@ -24,9 +30,7 @@ export async function claim(
   input: { operation: Operation; workerId: string; leaseMs: number },
 ): Promise<Claimed | null> {
   const { operation: op, workerId, leaseMs } = input;
-  if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
-    throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
-  }
+  assertLeaseMs(leaseMs);
   const claimable = or(
     eq(operations.state, 'APPROVED'),
     and(
@@ -128,9 +132,7 @@ export async function takeOverSigned(
   input: { operation: Operation; workerId: string; leaseMs: number },
 ): Promise<Claimed | null> {
   const { operation: op, workerId, leaseMs } = input;
-  if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
-    throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
-  }
+  assertLeaseMs(leaseMs);
   const updated = await tx
     .update(operations)
     .set({

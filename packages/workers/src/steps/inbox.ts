@@ -1,6 +1,8 @@
 import { inboundEventDataSchemas, isIdemError } from '@idem/contracts';
 import {
+  completeWorkItem,
   findOperation,
+  lockDueWorkItems,
   type Operation,
   openBreak,
   recordDeposit,
@@ -9,12 +11,12 @@ import {
   transition,
   withTenant,
 } from '@idem/core';
-import { and, asc, eq, lte, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { WorkerContext } from '../context.ts';
 import { routeFor } from '../rails.ts';
 
-const { inboxEvents, workItems } = schema;
+const { inboxEvents } = schema;
 
 const itemPayloadSchema = z.object({ source: z.string(), eventId: z.string(), eventType: z.string() });
 
@@ -28,20 +30,7 @@ type Outcome = { status: 'PROCESSED' | 'PARKED'; reason: string };
  */
 export async function processInbox(ctx: WorkerContext, tenantId: string): Promise<number> {
   return withTenant(ctx.db, tenantId, async (tx) => {
-    const items = await tx
-      .select()
-      .from(workItems)
-      .where(
-        and(
-          eq(workItems.tenantId, tenantId),
-          eq(workItems.topic, 'inbox.event'),
-          eq(workItems.status, 'pending'),
-          lte(workItems.availableAt, sql`now()`),
-        ),
-      )
-      .orderBy(asc(workItems.createdAt))
-      .limit(ctx.batchSize)
-      .for('update', { skipLocked: true });
+    const items = await lockDueWorkItems(tx, tenantId, 'inbox.event', ctx.batchSize);
     for (const item of items) {
       const payload = itemPayloadSchema.parse(item.payload);
       const outcome = await tx.transaction((savepoint) => applyEvent(ctx, savepoint, tenantId, payload));
@@ -49,10 +38,7 @@ export async function processInbox(ctx: WorkerContext, tenantId: string): Promis
         { tenantId, eventId: payload.eventId, eventType: payload.eventType, ...outcome },
         'inbound event handled',
       );
-      await tx
-        .update(workItems)
-        .set({ status: 'done', attempts: sql`${workItems.attempts} + 1` })
-        .where(and(eq(workItems.tenantId, tenantId), eq(workItems.workId, item.workId)));
+      await completeWorkItem(tx, tenantId, item.workId);
     }
     return items.length;
   });

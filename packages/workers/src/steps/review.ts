@@ -1,8 +1,5 @@
-import { getOperation, reviewWithdrawal, schema, withTenant } from '@idem/core';
-import { and, asc, eq, lte, sql } from 'drizzle-orm';
+import { completeWorkItem, getOperation, lockDueWorkItems, reviewWithdrawal, withTenant } from '@idem/core';
 import type { WorkerContext } from '../context.ts';
-
-const { workItems } = schema;
 
 /**
  * Consumes `withdrawal.review` work items: risk review, then system approval or staff review.
@@ -11,20 +8,7 @@ const { workItems } = schema;
  */
 export async function reviewPending(ctx: WorkerContext, tenantId: string): Promise<number> {
   return withTenant(ctx.db, tenantId, async (tx) => {
-    const items = await tx
-      .select()
-      .from(workItems)
-      .where(
-        and(
-          eq(workItems.tenantId, tenantId),
-          eq(workItems.topic, 'withdrawal.review'),
-          eq(workItems.status, 'pending'),
-          lte(workItems.availableAt, sql`now()`),
-        ),
-      )
-      .orderBy(asc(workItems.createdAt))
-      .limit(ctx.batchSize)
-      .for('update', { skipLocked: true });
+    const items = await lockDueWorkItems(tx, tenantId, 'withdrawal.review', ctx.batchSize);
     for (const item of items) {
       if (item.operationId) {
         const op = await getOperation(tx, tenantId, item.operationId);
@@ -34,10 +18,7 @@ export async function reviewPending(ctx: WorkerContext, tenantId: string): Promi
           'withdrawal reviewed',
         );
       }
-      await tx
-        .update(workItems)
-        .set({ status: 'done', attempts: sql`${workItems.attempts} + 1` })
-        .where(and(eq(workItems.tenantId, tenantId), eq(workItems.workId, item.workId)));
+      await completeWorkItem(tx, tenantId, item.workId);
     }
     return items.length;
   });
