@@ -2,7 +2,9 @@
 // CI readers look for: "N passed, N failed" (", N skipped" when any were skipped).
 import { readFileSync } from 'node:fs';
 
-const log = readFileSync(process.argv[2] ?? '/dev/stdin', 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
+// Colour codes start with the escape character; strip them before reading the counts.
+const escape = String.fromCharCode(27);
+const log = readFileSync(process.argv[2] ?? '/dev/stdin', 'utf8').replace(new RegExp(`${escape}\\[[0-9;]*m`, 'g'), '');
 let passed = 0;
 let failed = 0;
 let skipped = 0;
