@@ -3,8 +3,11 @@
 import { readFileSync } from 'node:fs';
 
 // Colour codes start with the escape character; strip them before reading the counts.
-const escape = String.fromCharCode(27);
-const log = readFileSync(process.argv[2] ?? '/dev/stdin', 'utf8').replace(new RegExp(`${escape}\\[[0-9;]*m`, 'g'), '');
+const escapeCharacter = String.fromCharCode(27);
+const log = readFileSync(process.argv[2] ?? '/dev/stdin', 'utf8').replace(
+  new RegExp(`${escapeCharacter}\\[[0-9;]*m`, 'g'),
+  '',
+);
 let passed = 0;
 let failed = 0;
 let skipped = 0;
