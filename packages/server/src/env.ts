@@ -31,6 +31,8 @@ const envSchema = z.object({
   /** Request bodies above this are refused with PAYLOAD_TOO_LARGE before they are read in full. */
   IDEM_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
   /** Per-tenant request rate, sustained per second; bursts of twice this are allowed. */
+  /** How long an authenticated API key is remembered (a revocation takes effect within it; 0: off). */
+  IDEM_API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
   IDEM_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**

@@ -3,6 +3,7 @@ import { authenticateApiKey, type Database, type Tx, withTenant } from '@idem/co
 import { initTRPC } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
+import type { ApiKeyCache } from './auth/api-key-cache.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -21,6 +22,8 @@ export interface Context {
   db: Database;
   log: Logger;
   rateLimiter: RateLimiter;
+  /** Recently authenticated API keys (absent: every request looks its key up). */
+  apiKeyCache?: ApiKeyCache;
   requestId: string;
   /** The bearer credential, as sent. */
   apiKey: string | null;
@@ -65,7 +68,9 @@ export const createCallerFactory = t.createCallerFactory;
  */
 export const tenantProcedure = t.procedure.use(async ({ ctx, next }) => {
   if (!ctx.apiKey) throw new IdemError('UNAUTHORIZED', 'an API key is required (Authorization: Bearer ...)');
-  const { tenantId, keyId } = await authenticateApiKey(ctx.db, ctx.apiKey);
+  const cached = ctx.apiKeyCache?.get(ctx.apiKey);
+  const { tenantId, keyId } = cached ?? (await authenticateApiKey(ctx.db, ctx.apiKey));
+  if (!cached) ctx.apiKeyCache?.set(ctx.apiKey, { tenantId, keyId });
   ctx.state.tenantId = tenantId;
   const waitMs = ctx.rateLimiter.take(tenantId);
   if (waitMs > 0) {

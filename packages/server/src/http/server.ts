@@ -4,6 +4,7 @@ import type { Database } from '@idem/core';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { ApiKeyCache } from '../auth/api-key-cache.ts';
 import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
 import { scrubMessage } from '../logger.ts';
@@ -47,6 +48,7 @@ export function createIdemServer(deps: ServerDeps): Server {
   const { db, env, log, metrics } = deps;
   const info = new WeakMap<IncomingMessage, RequestInfo>();
   const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
+  const apiKeyCache = new ApiKeyCache(env.IDEM_API_KEY_CACHE_MS);
   const secureCookies = env.IDEM_COOKIE_SECURE ?? env.IDEM_PUBLIC_URL?.startsWith('https://') ?? false;
 
   const trpc = createHTTPHandler({
@@ -59,6 +61,7 @@ export function createIdemServer(deps: ServerDeps): Server {
         db,
         log,
         rateLimiter,
+        apiKeyCache,
         requestId: request.requestId,
         apiKey: bearer(req.headers.authorization),
         idempotencyKeyHeader: single(req.headers['idempotency-key']),

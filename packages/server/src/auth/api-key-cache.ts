@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Remembers API keys that authenticated, for a few seconds, so a busy integrator's requests do not
+ * each pay a database transaction for the lookup. Only the key's SHA-256 is kept. A revocation
+ * therefore takes effect within the TTL (IDEM_API_KEY_CACHE_MS, default 5 s; 0 turns caching off);
+ * failures are never cached.
+ */
+export class ApiKeyCache {
+  private readonly entries = new Map<string, { tenantId: string; keyId: string; expiresAt: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly capacity = 10_000,
+  ) {}
+
+  get(apiKey: string): { tenantId: string; keyId: string } | null {
+    if (this.ttlMs <= 0) return null;
+    const digest = hash(apiKey);
+    const entry = this.entries.get(digest);
+    if (!entry) return null;
+    if (entry.expiresAt <= Date.now()) {
+      this.entries.delete(digest);
+      return null;
+    }
+    return { tenantId: entry.tenantId, keyId: entry.keyId };
+  }
+
+  set(apiKey: string, value: { tenantId: string; keyId: string }): void {
+    if (this.ttlMs <= 0) return;
+    // Oldest first out: a Map iterates in insertion order.
+    if (this.entries.size >= this.capacity) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(hash(apiKey), { ...value, expiresAt: Date.now() + this.ttlMs });
+  }
+}
+
+function hash(apiKey: string): string {
+  return createHash('sha256').update(apiKey, 'utf8').digest('hex');
+}
