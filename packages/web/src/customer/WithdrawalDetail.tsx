@@ -29,7 +29,7 @@ export function WithdrawalDetail({ operationId }: { operationId: string }) {
             <Text fw={700} data-testid="detail-state">
               {customerStateText(detail.data.withdrawal.state, detail.data.withdrawal.rejectionCode)}
             </Text>
-            <Table variant="vertical" withTableBorder>
+            <Table variant="vertical" layout="fixed" withTableBorder>
               <Table.Tbody>
                 <Table.Tr>
                   <Table.Th w={140}>Amount</Table.Th>
@@ -58,7 +58,7 @@ export function WithdrawalDetail({ operationId }: { operationId: string }) {
                 <Table.Tr>
                   <Table.Th>Reference</Table.Th>
                   <Table.Td>
-                    <Code>{detail.data.withdrawal.reference}</Code>
+                    <Code style={{ wordBreak: 'break-all' }}>{detail.data.withdrawal.reference}</Code>
                   </Table.Td>
                 </Table.Tr>
               </Table.Tbody>
@@ -67,12 +67,12 @@ export function WithdrawalDetail({ operationId }: { operationId: string }) {
               Timeline
             </Title>
             <Timeline
-              active={detail.data.timeline.length - 1}
+              active={stateChanges(detail.data.timeline).length - 1}
               bulletSize={18}
               lineWidth={2}
               data-testid="timeline"
             >
-              {detail.data.timeline.map((entry) => (
+              {stateChanges(detail.data.timeline).map((entry) => (
                 <Timeline.Item
                   key={entry.seq}
                   title={customerStateText(
@@ -94,4 +94,9 @@ export function WithdrawalDetail({ operationId }: { operationId: string }) {
       </Stack>
     </Paper>
   );
+}
+
+/** A customer sees changes of state; internal steps that keep the state (a risk review) are left out. */
+function stateChanges<T extends { toState: string }>(timeline: T[]): T[] {
+  return timeline.filter((entry, index) => index === 0 || timeline[index - 1]?.toState !== entry.toState);
 }
