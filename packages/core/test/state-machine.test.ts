@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationTransitions } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
+import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { recordAdjustment, recordDeposit } from '../src/operations/record-credit.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
@@ -207,6 +208,41 @@ describe('the signer recomputes the approved hash', () => {
     const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, approved.operationId));
     expect(stored.state).toBe('SIGNING');
     expect(stored.signedArtifact).toBeNull();
+  });
+});
+
+describe('support and admin paths go through the same identity path', () => {
+  it('C24 an admin re-drive of a stuck withdrawal cannot mint a new operation', async () => {
+    await fund(t.db, tenantId, 'acct-stuck', 'ETH', 1000n);
+    const request = withdrawal({ accountId: 'acct-stuck', amountMinor: '100' });
+    const created = await submit(t.db, tenantId, request, `withdrawal-${request.withdrawalId}`);
+    const approved = await move(created.operation, 'APPROVED');
+    const signed = await withTenant(t.db, tenantId, async (tx) => {
+      const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+      if (!claimed) throw new Error('claim lost');
+      return recordSigned(tx, {
+        tenantId,
+        operationId: approved.operationId,
+        leaseGeneration: claimed.leaseGeneration,
+        signedArtifact: '0xsigned',
+        txHash: '0xstuck',
+        workerId: 'w',
+      });
+    });
+    const stuck = await move(signed, 'UNKNOWN', { actor: 'w', reason: 'broadcast timed out' });
+    expect(stuck.state).toBe('UNKNOWN');
+    // An admin "re-drives" it by submitting the same withdrawal again under a key of their own.
+    const redrive = await refusal(
+      withTenant(t.db, tenantId, (tx) =>
+        createWithdrawal(tx, { tenantId, request, idempotencyKey: 'admin-redrive-1', actor: 'staff:admin' }),
+      ),
+    );
+    expect(redrive.code).toBe('IDEMPOTENCY_CONFLICT');
+    expect(redrive.details.holderKey).toBe(`withdrawal-${request.withdrawalId}`);
+    // Under the original key it answers IN_FLIGHT: the outcome is being reconciled, nothing is sent.
+    const retry = await refusal(submit(t.db, tenantId, request, `withdrawal-${request.withdrawalId}`));
+    expect(retry.code).toBe('IN_FLIGHT');
+    expect(await balanceOf(t.db, tenantId, 'acct-stuck')).toEqual({ available: 900n, held: 100n });
   });
 });
 
