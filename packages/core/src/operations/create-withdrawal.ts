@@ -32,10 +32,11 @@ export interface CreateWithdrawalInput {
 
 /**
  * Creates a withdrawal operation, or replays the one this key already created, in the caller's
- * tenant transaction. In that one transaction: claim the identity (C01, C03, C04), place the hold
- * by a conditional UPDATE (C08) with its journal entry, then the review work item and the
- * history row (C10). Insufficient funds is stored as a REJECTED operation so that a replay returns
- * the same answer. Invalid input writes nothing.
+ * tenant transaction. Validation and the payload hash happen here; the writes are one statement,
+ * `idem_create_withdrawal` (migrations 0006 and 0013): claim the identity (C01, C03, C04), write
+ * the history row, the journal entry and the work items, and place the hold last by a conditional
+ * UPDATE (C08), all in this transaction (C10). Insufficient funds is stored as a REJECTED
+ * operation so that a replay returns the same answer. Invalid input writes nothing.
  */
 export async function createWithdrawal(tx: Tx, input: CreateWithdrawalInput): Promise<IdentityClaim> {
   const request = parseOrThrow(withdrawalRequestSchema, input.request);
