@@ -2,6 +2,7 @@ import { IdemError } from '@idem/contracts';
 import type { HotWallet } from '@idem/core';
 import { anvilDevPrivateKeys, type CustodianAdapter, createEvmRail, type EvmRail } from '@idem/rails';
 import type { Hex } from 'viem';
+import { readKeystore } from './keystore.ts';
 
 /**
  * Which rail moves which asset, and how a hot wallet's key is found. EVM networks go through the
@@ -27,7 +28,8 @@ export function routeFor(network: string): Route {
 
 /**
  * Development keys (`dev:<n>`) are anvil's public test keys and work only against a local node;
- * `env:<NAME>` reads a variable. Anything else is refused.
+ * `env:<NAME>` reads a variable; `keystore:<path>#<NAME>` decrypts a Web3 Secret Storage file
+ * with the password in variable NAME. Anything else is refused.
  */
 export function defaultKeyResolver(keyRef: string): Hex {
   const dev = /^dev:(\d+)$/.exec(keyRef);
@@ -43,6 +45,9 @@ export function defaultKeyResolver(keyRef: string): Hex {
       throw new IdemError('VALIDATION', `hot wallet key ${env[1]} is not set`);
     return value as Hex;
   }
+  // keystore:<absolute path>#<VARIABLE holding its password>
+  const keystore = /^keystore:(\/[^#]+)#([A-Z0-9_]+)$/.exec(keyRef);
+  if (keystore?.[1] && keystore[2]) return readKeystore(keystore[1], keystore[2]);
   throw new IdemError('VALIDATION', 'unsupported hot wallet key reference');
 }
 

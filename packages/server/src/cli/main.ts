@@ -41,7 +41,7 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   credit an account through the deposit path (C24)
   webhook-endpoint create --tenant ID --source NAME [--json]
                                                   create a webhook endpoint; prints its id and secret
-  hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR [--next-nonce N]
+  hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR|keystore:/file.json#PASSWORD_VAR [--next-nonce N]
                                                   register a tenant's hot wallet (its key stays in VAR)
   risk-policy set --tenant ID --asset CODE --auto-approve-max MINOR --four-eyes-min MINOR
                                                   set the review thresholds of one asset
