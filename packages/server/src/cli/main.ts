@@ -105,8 +105,11 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     if (!isValidDestination(network, address))
       throw new UsageError(`--address is not a valid ${network} address`);
     const keyRef = required(flags, 'key-ref');
-    if (!/^env:[A-Z0-9_]+$/.test(keyRef))
-      throw new UsageError('--key-ref must be env:VARIABLE (the key is never stored)');
+    if (!/^(env:[A-Z0-9_]+|keystore:\/[^#]+#[A-Z0-9_]+)$/.test(keyRef)) {
+      throw new UsageError(
+        '--key-ref must be env:VARIABLE or keystore:/path/to/file.json#PASSWORD_VARIABLE (the key is never stored)',
+      );
+    }
     const wallet = await withTenant(db, tenantId, (tx) =>
       registerHotWallet(tx, { tenantId, network, address, keyRef, nextNonce }),
     );
