@@ -1,5 +1,5 @@
 import { type Database, type Operation, rowsOf, schema, type Tx, withTenant } from '@idem/core';
-import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 
 const { operations, assets } = schema;
 
@@ -49,6 +49,18 @@ function stageCondition(stage: Stage, reorgWindowSeconds: number) {
 }
 
 /**
+ * Which candidates come first when there are more than a batch. Progressing stages take the
+ * oldest first. Reconciliation takes a random batch: an UNKNOWN that stays unresolved keeps its
+ * timestamp, and oldest-first would let a few stuck ones starve every newer one. Reorg rechecks
+ * take the most recent confirmations first: they are the ones a reorganisation can still undo.
+ */
+function stageOrder(stage: Stage) {
+  if (stage === 'reconcile') return sql`random()`;
+  if (stage === 'reorg') return desc(operations.updatedAt);
+  return asc(operations.updatedAt);
+}
+
+/**
  * Picks up to `limit` withdrawals for a stage, locking them with SKIP LOCKED so concurrent workers
  * take disjoint sets. The lock lasts for the caller's transaction; the state change itself is
  * still a conditional UPDATE, so a worker that read stale data changes nothing.
@@ -70,7 +82,7 @@ export async function lockCandidates(
         stageCondition(stage, reorgWindowSeconds),
       ),
     )
-    .orderBy(asc(operations.updatedAt))
+    .orderBy(stageOrder(stage))
     .limit(limit)
     .for('update', { skipLocked: true });
   return rows as Operation[];
