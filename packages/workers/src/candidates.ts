@@ -49,13 +49,14 @@ function stageCondition(stage: Stage, reorgWindowSeconds: number) {
 }
 
 /**
- * Which candidates come first when there are more than a batch. Progressing stages take the
- * oldest first. Reconciliation takes a random batch: an UNKNOWN that stays unresolved keeps its
- * timestamp, and oldest-first would let a few stuck ones starve every newer one. Reorg rechecks
- * take the most recent confirmations first: they are the ones a reorganisation can still undo.
+ * Which candidates come first when there are more than a batch. Claiming and resuming take the
+ * oldest first (each leaves the set once handled). Watching and reconciling take a random batch:
+ * an operation that stays pending or unresolved keeps its timestamp, and oldest-first would let a
+ * few stuck ones starve every newer one. Reorg rechecks take the most recent confirmations first:
+ * they are the ones a reorganisation can still undo.
  */
 function stageOrder(stage: Stage) {
-  if (stage === 'reconcile') return sql`random()`;
+  if (stage === 'reconcile' || stage === 'watch') return sql`random()`;
   if (stage === 'reorg') return desc(operations.updatedAt);
   return asc(operations.updatedAt);
 }
