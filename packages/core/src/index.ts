@@ -69,7 +69,14 @@ export {
 } from './operations/operation-record.ts';
 export { recordAdjustment, recordDeposit } from './operations/record-credit.ts';
 export { reverseDeposit } from './operations/reverse-deposit.ts';
-export { completeWorkItem, enqueue, lockDueWorkItems, type WorkTopic } from './outbox/enqueue.ts';
+export {
+  completeWorkItem,
+  deferWorkItem,
+  enqueue,
+  lockDueWorkItems,
+  WORK_ATTEMPTS_MAX,
+  type WorkTopic,
+} from './outbox/enqueue.ts';
 export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
 export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';

@@ -53,3 +53,30 @@ export async function completeWorkItem(tx: Tx, tenantId: string, workId: string)
     .set({ status: 'done', attempts: sql`${workItems.attempts} + 1` })
     .where(and(eq(workItems.tenantId, tenantId), eq(workItems.workId, workId)));
 }
+
+/** After this many failed attempts a work item is dead-lettered for a person. */
+export const WORK_ATTEMPTS_MAX = 10;
+
+/**
+ * Puts a work item whose processing failed back with a growing delay, so one bad item can never
+ * block the items behind it; after WORK_ATTEMPTS_MAX it is dead-lettered. Returns whether it died.
+ */
+export async function deferWorkItem(
+  tx: Tx,
+  item: { tenantId: string; workId: string; attempts: number },
+  error: string,
+): Promise<boolean> {
+  const attempts = item.attempts + 1;
+  const dead = attempts >= WORK_ATTEMPTS_MAX;
+  const delayMs = Math.min(1_000 * 2 ** attempts, 600_000);
+  await tx
+    .update(workItems)
+    .set({
+      attempts,
+      lastError: error.slice(0, 300),
+      status: dead ? 'dead' : 'pending',
+      availableAt: sql`now() + ${delayMs} * interval '1 millisecond'`,
+    })
+    .where(and(eq(workItems.tenantId, item.tenantId), eq(workItems.workId, item.workId)));
+  return dead;
+}

@@ -1,20 +1,18 @@
 import { inboundEventDataSchemas, isIdemError } from '@idem/contracts';
 import {
-  completeWorkItem,
   findOperation,
-  lockDueWorkItems,
   type Operation,
   openBreak,
   recordDeposit,
   schema,
   type Tx,
   transition,
-  withTenant,
 } from '@idem/core';
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { WorkerContext } from '../context.ts';
 import { routeFor } from '../rails.ts';
+import { processWorkItems } from '../work-items.ts';
 
 const { inboxEvents } = schema;
 
@@ -29,18 +27,13 @@ type Outcome = { status: 'PROCESSED' | 'PARKED'; reason: string };
  * forced: the reconciler's own query to the custodian settles the truth.
  */
 export async function processInbox(ctx: WorkerContext, tenantId: string): Promise<number> {
-  return withTenant(ctx.db, tenantId, async (tx) => {
-    const items = await lockDueWorkItems(tx, tenantId, 'inbox.event', ctx.batchSize);
-    for (const item of items) {
-      const payload = itemPayloadSchema.parse(item.payload);
-      const outcome = await tx.transaction((savepoint) => applyEvent(ctx, savepoint, tenantId, payload));
-      ctx.log.info(
-        { tenantId, eventId: payload.eventId, eventType: payload.eventType, ...outcome },
-        'inbound event handled',
-      );
-      await completeWorkItem(tx, tenantId, item.workId);
-    }
-    return items.length;
+  return processWorkItems(ctx, tenantId, 'inbox.event', async (tx, item) => {
+    const payload = itemPayloadSchema.parse(item.payload);
+    const outcome = await applyEvent(ctx, tx, tenantId, payload);
+    ctx.log.info(
+      { tenantId, eventId: payload.eventId, eventType: payload.eventType, ...outcome },
+      'inbound event handled',
+    );
   });
 }
 
