@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
+import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+
+/**
+ * The production setup of docs/API.md: the server logs in as its own role, a member of idem_app
+ * that is neither superuser nor table owner, and migrations ran as the owner beforehand.
+ */
+describe.skipIf(!onPostgres)('the server on a restricted login role (real PostgreSQL)', () => {
+  let t: TestDatabase;
+  let tenant: TenantFixture;
+  let other: TenantFixture;
+  let server: ServerProcess;
+  const role = `idem_login_${randomBytes(4).toString('hex')}`;
+  let loginUrl = '';
+
+  beforeAll(async () => {
+    t = await createTestDatabase({ maxConnections: 4 });
+    tenant = await provisionTenant(t.db, { name: 'Restricted' });
+    other = await provisionTenant(t.db, { name: 'Neighbour' });
+    const owner = postgres(t.url ?? '', { max: 1, onnotice: () => {} });
+    try {
+      await owner.unsafe(
+        `create role ${role} login nosuperuser nocreatedb nocreaterole nobypassrls in role idem_app`,
+      );
+    } finally {
+      await owner.end();
+    }
+    const url = new URL(t.url ?? '');
+    url.username = role;
+    loginUrl = url.toString();
+    server = await startServerProcess({
+      DATABASE_URL: loginUrl,
+      IDEM_MIGRATE_ON_START: 'false',
+      IDEM_DB_POOL_MAX: '4',
+    });
+  });
+
+  afterAll(async () => {
+    await server?.kill();
+    await t?.dispose();
+    const admin = postgres(
+      process.env.TEST_DATABASE_URL ||
+        process.env.DATABASE_URL ||
+        'postgres://postgres@127.0.0.1:5432/postgres',
+      {
+        max: 1,
+        onnotice: () => {},
+      },
+    );
+    try {
+      await admin.unsafe(`drop role if exists ${role}`);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('C22 serves withdrawals as a login role that is neither superuser nor owner, which sees one tenant only', async () => {
+    const idem = createIdemClient({ baseUrl: server.baseUrl, apiKey: tenant.apiKey });
+    const id = randomBytes(6).toString('hex');
+    const submitted = await idem.withdrawals.submit(
+      {
+        withdrawalId: id,
+        accountId: 'cust-7',
+        asset: 'ETH',
+        destination: evmAddress(),
+        amountMinor: (ETH / 10n).toString(),
+      },
+      withdrawalKey(id),
+    );
+    expect(submitted.outcome).toBe('CREATED');
+
+    // The same role, connected directly: without a tenant scope it sees nothing; with one, one tenant.
+    const direct = postgres(loginUrl, { max: 1, onnotice: () => {} });
+    try {
+      const [who] =
+        await direct`select current_user as name, (select rolsuper from pg_roles where rolname = current_user) as superuser`;
+      expect(who).toEqual({ name: role, superuser: false });
+      expect(await direct`select count(*)::int as n from operations`).toEqual([{ n: 0 }]);
+      const scoped = await direct.begin(async (sql) => {
+        await sql`select set_config('app.tenant_id', ${tenant.tenantId}, true)`;
+        return sql`select distinct tenant_id::text from operations`;
+      });
+      expect(scoped.map((row) => row.tenant_id)).toEqual([tenant.tenantId]);
+      expect(scoped.map((row) => row.tenant_id)).not.toContain(other.tenantId);
+      await expect(direct`update postings set amount = amount`).rejects.toThrow(/permission denied/);
+    } finally {
+      await direct.end();
+    }
+  });
+});
