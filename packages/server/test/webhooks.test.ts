@@ -31,13 +31,15 @@ function deposit(reference: string, amountMinor = '100') {
 
 /** Posts a body signed the Standard Webhooks way with `secret` (the sender's side). */
 async function deliver(baseUrl: string, endpointId: string, secret: string, eventId: string, body: string) {
-  const signature = new Webhook(secret).sign(eventId, new Date(), body);
+  // One instant for the signature and its header: two clock reads can straddle a second.
+  const at = new Date();
+  const signature = new Webhook(secret).sign(eventId, at, body);
   return fetch(`${baseUrl}/webhooks/${endpointId}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       'webhook-id': eventId,
-      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
       'webhook-signature': signature,
     },
     body,
