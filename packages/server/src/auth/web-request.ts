@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { IdemError } from '@idem/contracts';
 
@@ -79,7 +79,7 @@ export function assertSameOrigin(web: WebRequest): void {
 /** Mutations of a session need the same origin and the session's CSRF token in the header. */
 export function assertCsrf(web: WebRequest, sessionToken: string): void {
   assertSameOrigin(web);
-  if (web.csrfHeader === null || web.csrfHeader !== csrfTokenFor(sessionToken)) {
+  if (web.csrfHeader === null || !sameSecret(web.csrfHeader, csrfTokenFor(sessionToken))) {
     throw new IdemError('FORBIDDEN', 'missing or wrong CSRF token; reload the page and try again');
   }
 }
@@ -87,4 +87,11 @@ export function assertCsrf(web: WebRequest, sessionToken: string): void {
 export function requireWeb(web: WebRequest | undefined): WebRequest {
   if (!web) throw new IdemError('UNAUTHORIZED', 'this procedure is for the web screens');
   return web;
+}
+
+/** Compares secrets in constant time, so a wrong token reveals nothing about the right one. */
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(expected, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
 }
