@@ -7,6 +7,18 @@ import { recordTransition, transition } from './transition.ts';
 
 export const LEASE_MS_MAX = 10 * 60_000;
 
+/** The columns a new lease sets: owner, expiry, and the next fencing generation. */
+function newLease(workerId: string, leaseMs: number) {
+  assertLeaseMs(leaseMs);
+  return {
+    leaseOwner: workerId,
+    leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+    leaseGeneration: sql`${operations.leaseGeneration} + 1`,
+    version: sql`${operations.version} + 1`,
+    updatedAt: sql`now()`,
+  };
+}
+
 function assertLeaseMs(leaseMs: number): void {
   if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
     throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
@@ -41,14 +53,7 @@ export async function claim(
   );
   const updated = await tx
     .update(operations)
-    .set({
-      state: 'SIGNING',
-      leaseOwner: workerId,
-      leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`,
-      leaseGeneration: sql`${operations.leaseGeneration} + 1`,
-      version: sql`${operations.version} + 1`,
-      updatedAt: sql`now()`,
-    })
+    .set({ state: 'SIGNING', ...newLease(workerId, leaseMs) })
     .where(
       and(
         eq(operations.tenantId, op.tenantId),
@@ -135,13 +140,7 @@ export async function takeOverSigned(
   assertLeaseMs(leaseMs);
   const updated = await tx
     .update(operations)
-    .set({
-      leaseOwner: workerId,
-      leaseExpiresAt: sql`now() + ${leaseMs} * interval '1 millisecond'`,
-      leaseGeneration: sql`${operations.leaseGeneration} + 1`,
-      version: sql`${operations.version} + 1`,
-      updatedAt: sql`now()`,
-    })
+    .set(newLease(workerId, leaseMs))
     .where(
       and(
         eq(operations.tenantId, op.tenantId),
