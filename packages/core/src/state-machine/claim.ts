@@ -42,7 +42,6 @@ export async function claim(
   input: { operation: Operation; workerId: string; leaseMs: number },
 ): Promise<Claimed | null> {
   const { operation: op, workerId, leaseMs } = input;
-  assertLeaseMs(leaseMs);
   const claimable = or(
     eq(operations.state, 'APPROVED'),
     and(
@@ -137,7 +136,6 @@ export async function takeOverSigned(
   input: { operation: Operation; workerId: string; leaseMs: number },
 ): Promise<Claimed | null> {
   const { operation: op, workerId, leaseMs } = input;
-  assertLeaseMs(leaseMs);
   const updated = await tx
     .update(operations)
     .set(newLease(workerId, leaseMs))
