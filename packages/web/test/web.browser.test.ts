@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   newPage,
   openCustomer,
+  PASSWORD,
   PHONE,
   type Stack,
   screenshot,
@@ -193,6 +194,36 @@ describe('staff screens', () => {
     await screenshot(page, 'staff-self-approval-refused');
     const [still] = await withdrawalsTo(destinations.self);
     expect(still?.state).toBe('REQUESTED');
+    await page.context().close();
+  });
+
+  it('the sign-in page and every staff queue pass the accessibility check and work from the keyboard', async () => {
+    const page = await newPage(stack);
+    await page.goto(`/staff/login?tenant=${stack.a.tenantId}`);
+    await page.getByLabel('E-mail').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    // Keyboard only: tab into the form, type, submit with Enter.
+    await page.keyboard.press('Tab');
+    await page.getByLabel('E-mail').focus();
+    await page.keyboard.type(stack.a.staff.admin.email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByTestId('signed-in-as').waitFor();
+    for (const [link, slug] of [
+      ['UNKNOWN queue', 'unknown'],
+      ['FAILED_TERMINAL queue', 'failed-terminal'],
+      ['Webhook inbox', 'inbox'],
+      ['Reconciliation breaks', 'breaks'],
+      ['Search', 'search'],
+      ['Branding', 'branding'],
+    ] as const) {
+      await page.getByRole('link', { name: link }).click();
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await page.waitForLoadState('networkidle');
+      expect({ link, violations: await seriousViolations(page) }).toEqual({ link, violations: [] });
+      await screenshot(page, `staff-${slug}`);
+    }
     await page.context().close();
   });
 

@@ -61,7 +61,7 @@ export function BrandingSettings() {
               placeholder="#1c7ed6"
             />
             {/^#[0-9a-fA-F]{6}$/.test(primaryColor) ? (
-              <ColorSwatch color={primaryColor} aria-label={`Preview of ${primaryColor}`} />
+              <ColorSwatch color={primaryColor} role="img" aria-label={`Preview of ${primaryColor}`} />
             ) : null}
           </Group>
           <ProblemAlert error={save.error} title="Not saved" />

@@ -106,6 +106,8 @@ export function StaffApp() {
               component={Link}
               href={section.href}
               label={section.label}
+              // Filled: white on the primary shade reads at AA contrast, hovered or not.
+              variant="filled"
               active={location === section.href}
               aria-current={location === section.href ? 'page' : undefined}
             />
