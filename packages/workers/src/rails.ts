@@ -19,6 +19,9 @@ export interface RailsConfig {
 
 export type Route = { kind: 'evm' } | { kind: 'custodian' };
 
+/** Anvil's (and Hardhat's) chain id: the only chain anvil's public development keys may sign for. */
+export const LOCAL_DEVELOPMENT_CHAIN_ID = 31337;
+
 /** The asset each EVM network pays in natively; every other asset there must name its token contract. */
 export const NATIVE_ASSETS: Record<string, string> = { ethereum: 'ETH' };
 
@@ -62,6 +65,10 @@ export class RailRegistry {
     const cacheKey = `${wallet.tenantId}:${wallet.address}`;
     const existing = this.evmRails.get(cacheKey);
     if (existing) return existing;
+    // Development keys are public: refuse them anywhere but a local development chain.
+    if (wallet.keyRef.startsWith('dev:') && evm.chainId !== LOCAL_DEVELOPMENT_CHAIN_ID) {
+      throw new IdemError('VALIDATION', `development keys are refused on chain ${evm.chainId}`);
+    }
     const privateKey = (this.config.resolveKey ?? defaultKeyResolver)(wallet.keyRef);
     const rail = createEvmRail({
       rpcUrl: evm.rpcUrl,

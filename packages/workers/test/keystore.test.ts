@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { keccak256 } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { decryptKeystore } from '../src/keystore.ts';
-import { defaultKeyResolver } from '../src/rails.ts';
+import { defaultKeyResolver, RailRegistry } from '../src/rails.ts';
 
 /** Writes a version 3 keystore the way a wallet does (small scrypt cost to keep the test fast). */
 function encrypt(privateKey: string, password: string): string {
@@ -67,5 +67,24 @@ describe('hot wallet keys from a keystore file', () => {
     expect(defaultKeyResolver(`keystore:${path}#IDEM_TEST_KEYSTORE_PASSWORD`)).toBe(key);
     expect(() => defaultKeyResolver(`keystore:${path}#IDEM_TEST_UNSET_PASSWORD`)).toThrow(/not set/);
     delete process.env.IDEM_TEST_KEYSTORE_PASSWORD;
+  });
+});
+
+describe('development keys', () => {
+  it('are refused for any chain but the local development chain', () => {
+    const wallet = {
+      tenantId: '00000000-0000-4000-8000-000000000001',
+      network: 'ethereum',
+      address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      keyRef: 'dev:1',
+      nextNonce: 0,
+      createdAt: new Date(),
+    };
+    expect(() =>
+      new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor(wallet),
+    ).toThrow(/refused on chain 1/);
+    expect(
+      new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 31337 } }).evmFor(wallet).address,
+    ).toBe(wallet.address);
   });
 });
