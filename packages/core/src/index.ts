@@ -49,7 +49,7 @@ export {
   recordInboxRejection,
   type VerifiedDelivery,
 } from './inbox/record-event.ts';
-export { type BalanceView, getBalances, sumPostings } from './journal/balances.ts';
+export { type BalanceView, getBalances } from './journal/balances.ts';
 export { type Posting, type PostResult, postEntry, SYSTEM_ACCOUNTS } from './journal/post-entry.ts';
 export { claimIdentity, type IdentityClaim, IN_FLIGHT_RETRY_AFTER_MS } from './operations/claim-identity.ts';
 export {

@@ -1,7 +1,7 @@
 import { IdemError } from '@idem/contracts';
 import type { HotWallet } from '@idem/core';
 import { anvilDevPrivateKeys, type CustodianAdapter, createEvmRail, type EvmRail } from '@idem/rails';
-import type { Hex } from 'viem';
+import { createPublicClient, type Hex, http, type PublicClient } from 'viem';
 import { readKeystore } from './keystore.ts';
 
 /**
@@ -56,6 +56,7 @@ export function defaultKeyResolver(keyRef: string): Hex {
 
 export class RailRegistry {
   private readonly evmRails = new Map<string, EvmRail>();
+  private chainClient: PublicClient | undefined;
   constructor(readonly config: RailsConfig) {}
 
   /** The EVM rail signing as this hot wallet (one viem client per wallet, reused). */
@@ -94,6 +95,16 @@ export class RailRegistry {
     });
     this.evmRails.set('reader', rail);
     return rail;
+  }
+
+  /** A read-only client of the node (receipts, blocks, transactions), one per registry. */
+  chain(): PublicClient {
+    const evm = this.config.evm;
+    if (!evm) throw new IdemError('VALIDATION', 'no EVM node is configured');
+    this.chainClient ??= createPublicClient({
+      transport: http(evm.rpcUrl, { retryCount: 0, timeout: evm.requestTimeoutMs ?? 5_000 }),
+    });
+    return this.chainClient;
   }
 
   custodian(): CustodianAdapter {

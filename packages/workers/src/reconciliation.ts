@@ -9,7 +9,7 @@ import {
 } from '@idem/core';
 import type { CustodianTransfer } from '@idem/rails';
 import { and, eq, gt, inArray, sql } from 'drizzle-orm';
-import { createPublicClient, decodeFunctionData, erc20Abi, type Hex, http } from 'viem';
+import { decodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { assetOf } from './candidates.ts';
 import type { WorkerContext } from './context.ts';
 import { routeFor } from './rails.ts';
@@ -221,7 +221,7 @@ async function compareChain(
 ): Promise<Finding[]> {
   const evm = ctx.rails.config.evm;
   if (!evm || ops.length === 0) return [];
-  const chain = createPublicClient({ transport: http(evm.rpcUrl, { retryCount: 0, timeout: 5_000 }) });
+  const chain = ctx.rails.chain();
   const findings: Finding[] = [];
   for (const op of ops) {
     const subject = `operation:${op.operationId}`;

@@ -8,6 +8,7 @@ import { deliverNotifications } from './steps/deliver.ts';
 import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
 import { processInbox } from './steps/inbox.ts';
+import { expireSettledKeys, KEY_RETENTION_RUN_EVERY_MS } from './steps/retention.ts';
 import { reviewPending } from './steps/review.ts';
 import { recheckConfirmed, reconcileUnknown, watchBroadcast } from './steps/settle.ts';
 
@@ -24,6 +25,8 @@ export interface WorkerOptions {
   probe?: (step: SendStep, operationId: string) => Promise<void>;
   /** Run three-way reconciliation per tenant at most this often (off when absent). */
   reconcileEveryMs?: number;
+  /** Run idempotency-key retention per tenant at most this often (default hourly). */
+  expireKeysEveryMs?: number;
 }
 
 export interface TickReport {
@@ -38,6 +41,7 @@ export interface TickReport {
   delivered: number;
   depositsObserved: number;
   breaksOpened: number;
+  keysExpired: number;
 }
 
 export interface Worker {
@@ -62,7 +66,32 @@ export function createWorker(options: WorkerOptions): Worker {
     ...(options.probe ? { probe: options.probe } : {}),
   };
 
-  const lastReconciled = new Map<string, number>();
+  /** When each periodic job last ran, per tenant. */
+  const lastRun = new Map<string, number>();
+  const due = (job: string, tenantId: string, everyMs: number | undefined): boolean => {
+    if (everyMs === undefined) return false;
+    const key = `${job}:${tenantId}`;
+    if (Date.now() - (lastRun.get(key) ?? 0) < everyMs) return false;
+    lastRun.set(key, Date.now());
+    return true;
+  };
+
+  /**
+   * One stage for one tenant. A stage that fails (a node or custodian that cannot be asked, a
+   * database hiccup) is logged and skipped for this pass: it is no evidence of anything, and the
+   * other stages and tenants go on. Every stage is safe to repeat on the next pass.
+   */
+  async function stage(name: string, tenantId: string, work: () => Promise<number>): Promise<number> {
+    try {
+      return await work();
+    } catch (error) {
+      ctx.log.warn(
+        { tenantId, stage: name, message: String((error as Error).message).slice(0, 200) },
+        'stage skipped',
+      );
+      return 0;
+    }
+  }
 
   async function runOnce(): Promise<TickReport> {
     const report: TickReport = {
@@ -77,32 +106,29 @@ export function createWorker(options: WorkerOptions): Worker {
       delivered: 0,
       depositsObserved: 0,
       breaksOpened: 0,
+      keysExpired: 0,
     };
     const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
     report.tenants = tenants.length;
     for (const tenantId of tenants) {
-      report.reviewed += await reviewPending(ctx, tenantId);
-      report.inbound += await processInbox(ctx, tenantId);
-      report.resumed += await resumeSigned(ctx, tenantId);
-      report.dispatched += await dispatchApproved(ctx, tenantId);
-      report.watched += await watchBroadcast(ctx, tenantId);
-      report.reconciled += await reconcileUnknown(ctx, tenantId);
-      report.rechecked += await recheckConfirmed(ctx, tenantId);
-      report.delivered += await deliverNotifications(ctx, tenantId);
-      // A node that cannot be asked is no evidence: deposits wait for the next pass.
-      report.depositsObserved += await watchDeposits(ctx, tenantId).catch((error: unknown) => {
-        ctx.log.warn(
-          { tenantId, message: String((error as Error).message).slice(0, 200) },
-          'deposit scan skipped',
+      report.reviewed += await stage('review', tenantId, () => reviewPending(ctx, tenantId));
+      report.inbound += await stage('inbox', tenantId, () => processInbox(ctx, tenantId));
+      report.resumed += await stage('resume', tenantId, () => resumeSigned(ctx, tenantId));
+      report.dispatched += await stage('dispatch', tenantId, () => dispatchApproved(ctx, tenantId));
+      report.watched += await stage('watch', tenantId, () => watchBroadcast(ctx, tenantId));
+      report.reconciled += await stage('reconcile', tenantId, () => reconcileUnknown(ctx, tenantId));
+      report.rechecked += await stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
+      report.delivered += await stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));
+      report.depositsObserved += await stage('deposits', tenantId, () => watchDeposits(ctx, tenantId));
+      if (due('reconciliation', tenantId, options.reconcileEveryMs)) {
+        report.breaksOpened += await stage(
+          'reconciliation',
+          tenantId,
+          async () => (await reconcileTenant(ctx, tenantId)).breaksOpened,
         );
-        return 0;
-      });
-      if (
-        options.reconcileEveryMs !== undefined &&
-        Date.now() - (lastReconciled.get(tenantId) ?? 0) >= options.reconcileEveryMs
-      ) {
-        lastReconciled.set(tenantId, Date.now());
-        report.breaksOpened += (await reconcileTenant(ctx, tenantId)).breaksOpened;
+      }
+      if (due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {
+        report.keysExpired += await stage('retention', tenantId, () => expireSettledKeys(ctx, tenantId));
       }
     }
     return report;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue, rowsOf, withTenant } from '@idem/core';
+import { enqueue, rowsOf, transition, withTenant } from '@idem/core';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Environment, ETH, startEnvironment } from './environment.ts';
@@ -43,5 +43,21 @@ describe('a work item that keeps failing', () => {
     await worker.runOnce();
     expect(await item(poison)).toMatchObject({ status: 'dead', attempts: 10 });
     expect(env.logLines.some((line) => line.includes('dead-lettered after repeated failures'))).toBe(true);
+  });
+});
+
+describe('idempotency retention run by the worker', () => {
+  it('C07 expires the keys of withdrawals settled beyond the horizon and keeps every other key', async () => {
+    const settled = await env.withdraw(ETH / 600n);
+    const pending = await env.withdraw(ETH / 601n);
+    await withTenant(env.t.db, env.tenantId, (tx) =>
+      transition(tx, settled, 'REJECTED', { actor: 'staff:x', reason: 'test' }),
+    );
+    await env.t.db.execute(
+      sql`update operations set settled_at = now() - interval '100 days', version = version + 1 where operation_id = ${settled.operationId}`,
+    );
+    await env.worker({ expireKeysEveryMs: 0 }).runOnce();
+    expect((await env.operation(settled.operationId)).idempotencyKey).toMatch(/^expired:[0-9a-f]{64}$/);
+    expect((await env.operation(pending.operationId)).idempotencyKey).toBe(pending.idempotencyKey);
   });
 });

@@ -1,6 +1,6 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
-import { balances, postings } from '../db/schema/index.ts';
+import { balances } from '../db/schema/index.ts';
 
 export interface BalanceView {
   asset: string;
@@ -20,18 +20,4 @@ export async function getBalances(
     .where(and(eq(balances.tenantId, tenantId), eq(balances.accountRef, accountRef)))
     .orderBy(balances.assetCode);
   return rows;
-}
-
-/** Sums postings per (account, bucket, asset): what the projection must equal. */
-export async function sumPostings(db: Executor, tenantId: string) {
-  return db
-    .select({
-      account: postings.account,
-      bucket: postings.bucket,
-      assetCode: postings.assetCode,
-      total: sql<string>`sum(${postings.amount})::text`,
-    })
-    .from(postings)
-    .where(eq(postings.tenantId, tenantId))
-    .groupBy(postings.account, postings.bucket, postings.assetCode);
 }

@@ -13,7 +13,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { and, eq } from 'drizzle-orm';
-import { type Address, createPublicClient, type Hex, http } from 'viem';
+import type { Address, Hex } from 'viem';
 import type { WorkerContext } from '../context.ts';
 import { NATIVE_ASSETS } from '../rails.ts';
 
@@ -34,7 +34,7 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
   if (!evm) return 0;
   const addresses = await withTenant(ctx.db, tenantId, (tx) => listDepositAddresses(tx, tenantId, NETWORK));
   if (addresses.length === 0) return 0;
-  const chain = createPublicClient({ transport: http(evm.rpcUrl, { retryCount: 0, timeout: 5_000 }) });
+  const chain = ctx.rails.chain();
   const head = Number(await chain.getBlockNumber({ cacheTime: 0 }));
   const setup = await withTenant(ctx.db, tenantId, async (tx) => {
     const tokens = await tx
