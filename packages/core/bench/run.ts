@@ -41,15 +41,46 @@ async function main() {
     await setup.migrate();
     const many8 = await fundedTenant(setup.db, 'bench many 8', ACCOUNTS, 8);
     const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
+    const manyTx = await fundedTenant(setup.db, 'bench many in tx', ACCOUNTS, 8);
     const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
     const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
     await setup.close();
 
     const phases = [
-      { name: 'create, many accounts', tenant: many8, connections: 8, target: TARGETS.many8, label: 'm8' },
-      { name: 'create, many accounts', tenant: many16, connections: 16, target: null, label: 'm16' },
-      { name: 'create, one hot account', tenant: hot, connections: 8, target: TARGETS.hot8, label: 'h8' },
-    ];
+      {
+        name: 'create, many accounts',
+        tenant: many8,
+        connections: 8,
+        target: TARGETS.many8,
+        label: 'm8',
+        mode: 'statement',
+      },
+      {
+        name: 'create, many accounts',
+        tenant: many16,
+        connections: 16,
+        target: null,
+        label: 'm16',
+        mode: 'statement',
+      },
+      {
+        name: 'create, one hot account',
+        tenant: hot,
+        connections: 8,
+        target: TARGETS.hot8,
+        label: 'h8',
+        mode: 'statement',
+      },
+      // The same creation inside a caller's transaction (createWithdrawal), for comparison.
+      {
+        name: 'create in caller tx',
+        tenant: manyTx,
+        connections: 8,
+        target: null,
+        label: 't8',
+        mode: 'transaction',
+      },
+    ] as const;
     for (const phase of phases) {
       console.log(`${phase.name}, ${phase.connections} connections ...`);
       const handle = await openDatabase({ url: scratch.url, maxConnections: phase.connections });
@@ -61,6 +92,7 @@ async function main() {
           warmupMs: WARMUP_MS,
           measureMs: SECONDS * 1000,
           label: phase.label,
+          mode: phase.mode,
         });
         violations.push(...outcome.violations.map((v) => `${phase.name}/${phase.connections}: ${v}`));
         rows.push({

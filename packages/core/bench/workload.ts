@@ -7,6 +7,7 @@ import {
   type Database,
   recordDeposit,
   rowsOf,
+  submitWithdrawal,
   withTenant,
 } from '../src/index.ts';
 import { LatencyRecorder, type LatencySummary } from './latency.ts';
@@ -49,6 +50,13 @@ export async function fundedTenant(db: Database, name: string, accounts: number,
 }
 
 /**
+ * How a creation is issued: `statement` is `submitWithdrawal` (what the server calls: one
+ * statement, its own transaction); `transaction` is `createWithdrawal` inside a caller's
+ * `withTenant` transaction (BEGIN, tenant binding, context read, the call, COMMIT).
+ */
+export type CreationMode = 'statement' | 'transaction';
+
+/**
  * Withdrawal creation through the real core path, one transaction and a fresh key per call,
  * spread over `accountIds` (one account makes it the hot-account phase). Afterwards the database
  * must hold exactly the successful calls, and every account's hold their amounts.
@@ -62,6 +70,7 @@ export async function creationPhase(
     warmupMs: number;
     measureMs: number;
     label: string;
+    mode: CreationMode;
   },
 ): Promise<PhaseOutcome> {
   const { tenantId, accountIds } = options;
@@ -74,23 +83,25 @@ export async function creationPhase(
       const accountId = accountIds[Math.floor(Math.random() * accountIds.length)] ?? 'acct-0';
       const amount = 1000n + BigInt(seq % 997);
       const withdrawalId = `${options.label}-${worker}-${seq}`;
-      const claim = await withTenant(db, tenantId, (tx) =>
-        createWithdrawal(tx, {
-          tenantId,
-          idempotencyKey: `withdrawal-${withdrawalId}`,
-          request: {
-            withdrawalId,
-            accountId,
-            asset: ASSET,
-            destination: DESTINATIONS[seq % DESTINATIONS.length],
-            amountMinor: amount.toString(),
-          },
-        }),
-      );
+      const input = {
+        tenantId,
+        idempotencyKey: `withdrawal-${withdrawalId}`,
+        request: {
+          withdrawalId,
+          accountId,
+          asset: ASSET,
+          destination: DESTINATIONS[seq % DESTINATIONS.length],
+          amountMinor: amount.toString(),
+        },
+      };
+      const claim =
+        options.mode === 'statement'
+          ? await submitWithdrawal(db, input)
+          : await withTenant(db, tenantId, (tx) => createWithdrawal(tx, input));
       if (claim.outcome !== 'CREATED' || claim.operation.state !== 'REQUESTED') {
         throw new Error(`fresh key answered ${claim.outcome} ${claim.operation.state}`);
       }
-      // Counted only after COMMIT: withTenant resolves once the transaction has committed.
+      // Counted only after COMMIT: both modes resolve once the transaction has committed.
       expectedHeld.set(accountId, (expectedHeld.get(accountId) ?? 0n) + amount);
     },
   });
@@ -172,9 +183,7 @@ export async function stormPhase(
     };
     const outcomes = await Promise.allSettled(
       Array.from({ length: options.callers }, () =>
-        latency.time(() =>
-          withTenant(db, tenantId, (tx) => createWithdrawal(tx, { tenantId, request, idempotencyKey })),
-        ),
+        latency.time(() => submitWithdrawal(db, { tenantId, request, idempotencyKey })),
       ),
     );
     const ids = new Set<string>();

@@ -56,6 +56,7 @@ export {
   type CreateWithdrawalInput,
   type CreationStep,
   createWithdrawal,
+  submitWithdrawal,
 } from './operations/create-withdrawal.ts';
 export {
   assertPayloadIntact,

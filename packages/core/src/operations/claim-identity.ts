@@ -56,10 +56,7 @@ export async function claimIdentity(
 
 /**
  * The insert found the key or the reference taken. The holder has committed (PostgreSQL waited for
- * it), so these reads only report what the database already decided:
- * - same key, same hash: a replay (IN_FLIGHT while the outcome is UNKNOWN);
- * - same key, another hash: IDEMPOTENCY_CONFLICT;
- * - another key holds the reference: IDEMPOTENCY_CONFLICT naming that key (C04).
+ * it), so these reads only report what the database already decided (see `answerForHolder`).
  */
 export async function explainTakenIdentity(
   tx: Tx,
@@ -67,35 +64,44 @@ export async function explainTakenIdentity(
   idempotencyKey: string,
   hash: string,
 ): Promise<IdentityClaim> {
-  const byKey = await findByKey(tx, payload.tenantId, idempotencyKey);
-  if (byKey) {
-    if (byKey.payloadHash !== hash) {
+  const holder =
+    (await findByKey(tx, payload.tenantId, idempotencyKey)) ??
+    (await findByReference(tx, payload.tenantId, payload.kind as OperationKind, payload.reference));
+  // The conflicting row is committed and rows are never deleted, so it is always found.
+  if (!holder) throw new Error('claimIdentity: insert conflicted but no holder is visible');
+  return answerForHolder(holder, payload, idempotencyKey, hash);
+}
+
+/**
+ * What the caller is told when another operation holds its key or its reference:
+ * - same key, same hash: a replay (IN_FLIGHT while the outcome is UNKNOWN);
+ * - same key, another hash: IDEMPOTENCY_CONFLICT;
+ * - another key holds the reference: IDEMPOTENCY_CONFLICT naming that key (C04).
+ */
+export function answerForHolder(
+  holder: Operation,
+  payload: Pick<ApprovedPayload, 'kind' | 'reference'>,
+  idempotencyKey: string,
+  hash: string,
+): IdentityClaim {
+  if (holder.idempotencyKey === idempotencyKey) {
+    if (holder.payloadHash !== hash) {
       throw new IdemError(
         'IDEMPOTENCY_CONFLICT',
         'this idempotency key was used for a different payload; a key is never reused for another instruction',
       );
     }
-    if (IN_FLIGHT_STATES.includes(byKey.state)) {
+    if (IN_FLIGHT_STATES.includes(holder.state)) {
       throw new IdemError('IN_FLIGHT', 'the outcome of this operation is not known yet; funds stay held', {
         retryAfterMs: IN_FLIGHT_RETRY_AFTER_MS,
       });
     }
-    return { outcome: 'REPLAYED', operation: byKey };
+    return { outcome: 'REPLAYED', operation: holder };
   }
-  const holder = await findByReference(
-    tx,
-    payload.tenantId,
-    payload.kind as OperationKind,
-    payload.reference,
+  // C04: the refusal names the holding key, so the caller can look up the real state.
+  throw new IdemError(
+    'IDEMPOTENCY_CONFLICT',
+    `${payload.kind} ${payload.reference} is already claimed by key ${holder.idempotencyKey}`,
+    { holderKey: holder.idempotencyKey },
   );
-  if (holder) {
-    // C04: the refusal names the holding key, so the caller can look up the real state.
-    throw new IdemError(
-      'IDEMPOTENCY_CONFLICT',
-      `${payload.kind} ${payload.reference} is already claimed by key ${holder.idempotencyKey}`,
-      { holderKey: holder.idempotencyKey },
-    );
-  }
-  // The conflicting row is committed and rows are never deleted, so this cannot happen.
-  throw new Error('claimIdentity: insert conflicted but no holder is visible');
 }

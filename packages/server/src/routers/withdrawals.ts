@@ -8,7 +8,7 @@ import {
   submitWithdrawalApiInputSchema,
   submitWithdrawalOutputSchema,
 } from '@idem/contracts';
-import { createWithdrawal, findByReference, listOperations, toView } from '@idem/core';
+import { findByReference, listOperations, submitWithdrawal, toView } from '@idem/core';
 import { router, tenantProcedure } from '../trpc.ts';
 
 /**
@@ -46,9 +46,13 @@ export const withdrawalsRouter = router({
     .output(submitWithdrawalOutputSchema)
     .mutation(async ({ ctx, input }) => {
       const idempotencyKey = resolveKey(input.idempotencyKey, ctx.idempotencyKeyHeader);
-      const claim = await ctx.inTenant((tx) =>
-        createWithdrawal(tx, { tenantId: ctx.tenantId, request: input.request, idempotencyKey }),
-      );
+      // One statement, its own transaction: the database function binds the tenant and the
+      // restricted role itself (migration 0014), like `inTenant` does for every other procedure.
+      const claim = await submitWithdrawal(ctx.db, {
+        tenantId: ctx.tenantId,
+        request: input.request,
+        idempotencyKey,
+      });
       const operation = claim.operation;
       if (operation.state === 'REJECTED' && operation.rejectionCode === 'INSUFFICIENT_FUNDS') {
         throw new IdemError(
