@@ -19,6 +19,7 @@ import { createTRPCUntypedClient, httpLink, TRPCClientError } from '@trpc/client
 import type { z } from 'zod';
 import { IdemApiError, IdemTransportError } from './errors.ts';
 import { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+import { undiciTransport } from './transport.ts';
 
 /**
  * The procedure paths this SDK calls. The facade below is the stable surface: a router refactor on
@@ -40,7 +41,10 @@ export interface IdemClientOptions {
   retry?: Partial<RetryPolicy>;
   /** Per attempt; a timed-out attempt is retried with the same key. */
   requestTimeoutMs?: number;
-  /** A fetch implementation, for runtimes without a global one or for tests. */
+  /**
+   * A fetch implementation, for runtimes other than Node (Deno, Bun, workers) or for tests. On
+   * Node the default is undici's request API over a keep-alive pool (`undiciTransport`).
+   */
   fetch?: typeof fetch;
 }
 
@@ -77,7 +81,7 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
       httpLink({
         url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
         headers: { authorization: `Bearer ${options.apiKey}` },
-        ...(options.fetch ? { fetch: options.fetch } : {}),
+        fetch: options.fetch ?? undiciTransport(),
       }),
     ],
   });

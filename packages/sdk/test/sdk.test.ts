@@ -39,7 +39,8 @@ describe('retries', () => {
   let server: Server | undefined;
   afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
 
-  async function scripted(answers: ((body: string) => [number, unknown] | 'drop')[]) {
+  type Answer = [number, unknown] | 'drop' | { afterMs: number; answer: [number, unknown] };
+  async function scripted(answers: ((body: string) => Answer)[]) {
     const seen: string[] = [];
     server = createServer((req, res) => {
       let body = '';
@@ -50,8 +51,15 @@ describe('retries', () => {
         seen.push(body);
         const answer = (answers[seen.length - 1] ?? answers[answers.length - 1])?.(body);
         if (!answer || answer === 'drop') return req.socket.destroy();
-        res.writeHead(answer[0], { 'content-type': 'application/json' });
-        res.end(JSON.stringify(answer[1]));
+        const [status, body_] = Array.isArray(answer) ? answer : answer.answer;
+        setTimeout(
+          () => {
+            if (res.destroyed) return;
+            res.writeHead(status, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(body_));
+          },
+          Array.isArray(answer) ? 0 : answer.afterMs,
+        );
       });
     });
     await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', () => resolve()));
@@ -133,6 +141,32 @@ describe('retries', () => {
       await new Promise<void>((resolve) => server?.close(() => resolve()));
       server = undefined;
     }
+  });
+
+  it('abandons an attempt that outlives requestTimeoutMs and retries it with the same key', async () => {
+    const { baseUrl, seen } = await scripted([() => ({ afterMs: 1_000, answer: success() }), success]);
+    const idem = createIdemClient({ baseUrl, apiKey: 'k', requestTimeoutMs: 100, retry: { delayMsBase: 1 } });
+    const started = Date.now();
+    const result = await idem.withdrawals.submit(request, withdrawalKey('42'));
+    expect(result.outcome).toBe('REPLAYED');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(seen.map((body) => JSON.parse(body).idempotencyKey)).toEqual(['withdrawal-42', 'withdrawal-42']);
+  });
+
+  it('sends through a caller-supplied fetch instead of its own transport', async () => {
+    const { baseUrl, seen } = await scripted([success]);
+    const urls: string[] = [];
+    const idem = createIdemClient({
+      baseUrl,
+      apiKey: 'k',
+      fetch: (input, init) => {
+        urls.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    await idem.withdrawals.submit(request, withdrawalKey('42'));
+    expect(urls).toEqual([`${baseUrl}/trpc/withdrawals.submit`]);
+    expect(seen).toHaveLength(1);
   });
 
   it('gives up after the attempt bound with a transport error', async () => {

@@ -19,8 +19,12 @@ export interface ServerProcess {
  * Starts the real server (`src/main.ts`) as a child process on a free port (PORT=0; the port is
  * read back from the server's own "Idem listening on" line).
  */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export async function startServerProcess(
+  env: Record<string, string>,
+  /** Extra Node flags, e.g. `--cpu-prof` for a profile of the server under bench load. */
+  nodeArgs: string[] = [],
+): Promise<ServerProcess> {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
     cwd: serverRoot,
     env: {
       PATH: process.env.PATH ?? '',
