@@ -11,8 +11,8 @@ export type {
   WithdrawalRequest,
 } from '@idem/contracts';
 export { createIdemClient, type IdemClient, type IdemClientOptions, PROCEDURES } from './client.ts';
-export { type LinkFetch, undiciTransport } from './transport.ts';
 export { IdemApiError, IdemTransportError } from './errors.ts';
 export { withdrawalKey } from './key.ts';
 export { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+export { type LinkFetch, undiciTransport } from './transport.ts';
 export { type OperationWebhook, operationWebhookSchema, verifyWebhook } from './webhooks.ts';
