@@ -63,13 +63,14 @@ export async function createWithdrawal(tx: Tx, input: CreateWithdrawalInput): Pr
  */
 export async function submitWithdrawal(db: Database, input: Omit<CreateWithdrawalInput, 'probe'>) {
   const { request, idempotencyKey } = parseInput(input);
+  let context = contextCache.get(input.tenantId, request.asset);
   for (let attempt = 0; ; attempt += 1) {
-    const context =
-      (attempt === 0 ? contextCache.get(input.tenantId, request.asset) : undefined) ??
-      (await withTenant(db, input.tenantId, (tx) =>
+    if (!context) {
+      context = await withTenant(db, input.tenantId, (tx) =>
         readWithdrawalContext(tx, input.tenantId, request.asset),
-      ));
-    contextCache.set(input.tenantId, request.asset, context);
+      );
+      contextCache.set(input.tenantId, request.asset, context);
+    }
     const prepared = prepareWithdrawal(input.tenantId, request, context);
     try {
       return answerForRow(
@@ -78,11 +79,10 @@ export async function submitWithdrawal(db: Database, input: Omit<CreateWithdrawa
         idempotencyKey,
       );
     } catch (error) {
-      const code = databaseErrorCode(error);
-      if (code === 'IDM02' || code === 'IDM03') contextCache.delete(input.tenantId, request.asset);
-      // A stale copy is refreshed once; a second miss means the context is changing under us.
-      if (code === 'IDM03' && attempt === 0) continue;
-      throw error;
+      // A stale copy (IDM03, nothing written) is read again once; a second miss means the
+      // context is changing under us.
+      if (attempt > 0 || databaseErrorCode(error) !== 'IDM03') throw error;
+      context = undefined;
     }
   }
 }
@@ -181,7 +181,7 @@ function databaseErrorCode(error: unknown): string | undefined {
 /**
  * Asset networks and policy versions, per tenant and asset, for `submitWithdrawal`. Only a hint:
  * the database function checks every value it is given, so a stale or foreign entry costs one
- * more round trip and never a wrong payload. Bounded so a process serving many tenants stays small.
+ * more read and call, never a wrong payload. Bounded so a process serving many tenants stays small.
  */
 const contextCache = (() => {
   const LIMIT = 10_000;
@@ -193,7 +193,6 @@ const contextCache = (() => {
       if (entries.size >= LIMIT) entries.clear();
       entries.set(keyOf(tenantId, asset), context);
     },
-    delete: (tenantId: string, asset: string) => entries.delete(keyOf(tenantId, asset)),
   };
 })();
 
