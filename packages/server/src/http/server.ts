@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Database } from '@idem/core';
+import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
@@ -13,6 +14,7 @@ import { RateLimiter } from '../rate-limit.ts';
 import { appRouter } from '../router.ts';
 import type { Context, RequestState } from '../trpc.ts';
 import { sendJson, sendProblem } from './problem.ts';
+import { createSingleCallHandler } from './trpc-single-call.ts';
 import { serveWebApp } from './web-app.ts';
 import { handleWebhook } from './webhooks.ts';
 
@@ -51,34 +53,50 @@ export function createIdemServer(deps: ServerDeps): Server {
   const apiKeyCache = new ApiKeyCache(env.IDEM_API_KEY_CACHE_MS);
   const secureCookies = env.IDEM_COOKIE_SECURE ?? env.IDEM_PUBLIC_URL?.startsWith('https://') ?? false;
 
+  const createContext = (req: IncomingMessage, res: ServerResponse): Context => {
+    const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
+    return {
+      db,
+      log,
+      rateLimiter,
+      apiKeyCache,
+      requestId: request.requestId,
+      apiKey: bearer(req.headers.authorization),
+      idempotencyKeyHeader: single(req.headers['idempotency-key']),
+      state: request.state,
+      exposeStacks: env.NODE_ENV === 'development',
+      web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
+    };
+  };
+  const onError = ({
+    error,
+    path,
+    req,
+  }: {
+    error: TRPCError;
+    path: string | undefined;
+    req: IncomingMessage;
+  }) => {
+    const request = info.get(req);
+    if (error.code === 'INTERNAL_SERVER_ERROR' && !isIdemCause(error.cause)) {
+      log.error(
+        { requestId: request?.requestId, path, err: scrubMessage(String(error.cause ?? error)) },
+        'procedure failed',
+      );
+    }
+  };
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: '/trpc/',
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
-    createContext: ({ req, res }): Context => {
-      const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
-      return {
-        db,
-        log,
-        rateLimiter,
-        apiKeyCache,
-        requestId: request.requestId,
-        apiKey: bearer(req.headers.authorization),
-        idempotencyKeyHeader: single(req.headers['idempotency-key']),
-        state: request.state,
-        exposeStacks: env.NODE_ENV === 'development',
-        web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
-      };
-    },
-    onError: ({ error, path, req }) => {
-      const request = info.get(req);
-      if (error.code === 'INTERNAL_SERVER_ERROR' && !isIdemCause(error.cause)) {
-        log.error(
-          { requestId: request?.requestId, path, err: scrubMessage(String(error.cause ?? error)) },
-          'procedure failed',
-        );
-      }
-    },
+    createContext: ({ req, res }) => createContext(req, res),
+    onError,
+  });
+  const singleCall = createSingleCallHandler({
+    router: appRouter,
+    maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
+    createContext,
+    onError,
   });
 
   return createServer((req, res) => {
@@ -124,7 +142,7 @@ export function createIdemServer(deps: ServerDeps): Server {
     requestId: string,
   ): Promise<void> {
     if (route.startsWith('trpc')) {
-      trpc(req, res);
+      if (!singleCall(req, res, url.pathname.slice('/trpc/'.length))) trpc(req, res);
       return;
     }
     if (route === 'webhooks') {
