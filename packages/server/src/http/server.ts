@@ -94,6 +94,7 @@ export function createIdemServer(deps: ServerDeps): Server {
   });
   const singleCall = createSingleCallHandler({
     router: appRouter,
+    basePath: '/trpc/',
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
     createContext,
     onError,
@@ -142,7 +143,9 @@ export function createIdemServer(deps: ServerDeps): Server {
     requestId: string,
   ): Promise<void> {
     if (route.startsWith('trpc')) {
-      if (!singleCall(req, res, url.pathname.slice('/trpc/'.length))) trpc(req, res);
+      const answered = singleCall(req, res);
+      if (answered) return answered;
+      trpc(req, res);
       return;
     }
     if (route === 'webhooks') {

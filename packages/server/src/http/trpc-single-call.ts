@@ -12,6 +12,8 @@ import { BodyTooLargeError, readBody } from './body.ts';
 
 export interface SingleCallOptions<TContext> {
   router: AnyTRPCRouter;
+  /** Where the procedures are mounted, e.g. `/trpc/`. */
+  basePath: string;
   maxBodySize: number;
   createContext(req: IncomingMessage, res: ServerResponse): TContext;
   onError(opts: { error: TRPCError; path: string; req: IncomingMessage }): void;
@@ -23,18 +25,22 @@ export interface SingleCallOptions<TContext> {
  * (middleware, input and output schemas, error formatter) as tRPC's own Node adapter, without that
  * adapter's Fetch API layer (a Request, a ReadableStream, AbortSignals and a Response per call),
  * which cost the server about a fifth of its CPU per submission on 2 cores. Anything else (batches,
- * queries, other content types, unknown paths) returns false and goes to tRPC's adapter unchanged.
+ * queries, other content types, unknown paths) returns null and goes to tRPC's adapter unchanged.
  */
 export function createSingleCallHandler<TContext>(options: SingleCallOptions<TContext>) {
   const config = options.router._def._config;
   const procedures = options.router._def.procedures as Record<string, AnyTRPCProcedure | undefined>;
 
-  return function handleSingleCall(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-    if (req.method !== 'POST' || !isJson(req.headers['content-type'])) return false;
+  /** The call's answer, or null when the request is not a single JSON mutation (tRPC's adapter's turn). */
+  return function handleSingleCall(req: IncomingMessage, res: ServerResponse): Promise<void> | null {
+    const url = req.url ?? '';
+    // A query string means a batch (`?batch=1`) or another tRPC feature: tRPC's adapter decides.
+    if (req.method !== 'POST' || !url.startsWith(options.basePath) || url.includes('?')) return null;
+    if (!isJson(req.headers['content-type'])) return null;
+    const path = url.slice(options.basePath.length);
     const procedure = Object.hasOwn(procedures, path) ? procedures[path] : undefined;
-    if (!procedure || procedure._def.type !== 'mutation') return false;
-    void respond(req, res, path, procedure);
-    return true;
+    if (procedure?._def.type !== 'mutation') return null;
+    return respond(req, res, path, procedure);
   };
 
   async function respond(
@@ -79,15 +85,19 @@ async function readJsonInput(
   limit: number,
   deserialize: (value: unknown) => unknown,
 ): Promise<unknown> {
-  let raw: Buffer;
   try {
-    raw = await readBody(req, limit);
+    const raw = await readBody(req, limit);
+    // As tRPC's JSON handler: an empty body is no input.
+    return raw.length === 0 ? undefined : deserialize(JSON.parse(raw.toString('utf8')));
   } catch (cause) {
     if (cause instanceof BodyTooLargeError) throw new TRPCError({ code: 'PAYLOAD_TOO_LARGE' });
-    throw cause;
+    // As tRPC's adapter: an unreadable or malformed body is the caller's error, never a 500.
+    throw new TRPCError({
+      code: 'BAD_REQUEST',
+      message: cause instanceof Error ? cause.message : 'Invalid input',
+      cause,
+    });
   }
-  // As tRPC's JSON handler: an empty body is no input; malformed JSON fails the call.
-  return raw.length === 0 ? undefined : deserialize(JSON.parse(raw.toString('utf8')));
 }
 
 function isJson(contentType: string | undefined): boolean {
