@@ -30,15 +30,26 @@ export function createMetrics(db: Database) {
   });
   for (const outcome of inboxOutcomes) webhookDeliveries.inc({ outcome }, 0);
 
+  // prom-client collects every metric of a scrape at once, so the three gauges below share one
+  // read per scrape: whichever collects first starts it, the others await the same promise.
   let lastStats: Awaited<ReturnType<typeof operationStats>> | null = null;
   let statsError = false;
-  const refresh = async () => {
-    try {
-      lastStats = await operationStats(db);
-      statsError = false;
-    } catch {
-      statsError = true;
-    }
+  let reading: Promise<void> | null = null;
+  const refresh = () => {
+    reading ??= operationStats(db)
+      .then(
+        (stats) => {
+          lastStats = stats;
+          statsError = false;
+        },
+        () => {
+          statsError = true;
+        },
+      )
+      .finally(() => {
+        reading = null;
+      });
+    return reading;
   };
 
   new Gauge({
@@ -58,8 +69,8 @@ export function createMetrics(db: Database) {
     help: 'Age of the oldest operation in a state that needs an owner (0 when there is none)',
     labelNames: ['state'] as const,
     registers: [registry],
-    collect() {
-      // Reads what idem_operations fetched in this same scrape (gauges collect in registration order).
+    async collect() {
+      await refresh();
       for (const state of WATCHED_STATES) {
         this.set({ state }, lastStats?.find((s) => s.state === state)?.oldestSeconds ?? 0);
       }
@@ -69,7 +80,8 @@ export function createMetrics(db: Database) {
     name: 'idem_metrics_database_errors',
     help: '1 when the last scrape could not read operation counts from the database',
     registers: [registry],
-    collect() {
+    async collect() {
+      await refresh();
       this.set(statsError ? 1 : 0);
     },
   });

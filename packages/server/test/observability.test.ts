@@ -1,3 +1,4 @@
+import { claim, type Database, recordSigned, submitWithdrawal, transition, withTenant } from '@idem/core';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,6 +22,8 @@ describe('observability', () => {
     backend = await createBackend('pglite');
     await withDirectDatabase(backend, async (db) => {
       tenant = await provisionTenant(db);
+      await stuckWithdrawal(db, tenant.tenantId, 'UNKNOWN');
+      await stuckWithdrawal(db, tenant.tenantId, 'FAILED_TERMINAL');
     });
     server = await startServerProcess({ ...backend.env, LOG_LEVEL: 'debug' });
   });
@@ -92,11 +95,49 @@ describe('observability', () => {
     const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/idem_operations\{state="REQUESTED"\} [1-9]/);
     expect(metrics).toMatch(/idem_operations\{state="CONFIRMED"\} [1-9]/); // the funding deposit
-    expect(metrics).toMatch(/idem_operation_oldest_age_seconds\{state="UNKNOWN"\} 0/);
-    expect(metrics).toMatch(/idem_operation_oldest_age_seconds\{state="FAILED_TERMINAL"\} 0/);
+    // One withdrawal of each state that needs an owner was left there before the server started.
+    expect(metrics).toMatch(/idem_operations\{state="UNKNOWN"\} 1\n/);
+    expect(metrics).toMatch(/idem_operations\{state="FAILED_TERMINAL"\} 1\n/);
+    for (const state of ['UNKNOWN', 'FAILED_TERMINAL']) {
+      const age = new RegExp(`idem_operation_oldest_age_seconds\\{state="${state}"\\} ([0-9.e-]+)`).exec(
+        metrics,
+      );
+      expect(Number(age?.[1]), state).toBeGreaterThan(0);
+    }
     expect(metrics).toMatch(
       /idem_http_request_duration_seconds_bucket\{le="0.025",route="trpc:withdrawals.submit"/,
     );
     expect(metrics).toMatch(/idem_metrics_database_errors 0/);
   });
 });
+
+/** A withdrawal driven to UNKNOWN or FAILED_TERMINAL the way a worker would. */
+async function stuckWithdrawal(db: Database, tenantId: string, to: 'UNKNOWN' | 'FAILED_TERMINAL') {
+  const withdrawalId = uniqueId('stuck');
+  const { operation } = await submitWithdrawal(db, {
+    tenantId,
+    request: { withdrawalId, accountId: 'cust-7', asset: 'ETH', destination: evmAddress(), amountMinor: '1' },
+    idempotencyKey: withdrawalKey(withdrawalId),
+    actor: 'test',
+  });
+  await withTenant(db, tenantId, async (tx) => {
+    const approved = await transition(tx, operation, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
+    const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+    if (!claimed) throw new Error('claim lost');
+    const signed = await recordSigned(tx, {
+      tenantId,
+      operationId: approved.operationId,
+      leaseGeneration: claimed.leaseGeneration,
+      signedArtifact: '0xbytes',
+      txHash: `0x${'ab'.repeat(32)}`,
+      workerId: 'w',
+    });
+    if (to === 'UNKNOWN') return transition(tx, signed, 'UNKNOWN', { actor: 'w', reason: 'timeout' });
+    const broadcast = await transition(tx, signed, 'BROADCAST', { actor: 'w', reason: 'sent' });
+    return transition(tx, broadcast, 'FAILED_TERMINAL', {
+      actor: 'w',
+      reason: 'reverted',
+      set: { owner: 'ops' },
+    });
+  });
+}
