@@ -189,40 +189,52 @@ function required(flags: Flags, name: string): string {
 
 class UsageError extends Error {}
 
+/** Node's parser errors (an unknown option, a flag without its value) are usage errors too. */
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' },
+        tenant: { type: 'string' },
+        label: { type: 'string' },
+        'key-id': { type: 'string' },
+        account: { type: 'string' },
+        asset: { type: 'string' },
+        amount: { type: 'string' },
+        key: { type: 'string' },
+        reference: { type: 'string' },
+        source: { type: 'string' },
+        network: { type: 'string' },
+        address: { type: 'string' },
+        'key-ref': { type: 'string' },
+        'next-nonce': { type: 'string' },
+        'auto-approve-max': { type: 'string' },
+        'four-eyes-min': { type: 'string' },
+        status: { type: 'string' },
+        'break-id': { type: 'string' },
+        by: { type: 'string' },
+        evidence: { type: 'string' },
+        id: { type: 'string' },
+        url: { type: 'string' },
+        email: { type: 'string' },
+        role: { type: 'string' },
+        password: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean' },
+      },
+    });
+  } catch (error) {
+    if (error instanceof Error && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
+      throw new UsageError(error.message);
+    }
+    throw error;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      tenant: { type: 'string' },
-      label: { type: 'string' },
-      'key-id': { type: 'string' },
-      account: { type: 'string' },
-      asset: { type: 'string' },
-      amount: { type: 'string' },
-      key: { type: 'string' },
-      reference: { type: 'string' },
-      source: { type: 'string' },
-      network: { type: 'string' },
-      address: { type: 'string' },
-      'key-ref': { type: 'string' },
-      'next-nonce': { type: 'string' },
-      'auto-approve-max': { type: 'string' },
-      'four-eyes-min': { type: 'string' },
-      status: { type: 'string' },
-      'break-id': { type: 'string' },
-      by: { type: 'string' },
-      evidence: { type: 'string' },
-      id: { type: 'string' },
-      url: { type: 'string' },
-      email: { type: 'string' },
-      role: { type: 'string' },
-      password: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean' },
-    },
-  });
+  const { values, positionals } = parseFlags(argv);
   const name = positionals.join(' ');
   if (values.help || name === '' || name === 'help') {
     process.stdout.write(`${USAGE}\n`);

@@ -1,0 +1,332 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { IdemError } from '@idem/contracts';
+import {
+  authenticateApiKey,
+  createApiKey,
+  createTenant,
+  type Database,
+  type DatabaseHandle,
+  findWebhookEndpoint,
+  getBalances,
+  listAssets,
+  migrationsFolder,
+  openDatabase,
+  rowsOf,
+  schema,
+  withTenant,
+} from '@idem/core';
+import { serverUrl } from '@idem/core/testing';
+import { count, eq, sql } from 'drizzle-orm';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type Backend,
+  backendKinds,
+  createBackend,
+  disposeBackend,
+  withDirectDatabase,
+} from './support/provision.ts';
+
+const serverRoot = fileURLToPath(new URL('../', import.meta.url));
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real CLI (`pnpm idem ...`) in a child process against `env`'s database and waits for it
+ * to exit. On PGlite the CLI holds the data directory while it runs, so callers inspect the database
+ * only after this resolves.
+ */
+function idem(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: serverRoot,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`idem ${args.join(' ')} did not exit within 60 s:\n${stdout}\n${stderr}`));
+    }, 60_000);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The one JSON line a `--json` command prints, after checking it succeeded. */
+function printed<T>(run: CliRun): T {
+  expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
+  const lines = run.stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0] ?? '') as T;
+}
+
+/** What refusing `promise` threw (fails the test if it resolved). */
+async function refusal(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected a refusal, but the call succeeded');
+    },
+    (error: unknown) => error,
+  );
+}
+
+/**
+ * A database nothing has touched yet, not even migrations: an empty data directory on PGlite, a
+ * newly created, empty database on PostgreSQL. `open` opens it without migrating.
+ */
+async function blankDatabase(kind: 'pglite' | 'postgres'): Promise<{
+  env: Record<string, string>;
+  open(): Promise<DatabaseHandle>;
+  dispose(): Promise<void>;
+}> {
+  if (kind === 'pglite') {
+    const dataDir = mkdtempSync(join(tmpdir(), 'idem-cli-'));
+    return {
+      env: { IDEM_DATA_DIR: dataDir },
+      open: () => openDatabase({ dataDir: join(dataDir, 'pgdata') }),
+      dispose: async () => rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const base = serverUrl();
+  if (!base) throw new Error('PostgreSQL backend without a server URL');
+  const name = `idem_cli_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(base, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATABASE_URL: url.toString(), IDEM_DB_POOL_MAX: '2' },
+    open: () => openDatabase({ url: url.toString(), maxConnections: 1 }),
+    dispose: async () => {
+      const dropper = postgres(base, { max: 1, onnotice: () => {} });
+      try {
+        await dropper.unsafe(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await dropper.end();
+      }
+    },
+  };
+}
+
+/** One account's operations and balances, and how many postings its tenant's journal holds. */
+async function ledgerOf(db: Database, tenantId: string, accountId: string) {
+  return withTenant(db, tenantId, async (tx) => {
+    const [operations] = await tx
+      .select({ n: count() })
+      .from(schema.operations)
+      .where(eq(schema.operations.accountRef, accountId));
+    const [postings] = await tx.select({ n: count() }).from(schema.postings);
+    return {
+      operations: Number(operations?.n),
+      postings: Number(postings?.n),
+      balances: await getBalances(tx, tenantId, accountId),
+    };
+  });
+}
+
+/**
+ * The `idem` CLI as an operator runs it: the real process (`tsx src/cli/main.ts`), its output and
+ * exit code, and what it left in the database, on the embedded database and on PostgreSQL.
+ */
+describe.each(backendKinds)('idem CLI (%s)', (kind) => {
+  let backend: Backend;
+  /** A tenant provisioned directly, for the commands that act on an existing tenant. */
+  let tenantId: string;
+  let firstKey: { apiKey: string; keyId: string };
+
+  beforeAll(async () => {
+    backend = await createBackend(kind);
+    await withDirectDatabase(backend, async (db) => {
+      ({ tenantId } = await createTenant(db, { name: 'CLI Exchange' }));
+      firstKey = await createApiKey(db, tenantId, { label: 'first' });
+    });
+  });
+  afterAll(async () => {
+    if (!backend) return;
+    await disposeBackend(backend);
+    if (backend.kind === 'pglite') rmSync(backend.dataDir, { recursive: true, force: true });
+  });
+
+  it('migrate --json applies every migration to a fresh database and prints {"migrated":true}', async () => {
+    const blank = await blankDatabase(kind);
+    try {
+      const output = printed<{ migrated: boolean; database: string }>(
+        await idem(blank.env, 'migrate', '--json'),
+      );
+      expect(output).toEqual({ migrated: true, database: kind });
+
+      const journal = JSON.parse(readFileSync(join(migrationsFolder, 'meta', '_journal.json'), 'utf8')) as {
+        entries: unknown[];
+      };
+      const handle = await blank.open();
+      try {
+        const applied = rowsOf<{ n: number }>(
+          await handle.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`),
+        );
+        expect(applied).toEqual([{ n: journal.entries.length }]);
+      } finally {
+        await handle.close();
+      }
+    } finally {
+      await blank.dispose();
+    }
+  });
+
+  it('tenant create --json provisions BTC, ETH and USDC and prints an API key that authenticates', async () => {
+    const created = printed<{ tenantId: string; apiKey: string; keyId: string }>(
+      await idem(backend.env, 'tenant', 'create', '--name', 'Acme Exchange', '--json'),
+    );
+    expect(Object.keys(created).sort()).toEqual(['apiKey', 'keyId', 'tenantId']);
+
+    await withDirectDatabase(backend, async (db) => {
+      const assets = await withTenant(db, created.tenantId, (tx) => listAssets(tx, created.tenantId));
+      expect(assets.map(({ code, network, decimals }) => ({ code, network, decimals }))).toEqual([
+        { code: 'BTC', network: 'bitcoin', decimals: 8 },
+        { code: 'ETH', network: 'ethereum', decimals: 18 },
+        { code: 'USDC', network: 'ethereum', decimals: 6 },
+      ]);
+      expect(await authenticateApiKey(db, created.apiKey)).toEqual({
+        tenantId: created.tenantId,
+        keyId: created.keyId,
+      });
+    });
+  });
+
+  it('apikey create mints a key that authenticates; apikey revoke stops that key and no other', async () => {
+    const second = printed<{ apiKey: string; keyId: string }>(
+      await idem(backend.env, 'apikey', 'create', '--tenant', tenantId, '--json'),
+    );
+    expect(second.keyId).not.toBe(firstKey.keyId);
+    await withDirectDatabase(backend, async (db) => {
+      expect(await authenticateApiKey(db, second.apiKey)).toEqual({ tenantId, keyId: second.keyId });
+    });
+
+    const revoke = await idem(
+      backend.env,
+      'apikey',
+      'revoke',
+      '--tenant',
+      tenantId,
+      '--key-id',
+      second.keyId,
+    );
+    expect(revoke).toEqual({ code: 0, stdout: `revoked: ${second.keyId}\n`, stderr: '' });
+
+    await withDirectDatabase(backend, async (db) => {
+      const error = await refusal(authenticateApiKey(db, second.apiKey));
+      expect(error).toBeInstanceOf(IdemError);
+      expect(error).toMatchObject({ code: 'UNAUTHORIZED' });
+      expect(await authenticateApiKey(db, firstKey.apiKey)).toEqual({ tenantId, keyId: firstKey.keyId });
+    });
+  });
+
+  it('deposit credits the account exactly once: CREATED, then REPLAYED with the balance unchanged (C24)', async () => {
+    const args = ['deposit', '--tenant', tenantId, '--account', 'cust-1', '--asset', 'ETH'];
+    const deposit = [...args, '--amount', '1000', '--key', 'dep-1', '--json'];
+    type Printed = { outcome: string; deposit: { operationId: string; amountMinor: string; state: string } };
+    const first = printed<Printed>(await idem(backend.env, ...deposit));
+    expect(first).toMatchObject({
+      outcome: 'CREATED',
+      deposit: {
+        kind: 'deposit',
+        accountId: 'cust-1',
+        asset: 'ETH',
+        amountMinor: '1000',
+        state: 'CONFIRMED',
+      },
+    });
+    const credited = await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-1'));
+    // cust-1 is this test's own account: the deposit is its only operation and its only credit.
+    expect(credited).toMatchObject({
+      operations: 1,
+      balances: [{ asset: 'ETH', available: '1000', held: '0' }],
+    });
+
+    const again = printed<Printed>(await idem(backend.env, ...deposit));
+    expect(again).toEqual({ ...first, outcome: 'REPLAYED' });
+    expect(await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-1'))).toEqual(credited);
+  });
+
+  it('deposit with an amount that is not whole minor units exits non-zero with VALIDATION and writes nothing', async () => {
+    const before = await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-2'));
+    const run = await idem(
+      backend.env,
+      ...['deposit', '--tenant', tenantId, '--account', 'cust-2', '--asset', 'ETH'],
+      ...['--amount', '1.5', '--key', 'dep-bad', '--json'],
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.code).not.toBeNull();
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^idem: VALIDATION: .*amountMinor/);
+    expect(await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-2'))).toEqual(before);
+  });
+
+  it('webhook-endpoint create --json prints the endpoint id and its secret, as stored', async () => {
+    const endpoint = printed<{ endpointId: string; source: string; secret: string }>(
+      await idem(
+        backend.env,
+        'webhook-endpoint',
+        'create',
+        '--tenant',
+        tenantId,
+        '--source',
+        'custodian',
+        '--json',
+      ),
+    );
+    expect(endpoint.endpointId).toMatch(new RegExp(`^we_${tenantId.replaceAll('-', '')}_[0-9a-f]{16}$`));
+    expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(endpoint.source).toBe('custodian');
+    await withDirectDatabase(backend, async (db) => {
+      const stored = await withTenant(db, tenantId, (tx) =>
+        findWebhookEndpoint(tx, tenantId, endpoint.endpointId),
+      );
+      expect(stored).toEqual(endpoint);
+    });
+  });
+
+  it('an unknown command exits 2 and prints the usage', async () => {
+    const run = await idem(backend.env, 'tenant', 'delete', '--name', 'Acme');
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^unknown command: tenant delete\n\nUsage: pnpm idem <command>/);
+    expect(run.stderr).toContain('tenant create --name NAME');
+  });
+
+  it('a missing required flag or a mistyped one exits 2, names the flag and prints the usage', async () => {
+    const run = await idem(backend.env, 'tenant', 'create', '--json');
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^--name is required\n\nUsage: pnpm idem <command>/);
+    const mistyped = await idem(backend.env, 'tenant', 'create', '--nmae', 'Typo');
+    expect(mistyped.code).toBe(2);
+    expect(mistyped.stderr).toMatch(/--nmae[\s\S]*\n\nUsage: pnpm idem <command>/);
+  });
+});
