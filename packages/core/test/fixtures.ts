@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { IdemError, type WithdrawalRequest } from '@idem/contracts';
 import { getAddress } from 'viem';
-import type { Database } from '../src/db/connect.ts';
+import type { Database, Tx } from '../src/db/connect.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getBalances } from '../src/journal/balances.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
+import type { Operation } from '../src/operations/operation-record.ts';
 import { recordDeposit } from '../src/operations/record-credit.ts';
+import { claim, recordSigned } from '../src/state-machine/claim.ts';
+import { transition } from '../src/state-machine/transition.ts';
 import { createTenant } from '../src/tenants/provision.ts';
 
 /** One ether in wei, as a bigint: amounts in tests are minor units too. */
@@ -80,4 +83,34 @@ export async function databaseRefusal(promise: Promise<unknown>): Promise<string
     return cause?.message ?? (error as Error).message;
   }
   throw new Error('expected the database to refuse, but the statement succeeded');
+}
+
+/**
+ * Walks a REQUESTED withdrawal to UNKNOWN (signed, then the send timed out) or FAILED_TERMINAL
+ * (broadcast, then reverted, owned by `owner`) the way a worker would, in the caller's transaction.
+ */
+export async function strandWithdrawal(
+  tx: Tx,
+  requested: Operation,
+  to: 'UNKNOWN' | 'FAILED_TERMINAL',
+  options: { txHash?: string | null; owner?: string } = {},
+): Promise<Operation> {
+  const approved = await transition(tx, requested, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
+  const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+  if (!claimed) throw new Error('claim lost');
+  const signed = await recordSigned(tx, {
+    tenantId: approved.tenantId,
+    operationId: approved.operationId,
+    leaseGeneration: claimed.leaseGeneration,
+    signedArtifact: '0xbytes',
+    txHash: options.txHash === undefined ? '0xfeed' : options.txHash,
+    workerId: 'w',
+  });
+  if (to === 'UNKNOWN') return transition(tx, signed, 'UNKNOWN', { actor: 'w', reason: 'timeout' });
+  const broadcast = await transition(tx, signed, 'BROADCAST', { actor: 'w', reason: 'sent' });
+  return transition(tx, broadcast, 'FAILED_TERMINAL', {
+    actor: 'w',
+    reason: 'reverted',
+    set: { owner: options.owner ?? 'ops-oncall' },
+  });
 }

@@ -33,7 +33,28 @@ export async function createTestDatabase(options: { maxConnections?: number } = 
     console.info('[idem test] database: PGlite (in memory); set TEST_DATABASE_URL for PostgreSQL');
     return { ...handle, url: null, dispose: () => handle.close() };
   }
-  const name = `idem_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const scratch = await scratchPostgresDatabase(base, 'idem_t');
+  const handle = await openDatabase({ url: scratch.url, maxConnections: options.maxConnections ?? 10 });
+  await handle.migrate();
+  console.info(
+    `[idem test] database: PostgreSQL ${new URL(scratch.url).host}${new URL(scratch.url).pathname}`,
+  );
+  return {
+    ...handle,
+    url: scratch.url,
+    dispose: async () => {
+      await handle.close();
+      await scratch.drop();
+    },
+  };
+}
+
+/** A new, empty database on the server at `base` (nothing migrated), and a way to drop it. */
+export async function scratchPostgresDatabase(
+  base: string,
+  prefix: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(base, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${name}"`);
@@ -42,14 +63,9 @@ export async function createTestDatabase(options: { maxConnections?: number } = 
   }
   const url = new URL(base);
   url.pathname = `/${name}`;
-  const handle = await openDatabase({ url: url.toString(), maxConnections: options.maxConnections ?? 10 });
-  await handle.migrate();
-  console.info(`[idem test] database: PostgreSQL ${url.host}/${name}`);
   return {
-    ...handle,
     url: url.toString(),
-    dispose: async () => {
-      await handle.close();
+    drop: async () => {
       const dropper = postgres(base, { max: 1, onnotice: () => {} });
       try {
         await dropper.unsafe(`drop database if exists "${name}" with (force)`);
@@ -59,3 +75,5 @@ export async function createTestDatabase(options: { maxConnections?: number } = 
     },
   };
 }
+
+export { strandWithdrawal } from './fixtures.ts';

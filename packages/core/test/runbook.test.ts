@@ -4,9 +4,7 @@ import { operationTransitions } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import type { Operation } from '../src/operations/operation-record.ts';
 import { escalateOperation, resolveOperation } from '../src/staff/runbook.ts';
-import { claim, recordSigned } from '../src/state-machine/claim.ts';
-import { transition } from '../src/state-machine/transition.ts';
-import { balanceOf, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
+import { balanceOf, fund, newTenant, refusal, strandWithdrawal, submit, withdrawal } from './fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
@@ -30,26 +28,7 @@ async function stuck(
     withdrawal({ accountId: 'acct-rb', amountMinor: '100' }),
     `k-${Math.random()}`,
   );
-  return withTenant(t.db, tenantId, async (tx) => {
-    const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
-    const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
-    if (!claimed) throw new Error('claim lost');
-    const signed = await recordSigned(tx, {
-      tenantId,
-      operationId: approved.operationId,
-      leaseGeneration: claimed.leaseGeneration,
-      signedArtifact: '0xbytes',
-      txHash,
-      workerId: 'w',
-    });
-    if (to === 'UNKNOWN') return transition(tx, signed, 'UNKNOWN', { actor: 'w', reason: 'timeout' });
-    const broadcast = await transition(tx, signed, 'BROADCAST', { actor: 'w', reason: 'sent' });
-    return transition(tx, broadcast, 'FAILED_TERMINAL', {
-      actor: 'w',
-      reason: 'reverted',
-      set: { owner: 'ops-oncall' },
-    });
-  });
+  return withTenant(t.db, tenantId, (tx) => strandWithdrawal(tx, created.operation, to, { txHash }));
 }
 
 const actions = <T>(work: Parameters<typeof withTenant<T>>[2]) => withTenant(t.db, tenantId, work);

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,9 +19,8 @@ import {
   schema,
   withTenant,
 } from '@idem/core';
-import { serverUrl } from '@idem/core/testing';
+import { scratchPostgresDatabase, serverUrl } from '@idem/core/testing';
 import { count, eq, sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Backend,
@@ -112,26 +110,11 @@ async function blankDatabase(kind: 'pglite' | 'postgres'): Promise<{
   }
   const base = serverUrl();
   if (!base) throw new Error('PostgreSQL backend without a server URL');
-  const name = `idem_cli_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(base, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(base);
-  url.pathname = `/${name}`;
+  const scratch = await scratchPostgresDatabase(base, 'idem_cli');
   return {
-    env: { DATABASE_URL: url.toString(), IDEM_DB_POOL_MAX: '2' },
-    open: () => openDatabase({ url: url.toString(), maxConnections: 1 }),
-    dispose: async () => {
-      const dropper = postgres(base, { max: 1, onnotice: () => {} });
-      try {
-        await dropper.unsafe(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await dropper.end();
-      }
-    },
+    env: { DATABASE_URL: scratch.url, IDEM_DB_POOL_MAX: '2' },
+    open: () => openDatabase({ url: scratch.url, maxConnections: 1 }),
+    dispose: () => scratch.drop(),
   };
 }
 

@@ -1,39 +1,20 @@
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type Backend,
-  createBackend,
-  disposeBackend,
-  evmAddress,
-  provisionTenant,
-  type TenantFixture,
-  uniqueId,
-  withDirectDatabase,
-} from './support/provision.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+import { describe, expect, it } from 'vitest';
+import { evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { serveForTests } from './support/served.ts';
 
 /** A per-tenant token bucket: 1 request per second, bursts of 2 (IDEM_RATE_LIMIT_PER_SECOND=1). */
 describe('rate limit per tenant', () => {
-  let backend: Backend;
-  let busy: TenantFixture;
-  let quiet: TenantFixture;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    backend = await createBackend('pglite');
-    await withDirectDatabase(backend, async (db) => {
-      busy = await provisionTenant(db, { name: 'Busy Exchange' });
-      quiet = await provisionTenant(db, { name: 'Quiet Exchange' });
-    });
-    server = await startServerProcess({ ...backend.env, IDEM_RATE_LIMIT_PER_SECOND: '1' });
-  });
-  afterAll(async () => {
-    await server?.stop();
-    if (backend) await disposeBackend(backend);
+  const served = serveForTests({
+    env: { IDEM_RATE_LIMIT_PER_SECOND: '1' },
+    provision: async (db) => ({
+      busy: await provisionTenant(db, { name: 'Busy Exchange' }),
+      quiet: await provisionTenant(db, { name: 'Quiet Exchange' }),
+    }),
   });
 
   const submit = (tenant: TenantFixture, withdrawalId: string) =>
-    fetch(`${server.baseUrl}/trpc/withdrawals.submit`, {
+    fetch(`${served.server.baseUrl}/trpc/withdrawals.submit`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -51,7 +32,7 @@ describe('rate limit per tenant', () => {
   it('refuses a tenant over its rate with RATE_LIMITED and retryAfterMs, writes nothing, and spares other tenants', async () => {
     const ids = Array.from({ length: 5 }, () => uniqueId('burst'));
     const answers = [];
-    for (const id of ids) answers.push(await submit(busy, id));
+    for (const id of ids) answers.push(await submit(served.fixtures.busy, id));
     const statuses = answers.map((answer) => answer.status);
     expect(statuses.slice(0, 2)).toEqual([200, 200]); // the burst
     expect(statuses.slice(2)).toEqual([429, 429, 429]);
@@ -63,10 +44,10 @@ describe('rate limit per tenant', () => {
     expect(refused.error.data.retryAfterMs).toBeLessThanOrEqual(1_000);
 
     // Another tenant's bucket is its own.
-    expect((await submit(quiet, uniqueId('quiet'))).status).toBe(200);
+    expect((await submit(served.fixtures.quiet, uniqueId('quiet'))).status).toBe(200);
 
     // A refused submission was never created: reading it back finds nothing.
-    const idem = createIdemClient({ baseUrl: server.baseUrl, apiKey: busy.apiKey });
+    const idem = createIdemClient({ baseUrl: served.server.baseUrl, apiKey: served.fixtures.busy.apiKey });
     await new Promise((resolve) => setTimeout(resolve, refused.error.data.retryAfterMs));
     const lookup = await idem.withdrawals.get(ids[4] ?? '').catch((error: unknown) => error);
     expect(lookup).toBeInstanceOf(IdemApiError);
@@ -74,10 +55,10 @@ describe('rate limit per tenant', () => {
   });
 
   it('the SDK waits out RATE_LIMITED and retries with the same key', async () => {
-    const idem = createIdemClient({ baseUrl: server.baseUrl, apiKey: busy.apiKey });
+    const idem = createIdemClient({ baseUrl: served.server.baseUrl, apiKey: served.fixtures.busy.apiKey });
     // Drain the bucket, then submit through the SDK: it must succeed after waiting.
     await new Promise((resolve) => setTimeout(resolve, 2_100));
-    for (let i = 0; i < 2; i += 1) await submit(busy, uniqueId('drain'));
+    for (let i = 0; i < 2; i += 1) await submit(served.fixtures.busy, uniqueId('drain'));
     const refusalsBefore = refusalsLogged();
     const withdrawalId = uniqueId('patient');
     const { outcome } = await idem.withdrawals.submit(
@@ -93,6 +74,6 @@ describe('rate limit per tenant', () => {
   });
 
   function refusalsLogged(): number {
-    return server.output.join('').split('"errorCode":"RATE_LIMITED"').length - 1;
+    return served.server.output.join('').split('"errorCode":"RATE_LIMITED"').length - 1;
   }
 });

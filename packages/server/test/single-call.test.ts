@@ -5,17 +5,8 @@ import { initTRPC } from '@trpc/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSingleCallHandler } from '../src/http/trpc-single-call.ts';
-import {
-  type Backend,
-  createBackend,
-  disposeBackend,
-  evmAddress,
-  provisionTenant,
-  type TenantFixture,
-  uniqueId,
-  withDirectDatabase,
-} from './support/provision.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+import { evmAddress, provisionTenant, uniqueId } from './support/provision.ts';
+import { serveForTests } from './support/served.ts';
 
 /**
  * Single JSON mutations are answered by our thin adapter (src/http/trpc-single-call.ts), everything
@@ -23,26 +14,15 @@ import { type ServerProcess, startServerProcess } from './support/server-process
  */
 describe('single tRPC calls', () => {
   describe('answered by the server', () => {
-    let backend: Backend;
-    let tenant: TenantFixture;
-    let server: ServerProcess;
-
-    beforeAll(async () => {
-      backend = await createBackend('pglite');
-      await withDirectDatabase(backend, async (db) => {
-        tenant = await provisionTenant(db);
-      });
-      server = await startServerProcess({ ...backend.env, IDEM_BODY_LIMIT_BYTES: '4096' });
-    });
-    afterAll(async () => {
-      await server?.stop();
-      if (backend) await disposeBackend(backend);
+    const served = serveForTests({
+      env: { IDEM_BODY_LIMIT_BYTES: '4096' },
+      provision: (db) => provisionTenant(db),
     });
 
     /** The same call once alone (our adapter) and once as a batch of one (tRPC's adapter). */
     async function bothWays(name: string, body: string, headers: Record<string, string>) {
       const send = (query: string, payload: string) =>
-        fetch(`${server.baseUrl}/trpc/withdrawals.submit${query}`, {
+        fetch(`${served.server.baseUrl}/trpc/withdrawals.submit${query}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-request-id': `same-${name}`, ...headers },
           body: payload,
@@ -66,8 +46,8 @@ describe('single tRPC calls', () => {
         destination: evmAddress(),
         amountMinor: '1000',
       };
-      const auth = { authorization: `Bearer ${tenant.apiKey}` };
-      const created = await fetch(`${server.baseUrl}/trpc/withdrawals.submit`, {
+      const auth = { authorization: `Bearer ${served.fixtures.apiKey}` };
+      const created = await fetch(`${served.server.baseUrl}/trpc/withdrawals.submit`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...auth },
         body: JSON.stringify({ request, idempotencyKey: withdrawalKey(withdrawalId) }),
@@ -103,7 +83,7 @@ describe('single tRPC calls', () => {
 
     it('refuses a malformed JSON body with VALIDATION, as tRPC does', async () => {
       const { single, batch } = await bothWays('malformed', '{"request":', {
-        authorization: `Bearer ${tenant.apiKey}`,
+        authorization: `Bearer ${served.fixtures.apiKey}`,
       });
       type Refusal = { error: { data: { code: string; requestId: string } } };
       expect(single.status).toBe(400);
