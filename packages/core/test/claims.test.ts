@@ -46,6 +46,24 @@ describe('claims', () => {
     expect(await tryClaim(forged, 'worker-x')).toBeNull();
   });
 
+  it('C09 a claim from a stale read matches nothing, even once the state is APPROVED again', async () => {
+    const op = await approvedWithdrawal();
+    const first = await tryClaim(op, 'worker-a');
+    await withTenant(t.db, tenantId, (tx) =>
+      releaseClaim(tx, {
+        tenantId,
+        operationId: op.operationId,
+        leaseGeneration: first?.leaseGeneration ?? 0,
+        workerId: 'worker-a',
+        reason: 'shutting down',
+      }),
+    );
+    // Same state and payload hash as `op`, but two versions later: only the version tells them apart.
+    expect(await tryClaim(op, 'worker-stale')).toBeNull();
+    const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    expect([stored.state, stored.leaseOwner]).toEqual(['APPROVED', null]);
+  });
+
   it('C09 a stale lease generation cannot record a signature after the lease was reclaimed', async () => {
     const op = await approvedWithdrawal();
     const first = await tryClaim(op, 'worker-slow', 1);

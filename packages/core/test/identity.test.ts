@@ -116,9 +116,8 @@ describe('operation identity', () => {
     const request = withdrawal();
     const key = `withdrawal-${request.withdrawalId}`;
     const created = await submit(t.db, tenantA, request, key);
-    let sends = 0;
+    const balanceBefore = await balanceOf(t.db, tenantA, 'acct-1');
     const send = async () => {
-      sends += 1;
       throw new Error('socket hang up after the request was written');
     };
     // Approve, claim, sign: the path a worker takes.
@@ -146,18 +145,23 @@ describe('operation identity', () => {
         });
       }
     });
+    const countBefore = await operationCount(tenantA);
+    const workBefore = await t.db.select({ n: sql<number>`count(*)::int` }).from(workItems);
     const retry = await refusal(submit(t.db, tenantA, request, key));
     expect(retry.code).toBe('IN_FLIGHT');
     expect(retry.details.retryAfterMs).toBeGreaterThan(0);
     const otherKey = await refusal(submit(t.db, tenantA, request, 'a-different-key'));
     expect(otherKey.code).toBe('IDEMPOTENCY_CONFLICT');
     expect(otherKey.details.holderKey).toBe(key);
-    expect(sends).toBe(1);
-    // The hold stays in place while the outcome is unknown.
+    // Nothing new to send: no operation, no work item (a dispatch would be a second send).
+    expect(await operationCount(tenantA)).toBe(countBefore);
+    expect(await t.db.select({ n: sql<number>`count(*)::int` }).from(workItems)).toEqual(workBefore);
+    // The key stays claimed and the hold stays in place while the outcome is unknown.
     const op = await withTenant(t.db, tenantA, (tx) =>
       getOperation(tx, tenantA, created.operation.operationId),
     );
     expect(op.state).toBe('UNKNOWN');
+    expect(await balanceOf(t.db, tenantA, 'acct-1')).toEqual(balanceBefore);
   });
 
   it('C06 two keys with the same destination and amount are two operations', async () => {

@@ -331,6 +331,12 @@ describe('C22 tenant and account isolation', () => {
     expect(answer.status).toBe(404);
     const search = await call('staff.search', { session: supportA, input: { query: inB.operationId } });
     expect(dataOf<{ items: unknown[] }>(search).items).toEqual([]);
+    // The same search by tenant B's staff finds it: the empty answer above is isolation, not a miss.
+    const supportB = await signIn('b', 'support');
+    const own = await call('staff.search', { session: supportB, input: { query: inB.operationId } });
+    expect(dataOf<{ items: { operationId: string }[] }>(own).items.map((item) => item.operationId)).toEqual([
+      inB.operationId,
+    ]);
 
     const secret = supportA.cookie.split('.').at(-1) ?? '';
     const forged = { ...supportA, cookie: `idem_staff=${tenants.b.tenantId}.${secret}` };
@@ -348,6 +354,16 @@ describe('C22 tenant and account isolation', () => {
     expect(answer.status).toBe(404);
     const list = await call('customer.withdrawals', { session: other, input: {} });
     expect(dataOf<{ items: unknown[] }>(list).items).toEqual([]);
+    // The owner's own list and detail do show it.
+    const own = await call('customer.withdrawals', { session: mine, input: {} });
+    expect(dataOf<{ items: { operationId: string }[] }>(own).items.map((item) => item.operationId)).toContain(
+      withdrawal.operationId,
+    );
+    const detail = await call('customer.withdrawal', {
+      session: mine,
+      input: { operationId: withdrawal.operationId },
+    });
+    expect(detail.status).toBe(200);
     const me = await call('customer.me', { session: other });
     expect(dataOf<{ accountId: string }>(me).accountId).toBe('cust-8');
   });

@@ -214,11 +214,15 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
           expect(down.headers.get('retry-after')).toBe('5');
           const ready = await fetch(`${baseUrl}/readyz`);
           expect(ready.status).toBe(503);
+          // The metrics say so too, rather than serving the last good counts as if nothing happened.
+          const scrape = async () => (await fetch(`${baseUrl}/metrics`)).text();
+          expect(await scrape()).toMatch(/^idem_metrics_database_errors 1$/m);
 
           await admin.unsafe(`alter database "${name}" allow_connections true`);
           const retried = await deliver(baseUrl, endpoint.endpointId, endpoint.secret, eventId, body);
           expect(retried.status).toBe(200);
           expect(((await retried.json()) as { outcome: string }).outcome).toBe('ACCEPTED');
+          expect(await scrape()).toMatch(/^idem_metrics_database_errors 0$/m);
         });
       } finally {
         await admin.unsafe(`alter database "${name}" allow_connections true`);

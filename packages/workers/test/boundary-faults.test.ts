@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { getBalances, rowsOf, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
@@ -9,17 +11,56 @@ import { type Environment, ETH, rpc, startEnvironment } from './environment.ts';
 
 let env: Environment;
 let proxy: FaultProxy;
+let recorder: { url: string; calls: RpcCall[]; close(): Promise<void> };
+
+interface RpcCall {
+  method: string;
+  params: unknown[];
+}
+
+/** Sits between the fault proxy and the node and records, in order, every call the node received. */
+async function startRecorder(upstreamUrl: string): Promise<typeof recorder> {
+  const calls: RpcCall[] = [];
+  const server = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+    for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
+      calls.push({ method: call.method, params: call.params ?? [] });
+    }
+    const upstream = await fetch(upstreamUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
 
 beforeAll(async () => {
   env = await startEnvironment({
     rpcUrl: async (anvilUrl) => {
-      proxy = await startFaultProxy(anvilUrl);
+      recorder = await startRecorder(anvilUrl);
+      proxy = await startFaultProxy(recorder.url);
       return proxy.url;
     },
   });
 });
 afterAll(async () => {
   await proxy.close();
+  await recorder.close();
   await env.close();
 });
 
@@ -69,9 +110,28 @@ describe('ambiguous sends and reconciliation on a real chain', () => {
     expect(unknown.state).toBe('UNKNOWN');
     await rpc(env.anvil.rpcUrl, 'anvil_dropTransaction', [unknown.txHash]);
     await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
-    const requestsBefore = proxy.forwarded;
+    const mark = recorder.calls.length;
     await worker.runOnce(); // lookup (absent, nonce free) -> resend the same bytes -> BROADCAST
-    expect(proxy.forwarded).toBeGreaterThan(requestsBefore + 1); // queries, then the send
+    // What the node received, in order: our transaction by hash and the wallet's nonce, then the send.
+    const calls = recorder.calls.slice(mark);
+    const same = (value: unknown, expected: string | null) =>
+      typeof value === 'string' && value.toLowerCase() === expected?.toLowerCase();
+    const byHash = calls.findIndex(
+      (c) =>
+        ['eth_getTransactionReceipt', 'eth_getTransactionByHash'].includes(c.method) &&
+        same(c.params[0], unknown.txHash),
+    );
+    const byNonce = calls.findIndex(
+      (c) => c.method === 'eth_getTransactionCount' && same(c.params[0], env.hotWallet),
+    );
+    const sends = calls.flatMap((c, i) =>
+      c.method === 'eth_sendRawTransaction' && same(c.params[0], unknown.signedArtifact) ? [i] : [],
+    );
+    expect(sends).toHaveLength(1);
+    expect(byHash).toBeGreaterThanOrEqual(0);
+    expect(byHash).toBeLessThan(sends[0] ?? -1);
+    expect(byNonce).toBeGreaterThanOrEqual(0);
+    expect(byNonce).toBeLessThan(sends[0] ?? -1);
     const after = await env.operation(op.operationId);
     expect(after.state).toBe('BROADCAST');
     expect(after.txHash).toBe(unknown.txHash);
@@ -122,7 +182,8 @@ describe('ambiguous sends and reconciliation on a real chain', () => {
     await worker.runOnce();
     const reorged = await env.operation(op.operationId);
     expect(reorged.state).toBe('BROADCAST');
-    expect(await heldEth()).toBeGreaterThanOrEqual(ETH / 40n);
+    // The hold is back: exactly the withdrawals that still hold funds, this one included.
+    await expectHoldsCovered();
     // The stored bytes are still valid: watching resends them if the node forgot them, then it confirms.
     await worker.runOnce();
     await env.mine(2);

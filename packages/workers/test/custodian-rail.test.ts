@@ -15,7 +15,6 @@ beforeAll(async () => {
   simulator = await spawnSimulator({ webhookSecret: generateWebhookSecret() });
 });
 // The custodian never forgets a transfer between tests: faults and settlement change, the ledger stays.
-// The custodian never forgets a transfer between tests: faults and settlement change, the ledger stays.
 afterAll(async () => {
   await simulator.stop();
   await env.close();
@@ -24,13 +23,31 @@ beforeEach(async () => {
   await simulator.control({ settlement: { outcome: 'complete', afterMs: 50 } });
 });
 
+/** Every call the workers made to the custodian, in order, with the reference it was about. */
+const calls: { call: 'submit' | 'lookup'; reference: string }[] = [];
+
 function worker() {
+  const adapter = createCustodianAdapter({ baseUrl: simulator.url, timeoutMs: 1_000 });
   return env.worker({
     rails: {
       evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID },
-      custodian: createCustodianAdapter({ baseUrl: simulator.url, timeoutMs: 1_000 }),
+      custodian: {
+        submit: (request, options) => {
+          calls.push({ call: 'submit', reference: request.externalReference });
+          return adapter.submit(request, options);
+        },
+        lookupByReference: (reference, options) => {
+          calls.push({ call: 'lookup', reference });
+          return adapter.lookupByReference(reference, options);
+        },
+        listTransfers: (options) => adapter.listTransfers(options),
+      },
     },
   });
+}
+
+function callsFor(reference: string): string[] {
+  return calls.filter((c) => c.reference === reference).map((c) => c.call);
 }
 
 async function transfersFor(reference: string): Promise<number> {
@@ -106,6 +123,8 @@ describe('withdrawals through a custodian that misbehaves', () => {
     );
     expect((await env.operation(op.operationId)).state).toBe('VERIFIED_NOT_SENT');
     expect(await transfersFor(op.operationId)).toBe(0);
+    // The refusal alone released nothing: the custodian was asked by our reference first.
+    expect(callsFor(op.operationId)).toEqual(['submit', 'lookup']);
   });
 
   it('C14 a transfer the custodian reports failed ends VERIFIED_NOT_SENT', async () => {

@@ -122,6 +122,14 @@ describe('inbound custodian events are applied once, and only where the state ma
     await worker().runOnce();
     expect(await inboxStatus('evt-wrong-amount')).toBe('PARKED');
     expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+    const breaks = await withTenant(env.t.db, env.tenantId, (tx) =>
+      listBreaks(tx, { tenantId: env.tenantId, status: 'open' }),
+    );
+    expect(breaks.find((b) => b.subject === `operation:${op.operationId}`)).toMatchObject({
+      breakClass: 'genuine_variance',
+      ledgerAmountMinor: '13000',
+      observedAmountMinor: '13001',
+    });
   });
 
   it('C18 a deposit reported twice under two event ids is credited once', async () => {

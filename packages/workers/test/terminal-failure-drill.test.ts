@@ -10,6 +10,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, deployTestToken } from '@idem/rails';
+import { sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,11 +92,15 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
       (line) => line.includes('FAILED_TERMINAL') && line.includes('"alert":true'),
     );
     expect(alert).toBeDefined();
-    // The metric's source shows the state with an age.
+    // The metric's source shows the state with its age: left alone for two hours, it reads two hours.
+    await env.t.db.execute(
+      sql`update operations set updated_at = now() - interval '2 hours', version = version + 1 where operation_id = ${failed.operationId}`,
+    );
     const stats = await operationStats(env.t.db);
     const terminal = stats.find((row) => row.state === 'FAILED_TERMINAL');
-    expect(terminal?.operations).toBeGreaterThanOrEqual(1);
-    expect(terminal?.oldestSeconds).toBeGreaterThanOrEqual(0);
+    expect(terminal?.operations).toBe(1);
+    expect(terminal?.oldestSeconds).toBeGreaterThanOrEqual(7_200);
+    expect(terminal?.oldestSeconds).toBeLessThan(7_200 + 300);
     // Funds still held.
     const balances = await withTenant(env.t.db, tenantId, (tx) => getBalances(tx, tenantId, 'acct-drill'));
     expect(balances).toEqual([{ asset: 'USDT', available: '2500000', held: '2500000' }]);

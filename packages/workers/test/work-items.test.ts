@@ -50,14 +50,18 @@ describe('idempotency retention run by the worker', () => {
   it('C07 expires the keys of withdrawals settled beyond the horizon and keeps every other key', async () => {
     const settled = await env.withdraw(ETH / 600n);
     const pending = await env.withdraw(ETH / 601n);
-    await withTenant(env.t.db, env.tenantId, (tx) =>
-      transition(tx, settled, 'REJECTED', { actor: 'staff:x', reason: 'test' }),
-    );
+    // Settled within the horizon: a late retry must still replay, so its key stays.
+    const recent = await env.withdraw(ETH / 602n);
+    await withTenant(env.t.db, env.tenantId, async (tx) => {
+      await transition(tx, settled, 'REJECTED', { actor: 'staff:x', reason: 'test' });
+      await transition(tx, recent, 'REJECTED', { actor: 'staff:x', reason: 'test' });
+    });
     await env.t.db.execute(
       sql`update operations set settled_at = now() - interval '100 days', version = version + 1 where operation_id = ${settled.operationId}`,
     );
     await env.worker({ expireKeysEveryMs: 0 }).runOnce();
     expect((await env.operation(settled.operationId)).idempotencyKey).toMatch(/^expired:[0-9a-f]{64}$/);
     expect((await env.operation(pending.operationId)).idempotencyKey).toBe(pending.idempotencyKey);
+    expect((await env.operation(recent.operationId)).idempotencyKey).toBe(recent.idempotencyKey);
   });
 });
