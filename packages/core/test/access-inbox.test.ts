@@ -126,12 +126,21 @@ describe('inbox', () => {
   it('refuses a change to a stored event body, even from the owner role', async () => {
     const e = await endpoint();
     await deliver(e, 'evt-6', deposit('dep-6'));
-    await expect(
-      database.db.execute(sql`update inbox_events set body_sha256 = 'x' where event_id = 'evt-6'`),
-    ).rejects.toThrow();
-    await expect(
-      database.db.execute(sql`delete from inbox_events where event_id = 'evt-6'`),
-    ).rejects.toThrow();
+    // drizzle wraps the database's refusal; its message is in the cause.
+    const refused = (work: Promise<unknown>) =>
+      work.then(
+        () => 'not refused',
+        (error: { message?: string; cause?: { message?: string } }) =>
+          error.cause?.message ?? String(error.message),
+      );
+    expect(
+      await refused(
+        database.db.execute(sql`update inbox_events set body_sha256 = 'x' where event_id = 'evt-6'`),
+      ),
+    ).toMatch(/immutable evidence/);
+    expect(
+      await refused(database.db.execute(sql`delete from inbox_events where event_id = 'evt-6'`)),
+    ).toMatch(/append-only; DELETE refused/);
   });
 });
 

@@ -91,7 +91,7 @@ describe('runbook actions on withdrawals that need a person', () => {
     });
   });
 
-  it('C14 confirming by hand needs the transaction found on chain', async () => {
+  it('confirming an UNKNOWN withdrawal by hand needs a transaction hash in the evidence', async () => {
     const op = await stuck('UNKNOWN', null);
     const missing = await refusal(
       actions((tx) =>

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
@@ -37,25 +38,32 @@ async function countWithdrawals(tenantId: string): Promise<number> {
 describe('withdrawal creation in one statement', () => {
   it('C01 binds the tenant it is given: the same key in two tenants makes two operations', async () => {
     const key = 'withdrawal-one-statement-shared';
-    const a = await submitWithdrawal(t.db, {
-      tenantId: tenantA,
-      request: withdrawal({ withdrawalId: 'one-statement-shared' }),
-      idempotencyKey: key,
-    });
-    const b = await submitWithdrawal(t.db, {
-      tenantId: tenantB,
-      request: withdrawal({ withdrawalId: 'one-statement-shared', amountMinor: '9' }),
-      idempotencyKey: key,
-    });
-    expect([a.outcome, b.outcome]).toEqual(['CREATED', 'CREATED']);
-    expect(a.operation.tenantId).toBe(tenantA);
-    expect(b.operation.tenantId).toBe(tenantB);
-    // The binding was local to each statement's transaction: nothing lingers on the connection.
-    const [session] = rowsOf<{ tenant: string | null; role: string }>(
-      await t.db.execute(sql`select current_setting('app.tenant_id', true) as tenant, current_user as role`),
-    );
-    expect(session?.tenant ?? '').toBe('');
-    expect(session?.role).not.toBe('idem_app');
+    // One connection, so the check afterwards reads the very session both statements ran on.
+    const single = t.url ? await openDatabase({ url: t.url, maxConnections: 1 }) : null;
+    const db = single?.db ?? t.db;
+    try {
+      const a = await submitWithdrawal(db, {
+        tenantId: tenantA,
+        request: withdrawal({ withdrawalId: 'one-statement-shared' }),
+        idempotencyKey: key,
+      });
+      const b = await submitWithdrawal(db, {
+        tenantId: tenantB,
+        request: withdrawal({ withdrawalId: 'one-statement-shared', amountMinor: '9' }),
+        idempotencyKey: key,
+      });
+      expect([a.outcome, b.outcome]).toEqual(['CREATED', 'CREATED']);
+      expect(a.operation.tenantId).toBe(tenantA);
+      expect(b.operation.tenantId).toBe(tenantB);
+      // The binding was local to each statement's transaction: nothing lingers on the connection.
+      const [session] = rowsOf<{ tenant: string | null; role: string }>(
+        await db.execute(sql`select current_setting('app.tenant_id', true) as tenant, current_user as role`),
+      );
+      expect(session?.tenant ?? '').toBe('');
+      expect(session?.role).not.toBe('idem_app');
+    } finally {
+      await single?.close();
+    }
   });
 
   it('C01 refuses to re-bind a transaction already bound to another tenant, and writes nothing', async () => {
@@ -152,7 +160,7 @@ describe('withdrawal creation in one statement', () => {
     expect(await countWithdrawals(tenantA)).toBe(before);
   });
 
-  it('C08 100 concurrent submissions of one key make one operation and one hold', async () => {
+  it('C03 C08 100 concurrent submissions of one key make one operation and exactly one hold', async () => {
     const tenant = await newTenant(t.db, 'Storm');
     await fund(t.db, tenant, 'acct-1', 'ETH', ETH);
     const request = withdrawal({ amountMinor: (ETH / 4n).toString() });

@@ -166,7 +166,7 @@ describe('submit classification', () => {
   });
 });
 
-describe('C13 C14 exactly one transfer per reference when the caller reconciles before resending', () => {
+describe('the simulator keeps exactly one transfer per reference for a caller that reconciles before resending (the rule the workers follow, C14 evidence in workers/test/custodian-rail)', () => {
   const faults = [
     'accept-then-timeout',
     'accept-then-5xx',
@@ -224,7 +224,7 @@ describe('status webhooks (Standard Webhooks, verified on our side)', () => {
     expect(failed?.verified).toMatchObject({ type: 'transfer.failed', transfer: { status: 'failed' } });
   });
 
-  it('C18 duplicate delivery: the same webhook id and body arrive twice', async () => {
+  it('simulator misbehaviour for the C18 intake tests: the same webhook id and body arrive twice', async () => {
     await simulator.control({ webhooks: { delivery: 'duplicate' } });
     await adapter.submit(transferRequest());
     const received = await receiver.waitFor(4);
@@ -234,7 +234,7 @@ describe('status webhooks (Standard Webhooks, verified on our side)', () => {
     expect(new Set(ids).size).toBe(2);
   });
 
-  it('C18 out-of-order delivery: completed arrives before submitted', async () => {
+  it('simulator misbehaviour for the C18 intake tests: completed arrives before submitted', async () => {
     await simulator.control({ webhooks: { delivery: 'out-of-order' } });
     await adapter.submit(transferRequest());
     const received = await receiver.waitFor(2);
@@ -249,7 +249,7 @@ describe('status webhooks (Standard Webhooks, verified on our side)', () => {
     expect((await receiver.waitFor(2, 3_000)).every((r) => r.verified !== null)).toBe(true);
   });
 
-  it('C19 same webhook id with a different body: both verify, so only the inbox can catch the conflict', async () => {
+  it('simulator misbehaviour for the C19 intake tests: same webhook id with a different body, both verify, so only the inbox can catch the conflict', async () => {
     await simulator.control({
       webhooks: { delivery: 'conflicting-body' },
       settlement: { outcome: 'hold', afterMs: 0 },
@@ -286,7 +286,7 @@ describe('status webhooks (Standard Webhooks, verified on our side)', () => {
     expect(() => verifyWebhook(body, sign(secret, now), secret)).toThrow(/malformed/);
   });
 
-  it('C19 an unknown event type verifies and is returned without a transfer, to be stored UNHANDLED', () => {
+  it('simulator misbehaviour for the C19 intake tests: an unknown event type verifies and is returned without a transfer', () => {
     const body = JSON.stringify({
       type: 'wallet.frozen',
       occurredAt: new Date().toISOString(),

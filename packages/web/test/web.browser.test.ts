@@ -108,6 +108,8 @@ describe('customer screens', () => {
     await reviewWithdrawal(page, destinations.double, '0.2');
     await page.getByTestId('confirm-submit').dblclick();
     await page.getByTestId('outcome-created').or(page.getByTestId('outcome-replayed')).waitFor();
+    // A second submission still in flight would be missed by counting now: wait for quiet.
+    await page.waitForLoadState('networkidle');
     await screenshot(page, 'customer-double-click');
     expect(await withdrawalsTo(destinations.double)).toHaveLength(1);
     await page.context().close();
