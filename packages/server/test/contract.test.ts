@@ -103,12 +103,16 @@ describe.each(backendKinds)('contract over HTTP through the SDK (%s)', (kind) =>
     const req = request();
     const holderKey = withdrawalKey(req.withdrawalId);
     await idemA.withdrawals.submit(req, holderKey);
+    const before = await idemA.withdrawals.list({ limit: 100 });
     const conflict = await refusal(idemA.withdrawals.submit(req, `${holderKey}-retry`));
     expect(conflict.isIdempotencyConflict).toBe(true);
     expect(conflict.status).toBe(409);
     expect(conflict.problem.holderKey).toBe(holderKey);
     const withdrawal = await idemA.withdrawals.get(req.withdrawalId);
     expect(withdrawal.reference).toBe(req.withdrawalId);
+    // No trace, seen through the API on both backends, and in the table where it can be read live.
+    const after = await idemA.withdrawals.list({ limit: 100 });
+    expect(after.items.map((item) => item.operationId)).toEqual(before.items.map((item) => item.operationId));
     await withDirectDatabaseWhenShared(async (db) => {
       const rows = await withTenant(db, a.tenantId, (tx) => tx.select().from(operations));
       expect(rows.filter((row) => row.idempotencyKey === `${holderKey}-retry`)).toEqual([]);
