@@ -107,6 +107,9 @@ describe('single tRPC calls', () => {
         .input(z.object({ said: z.string() }))
         .mutation(({ input }) => ({ heard: input.said })),
       ping: t.procedure.query(() => 'pong'),
+      ticks: t.procedure.mutation(async function* () {
+        yield 1;
+      }),
     });
     const answered: string[] = [];
     let http: Server;
@@ -161,6 +164,18 @@ describe('single tRPC calls', () => {
         body: JSON.stringify({ said: 'x'.repeat(2_000) }),
       });
       expect(big.status).toBe(413);
+    });
+
+    it('refuses a streamed result with 415, as tRPC does outside a streaming link', async () => {
+      const response = await fetch(`${base}ticks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(response.status).toBe(415);
+      expect(((await response.json()) as { error: { data: { code: string } } }).error.data.code).toBe(
+        'UNSUPPORTED_MEDIA_TYPE',
+      );
     });
 
     it('leaves batches, queries, other content types and unknown paths to tRPC', async () => {
