@@ -24,6 +24,7 @@ export {
 } from './customer/account.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { migrationsFolder, openDatabase } from './db/connect.ts';
+export { errorCodes } from './db/error-codes.ts';
 export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';
 export { APP_ROLE, withTenant } from './db/tenant-scope.ts';
@@ -75,8 +76,8 @@ export {
   deferWorkItem,
   enqueue,
   lockDueWorkItems,
-  WORK_ATTEMPTS_MAX,
   type WorkTopic,
+  workRetryDelayMs,
 } from './outbox/enqueue.ts';
 export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
 export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';

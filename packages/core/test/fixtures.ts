@@ -93,7 +93,7 @@ export async function strandWithdrawal(
   tx: Tx,
   requested: Operation,
   to: 'UNKNOWN' | 'FAILED_TERMINAL',
-  options: { txHash?: string | null; owner?: string } = {},
+  options: { txHash?: string | null; owner?: string; signedArtifact?: string } = {},
 ): Promise<Operation> {
   const approved = await transition(tx, requested, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
   const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
@@ -102,11 +102,14 @@ export async function strandWithdrawal(
     tenantId: approved.tenantId,
     operationId: approved.operationId,
     leaseGeneration: claimed.leaseGeneration,
-    signedArtifact: '0xbytes',
+    signedArtifact: options.signedArtifact ?? '0xbytes',
     txHash: options.txHash === undefined ? '0xfeed' : options.txHash,
     workerId: 'w',
   });
-  if (to === 'UNKNOWN') return transition(tx, signed, 'UNKNOWN', { actor: 'w', reason: 'timeout' });
+  // As the send step does: the lease ends with the attempt.
+  if (to === 'UNKNOWN') {
+    return transition(tx, signed, 'UNKNOWN', { actor: 'w', reason: 'timeout', set: { clearLease: true } });
+  }
   const broadcast = await transition(tx, signed, 'BROADCAST', { actor: 'w', reason: 'sent' });
   return transition(tx, broadcast, 'FAILED_TERMINAL', {
     actor: 'w',

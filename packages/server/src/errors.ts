@@ -1,4 +1,5 @@
 import { type ErrorCode, errorStatus, IdemError, type Problem, problemType } from '@idem/contracts';
+import { errorCodes } from '@idem/core';
 import { TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 
@@ -86,23 +87,16 @@ function safeTrpcMessage(error: TRPCError): string {
 
 /** Database faults that mean "try again later", not "the request was wrong". */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let cause: unknown = error, depth = 0; cause && depth < 5; depth += 1) {
-    const code = (cause as { code?: unknown }).code;
-    if (
-      typeof code === 'string' &&
-      (/^08/.test(code) ||
-        ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'CONNECTION_CLOSED'].includes(
-          code,
-        ) ||
-        code.startsWith('CONNECT') ||
-        code === 'CONNECTION_ENDED' ||
-        code === 'CONNECTION_DESTROYED')
-    ) {
-      return true;
-    }
-    cause = (cause as { cause?: unknown }).cause;
-  }
-  return false;
+  return errorCodes(error).some(
+    (code) =>
+      /^08/.test(code) ||
+      ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'CONNECTION_CLOSED'].includes(
+        code,
+      ) ||
+      code.startsWith('CONNECT') ||
+      code === 'CONNECTION_ENDED' ||
+      code === 'CONNECTION_DESTROYED',
+  );
 }
 
 /** The JSON-RPC error code tRPC clients see, consistent with the HTTP status of our code. */

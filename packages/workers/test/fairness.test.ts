@@ -1,4 +1,5 @@
-import { claim, recordSigned, setRiskPolicy, transition, withTenant } from '@idem/core';
+import { setRiskPolicy, withTenant } from '@idem/core';
+import { strandWithdrawal } from '@idem/core/testing';
 import { createCustodianAdapter } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,24 +26,9 @@ afterAll(async () => {
 /** A custodian withdrawal left UNKNOWN; its custodian cannot be reached, so it stays UNKNOWN. */
 async function stuckAtCustodian(index: number): Promise<void> {
   const op = await env.withdraw(10_000n + BigInt(index), { asset: 'BTC', destination: BTC_DESTINATION });
-  await withTenant(env.t.db, env.tenantId, async (tx) => {
-    const approved = await transition(tx, op, 'APPROVED', { actor: 'test', reason: 'setup' });
-    const claimed = await claim(tx, { operation: approved, workerId: 'setup', leaseMs: 1_000 });
-    if (!claimed) throw new Error('claim lost');
-    const signed = await recordSigned(tx, {
-      tenantId: env.tenantId,
-      operationId: op.operationId,
-      leaseGeneration: claimed.leaseGeneration,
-      signedArtifact: '{}',
-      txHash: null,
-      workerId: 'setup',
-    });
-    await transition(tx, signed, 'UNKNOWN', {
-      actor: 'setup',
-      reason: 'custodian timed out',
-      set: { clearLease: true },
-    });
-  });
+  await withTenant(env.t.db, env.tenantId, (tx) =>
+    strandWithdrawal(tx, op, 'UNKNOWN', { txHash: null, signedArtifact: '{}' }),
+  );
 }
 
 describe('reconciliation is fair to every UNKNOWN withdrawal', () => {

@@ -10,6 +10,7 @@ import {
 import { and, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { Database, Executor, Tx } from '../db/connect.ts';
+import { errorCodes } from '../db/error-codes.ts';
 import { rowsOf } from '../db/rows.ts';
 import { assets, tenants } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
@@ -81,7 +82,7 @@ export async function submitWithdrawal(db: Database, input: Omit<CreateWithdrawa
     } catch (error) {
       // A stale copy (IDM03, nothing written) is read again once; a second miss means the
       // context is changing under us.
-      if (attempt > 0 || databaseErrorCode(error) !== 'IDM03') throw error;
+      if (attempt > 0 || !errorCodes(error).includes('IDM03')) throw error;
       context = undefined;
     }
   }
@@ -147,7 +148,7 @@ async function callCreate(
     );
     return rows[0];
   } catch (error) {
-    if (databaseErrorCode(error) === 'IDM02') throw unknownAsset(payload.assetCode);
+    if (errorCodes(error).includes('IDM02')) throw unknownAsset(payload.assetCode);
     throw error;
   }
 }
@@ -166,16 +167,6 @@ function answerForRow(
 
 function unknownAsset(asset: string): IdemError {
   return validation('request.asset', `unknown asset ${asset}`);
-}
-
-/** The SQLSTATE of a database error, through the wrappers a driver or the ORM may add. */
-function databaseErrorCode(error: unknown): string | undefined {
-  for (let cause: unknown = error, depth = 0; cause && depth < 4; depth += 1) {
-    const code = (cause as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    cause = (cause as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 /**

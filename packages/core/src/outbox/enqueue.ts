@@ -57,6 +57,11 @@ export async function completeWorkItem(tx: Tx, tenantId: string, workId: string)
 /** After this many failed attempts a work item is dead-lettered for a person. */
 export const WORK_ATTEMPTS_MAX = 10;
 
+/** 2 s, 4 s, 8 s ... capped at 10 minutes, after the n-th failed attempt: a failing peer is not hammered. */
+export function workRetryDelayMs(attempts: number): number {
+  return Math.min(2_000 * 2 ** Math.max(attempts - 1, 0), 600_000);
+}
+
 /**
  * Puts a work item whose processing failed back with a growing delay, so one bad item can never
  * block the items behind it; after WORK_ATTEMPTS_MAX it is dead-lettered. Returns whether it died.
@@ -68,14 +73,13 @@ export async function deferWorkItem(
 ): Promise<boolean> {
   const attempts = item.attempts + 1;
   const dead = attempts >= WORK_ATTEMPTS_MAX;
-  const delayMs = Math.min(1_000 * 2 ** attempts, 600_000);
   await tx
     .update(workItems)
     .set({
       attempts,
       lastError: error.slice(0, 300),
       status: dead ? 'dead' : 'pending',
-      availableAt: sql`now() + ${delayMs} * interval '1 millisecond'`,
+      availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'`,
     })
     .where(and(eq(workItems.tenantId, item.tenantId), eq(workItems.workId, item.workId)));
   return dead;

@@ -1,4 +1,4 @@
-import { activeOutboundEndpoints, findOperation, schema, withTenant } from '@idem/core';
+import { activeOutboundEndpoints, findOperation, schema, withTenant, workRetryDelayMs } from '@idem/core';
 import { and, asc, eq, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import type { WorkerContext } from '../context.ts';
@@ -9,11 +9,6 @@ const { workItems } = schema;
 export const DELIVERY_ATTEMPTS_MAX = 8;
 const DELIVERY_TIMEOUT_MS = 5_000;
 const LOCK_MS = 30_000;
-
-/** 2 s, 4 s, 8 s ... capped at 10 minutes: a receiver that is down is not hammered. */
-export function retryDelayMs(attempts: number): number {
-  return Math.min(2_000 * 2 ** Math.max(attempts - 1, 0), 600_000);
-}
 
 /**
  * Delivers `operation.state_changed` notifications to the tenant's endpoints, signed with Standard
@@ -157,7 +152,7 @@ async function finish(
         lockedBy: null,
         lockedUntil: null,
         ...(status === 'pending'
-          ? { availableAt: sql`now() + ${retryDelayMs(attempts)} * interval '1 millisecond'` }
+          ? { availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'` }
           : {}),
       })
       .where(
