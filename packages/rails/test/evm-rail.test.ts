@@ -22,6 +22,19 @@ function devKey(index: number): Hex {
   return key;
 }
 
+/**
+ * The rail's lookup once the auto-mined block is visible: under load anvil answers a send before
+ * its block is, so a lookup right after it may still say pending.
+ */
+async function lookupOnceMined(rail: EvmRail, request: Parameters<EvmRail['lookup']>[0]) {
+  let evidence = await rail.lookup(request);
+  for (let waited = 0; evidence.found === 'pending' && waited < 5_000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    evidence = await rail.lookup(request);
+  }
+  return evidence;
+}
+
 describe('EVM rail on an auto-mining anvil', () => {
   let anvil: AnvilInstance;
   const railFor = (keyIndex: number): EvmRail =>
@@ -57,7 +70,7 @@ describe('EVM rail on an auto-mining anvil', () => {
     const outcome = await rail.broadcast(signed.rawTransaction);
     expect(outcome).toEqual({ outcome: 'accepted', txHash: signed.txHash, alreadyKnown: false });
 
-    const mined = await rail.lookup({ txHash: signed.txHash, sender: signed.sender, nonce });
+    const mined = await lookupOnceMined(rail, { txHash: signed.txHash, sender: signed.sender, nonce });
     expect(mined).toMatchObject({ found: 'mined', confirmations: 1, status: 'success' });
 
     await rpc(anvil.rpcUrl, 'anvil_mine', ['0x4']);
@@ -191,7 +204,11 @@ describe('EVM rail on an auto-mining anvil', () => {
         expect(outcome).toMatchObject({ outcome: 'ambiguous', reason, txHash: signed.txHash });
 
         // Reconcile before any resend (C14): the chain says the transaction exists.
-        const evidence = await direct.lookup({ txHash: signed.txHash, sender: signed.sender, nonce });
+        const evidence = await lookupOnceMined(direct, {
+          txHash: signed.txHash,
+          sender: signed.sender,
+          nonce,
+        });
         expect(evidence).toMatchObject({ found: 'mined', status: 'success' });
 
         // Resending the stored bytes is harmless: the node recognises them.
@@ -243,9 +260,12 @@ describe('EVM rail on an auto-mining anvil', () => {
       gasLimit: 100_000n,
     });
     expect((await customer.broadcast(overdraft.rawTransaction)).outcome).toBe('accepted');
-    expect(
-      await customer.lookup({ txHash: overdraft.txHash, sender: customer.address, nonce: tokenNonce + 1 }),
-    ).toMatchObject({ found: 'mined', status: 'reverted' });
+    const overdraftFound = await lookupOnceMined(customer, {
+      txHash: overdraft.txHash,
+      sender: customer.address,
+      nonce: tokenNonce + 1,
+    });
+    expect(overdraftFound).toMatchObject({ found: 'mined', status: 'reverted' });
 
     await rpc(anvil.rpcUrl, 'anvil_mine', ['0x2']);
     const deposits = await treasury.scanDeposits({ fromBlock, watched: [depositAddress], tokens: [token] });
