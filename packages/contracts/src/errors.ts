@@ -19,6 +19,8 @@ export const errorCodes = {
     'The operation changed since it was read (state, version, or a newer lease generation): another actor won. Re-read; do not retry blindly.',
   PAYLOAD_MISMATCH:
     'The stored payload no longer hashes to the approved hash. Signing is refused: the approval does not cover what would be sent.',
+  UNPROVEN:
+    'The authoritative source (the chain at the asset’s confirmation depth, or the custodian) does not show what this manual action claims. Nothing was changed: gather the evidence and decide again.',
   PAYLOAD_TOO_LARGE: 'The request body is over the size limit. Nothing was read or written.',
   RATE_LIMITED: 'Too many requests for this credential. Retry after the given delay.',
   INTERNAL: 'An unexpected fault. Nothing is assumed about the outcome of a money-moving step: see UNKNOWN.',
@@ -39,6 +41,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   INVALID_TRANSITION: 409,
   STALE_WRITE: 409,
   PAYLOAD_MISMATCH: 409,
+  UNPROVEN: 422,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   INTERNAL: 500,

@@ -80,6 +80,27 @@ export {
   workRetryDelayMs,
 } from './outbox/enqueue.ts';
 export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
+export { decideProposal, type ProposalDecision, type ProposalDecisionResult } from './proposals/decide.ts';
+export { proposalOperationKey } from './proposals/kinds/preconditions.ts';
+export {
+  type SettlementAttestation,
+  settlementAttestationSchema,
+} from './proposals/kinds/resolve-withdrawal.ts';
+export {
+  type ExecuteContext,
+  PROPOSAL_RULES,
+  type PrepareContext,
+  type ProposalRule,
+} from './proposals/kinds.ts';
+export { cancelProposal, type ProposeResult, propose } from './proposals/propose.ts';
+export { listProposals } from './proposals/queries.ts';
+export {
+  findProposal,
+  getProposal,
+  type ProposalRecord,
+  proposalHash,
+  toProposalView,
+} from './proposals/record.ts';
 export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
 export {

@@ -15,6 +15,7 @@ const titles: Record<ErrorCode, string> = {
   INVALID_TRANSITION: 'Invalid transition',
   STALE_WRITE: 'Stale write',
   PAYLOAD_MISMATCH: 'Payload mismatch',
+  UNPROVEN: 'Not proven by the authoritative source',
   PAYLOAD_TOO_LARGE: 'Payload too large',
   RATE_LIMITED: 'Rate limited',
   INTERNAL: 'Internal error',

@@ -71,7 +71,13 @@ export async function recordDeposit(
  */
 export async function recordAdjustment(
   tx: Tx,
-  input: { tenantId: string; adjustment: unknown; idempotencyKey: unknown; actor: string },
+  input: {
+    tenantId: string;
+    adjustment: unknown;
+    idempotencyKey: unknown;
+    actor: string;
+    evidence?: Record<string, unknown>;
+  },
 ): Promise<IdentityClaim> {
   const adjustment = parseOrThrow(adjustmentInputSchema, input.adjustment);
   const idempotencyKey = parseOrThrow(idempotencyKeySchema, input.idempotencyKey);
@@ -86,6 +92,7 @@ export async function recordAdjustment(
     idempotencyKey,
     actor: input.actor,
     reason: `manual adjustment: ${adjustment.reason}`,
+    evidence: input.evidence,
   });
 }
 

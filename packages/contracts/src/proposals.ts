@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { amountMinorSchema, signedAmountMinorSchema } from './amount.ts';
+import { idempotencyKeySchema, referenceSchema } from './key.ts';
+
+/**
+ * Proposals: one staff member proposes an action that moves or releases money, another approves
+ * it (four eyes), bound to the hash of the exact payload and the evidence shown. One mechanism for
+ * every such action; each kind below names its payload.
+ */
+export const proposalKinds = ['resolve_withdrawal', 'adjustment', 'manual_credit'] as const;
+export const proposalKindSchema = z.enum(proposalKinds);
+export type ProposalKind = z.infer<typeof proposalKindSchema>;
+
+export const proposalStates = ['PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED'] as const;
+export const proposalStateSchema = z.enum(proposalStates);
+export type ProposalState = z.infer<typeof proposalStateSchema>;
+
+const assetCode = z.string().regex(/^[A-Z0-9]{2,12}$/);
+/** Why, in words an auditor can read. It lands in immutable history: no personal data. */
+const auditReason = z.string().trim().min(10, { error: 'say why, in at least 10 characters' }).max(128);
+
+/** A correction of an account's available balance against the adjustments account. */
+export const adjustmentProposalSchema = z.strictObject({
+  accountId: referenceSchema,
+  asset: assetCode,
+  /** Signed: a negative adjustment debits available funds, and only if they are there. */
+  amountMinor: signedAmountMinorSchema,
+  reason: auditReason,
+});
+export type AdjustmentProposal = z.infer<typeof adjustmentProposalSchema>;
+
+/** A credit for money that arrived outside the watched paths (custody control against the account). */
+export const manualCreditProposalSchema = z.strictObject({
+  accountId: referenceSchema,
+  asset: assetCode,
+  amountMinor: amountMinorSchema,
+  /** Where the money is seen: the chain transaction, the custodian's record, the bank reference. */
+  reference: referenceSchema,
+  reason: auditReason,
+});
+export type ManualCreditProposal = z.infer<typeof manualCreditProposalSchema>;
+
+/** A person's resolution of an UNKNOWN or FAILED_TERMINAL withdrawal. */
+export const resolveWithdrawalProposalSchema = z.strictObject({
+  operationId: z.uuid(),
+  toState: z.enum(['CONFIRMED', 'VERIFIED_NOT_SENT']),
+  /** For CONFIRMED on a chain rail: the transaction that paid (else the stored one). */
+  txHash: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .optional(),
+  summary: z.string().trim().min(10, { error: 'say what was checked, in at least 10 characters' }).max(2000),
+});
+export type ResolveWithdrawalProposal = z.infer<typeof resolveWithdrawalProposalSchema>;
+
+export const proposeInputSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('adjustment'),
+    idempotencyKey: idempotencyKeySchema,
+    payload: adjustmentProposalSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('manual_credit'),
+    idempotencyKey: idempotencyKeySchema,
+    payload: manualCreditProposalSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('resolve_withdrawal'),
+    idempotencyKey: idempotencyKeySchema,
+    payload: resolveWithdrawalProposalSchema,
+  }),
+]);
+export type ProposeInput = z.infer<typeof proposeInputSchema>;
+
+export const proposalDecisionViewSchema = z.object({
+  approver: z.string(),
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().nullable(),
+  decidedAt: z.string(),
+});
+
+export const proposalViewSchema = z.object({
+  proposalId: z.uuid(),
+  kind: proposalKindSchema,
+  state: proposalStateSchema,
+  payload: z.record(z.string(), z.unknown()),
+  evidence: z.record(z.string(), z.unknown()).nullable(),
+  payloadHash: z.string(),
+  targetOperationId: z.uuid().nullable(),
+  proposedBy: z.string(),
+  proposedAt: z.string(),
+  approvalsRequired: z.number().int(),
+  approvalsGiven: z.number().int(),
+  decisions: z.array(proposalDecisionViewSchema),
+  result: z.record(z.string(), z.unknown()).nullable(),
+  decidedAt: z.string().nullable(),
+});
+export type ProposalView = z.infer<typeof proposalViewSchema>;
+
+export const proposeOutputSchema = z.object({
+  outcome: z.enum(['CREATED', 'REPLAYED']),
+  proposal: proposalViewSchema,
+});
+
+export const decideProposalInputSchema = z.strictObject({
+  proposalId: z.uuid(),
+  /** The hash the approver was shown; a different one is refused (PAYLOAD_MISMATCH). */
+  payloadHash: z.string().regex(/^[0-9a-f]{64}$/),
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().trim().max(500).optional(),
+});
+
+export const listProposalsInputSchema = z.strictObject({
+  state: proposalStateSchema.optional(),
+  targetOperationId: z.uuid().optional(),
+  cursor: z.string().min(1).max(200).optional(),
+  limit: z.number().int().min(1).max(100).default(25),
+});
+
+export const proposalPageSchema = z.object({
+  items: z.array(proposalViewSchema),
+  nextCursor: z.string().nullable(),
+});

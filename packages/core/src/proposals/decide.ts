@@ -1,0 +1,144 @@
+import { IdemError } from '@idem/contracts';
+import { and, count, eq, ne, sql } from 'drizzle-orm';
+import type { Tx } from '../db/connect.ts';
+import { proposalDecisions, proposals } from '../db/schema/index.ts';
+import { PROPOSAL_RULES } from './kinds.ts';
+import type { ProposalRecord } from './record.ts';
+
+export interface ProposalDecision {
+  tenantId: string;
+  proposalId: string;
+  /** The staff member deciding, e.g. 'staff:<user id>'. */
+  staffId: string;
+  /** The hash the staff member was shown: payload and evidence. */
+  payloadHash: string;
+  decision: 'approve' | 'reject';
+  reason?: string | undefined;
+  /** A fresh answer from the authoritative source, for kinds that need one to execute. */
+  attestation?: unknown;
+}
+
+export interface ProposalDecisionResult {
+  proposal: ProposalRecord;
+  approvalsGiven: number;
+  approvalsRequired: number;
+}
+
+/**
+ * Records one staff member's decision on a proposal, four eyes: the proposer never decides, each
+ * person counts once, and the decision binds the hash shown. Decisions are serialised on the
+ * proposal row (FOR UPDATE), so two approvers at the same moment cannot both miss the last
+ * approval. The last approval runs the action in this same transaction; if the action is refused
+ * (funds gone, evidence not there), everything rolls back, the decision included.
+ */
+export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<ProposalDecisionResult> {
+  const locked = await tx
+    .select()
+    .from(proposals)
+    .where(and(eq(proposals.tenantId, input.tenantId), eq(proposals.proposalId, input.proposalId)))
+    .for('update');
+  const proposal = locked[0] as ProposalRecord | undefined;
+  if (!proposal) throw new IdemError('NOT_FOUND', 'no such proposal');
+  if (proposal.state !== 'PENDING') {
+    throw new IdemError('INVALID_TRANSITION', `the proposal is ${proposal.state}, not awaiting approval`);
+  }
+  if (input.payloadHash !== proposal.payloadHash) {
+    throw new IdemError(
+      'PAYLOAD_MISMATCH',
+      'the hash shown is not the proposal’s hash; nothing was recorded',
+    );
+  }
+  if (input.staffId === proposal.proposedBy) {
+    throw new IdemError('FORBIDDEN', 'the proposer cannot decide on their own proposal (four eyes)');
+  }
+  const inserted = await tx
+    .insert(proposalDecisions)
+    .values({
+      tenantId: proposal.tenantId,
+      proposalId: proposal.proposalId,
+      approver: input.staffId,
+      payloadHash: input.payloadHash,
+      decision: input.decision,
+      reason: input.reason ?? null,
+    })
+    .onConflictDoNothing()
+    .returning();
+  if (inserted.length === 0) {
+    throw new IdemError('IDEMPOTENCY_CONFLICT', 'this staff member has already decided on this proposal');
+  }
+  const required = proposal.approvalsRequired;
+  if (input.decision === 'reject') {
+    const rejected = await finish(tx, proposal, 'REJECTED', {
+      rejectedBy: input.staffId,
+      reason: input.reason ?? null,
+    });
+    return {
+      proposal: rejected,
+      approvalsGiven: await approvalsOf(tx, proposal),
+      approvalsRequired: required,
+    };
+  }
+  const approvers = await approversOf(tx, proposal);
+  if (approvers.length < required) {
+    return { proposal, approvalsGiven: approvers.length, approvalsRequired: required };
+  }
+  const rule = PROPOSAL_RULES[proposal.kind];
+  const payload = rule.schema.parse(proposal.payload);
+  const result = await rule.execute(tx, { proposal, payload, approvers, attestation: input.attestation });
+  const executed = await finish(tx, proposal, 'EXECUTED', { ...result, approvedBy: approvers });
+  return { proposal: executed, approvalsGiven: approvers.length, approvalsRequired: required };
+}
+
+async function finish(
+  tx: Tx,
+  proposal: ProposalRecord,
+  state: 'EXECUTED' | 'REJECTED',
+  result: Record<string, unknown>,
+): Promise<ProposalRecord> {
+  const rows = await tx
+    .update(proposals)
+    .set({ state, result, decidedAt: sql`now()` })
+    .where(
+      and(
+        eq(proposals.tenantId, proposal.tenantId),
+        eq(proposals.proposalId, proposal.proposalId),
+        eq(proposals.state, 'PENDING'),
+      ),
+    )
+    .returning();
+  const done = rows[0] as ProposalRecord | undefined;
+  // The row is locked by this transaction, so it cannot have moved on.
+  if (!done) throw new Error(`proposal ${proposal.proposalId} changed under its lock`);
+  return done;
+}
+
+async function approversOf(tx: Tx, proposal: ProposalRecord): Promise<string[]> {
+  const rows = await tx
+    .select({ approver: proposalDecisions.approver })
+    .from(proposalDecisions)
+    .where(
+      and(
+        eq(proposalDecisions.tenantId, proposal.tenantId),
+        eq(proposalDecisions.proposalId, proposal.proposalId),
+        eq(proposalDecisions.decision, 'approve'),
+        eq(proposalDecisions.payloadHash, proposal.payloadHash),
+        ne(proposalDecisions.approver, proposal.proposedBy),
+      ),
+    )
+    .orderBy(proposalDecisions.createdAt);
+  return rows.map((row) => row.approver);
+}
+
+async function approvalsOf(tx: Tx, proposal: ProposalRecord): Promise<number> {
+  const rows = await tx
+    .select({ n: count() })
+    .from(proposalDecisions)
+    .where(
+      and(
+        eq(proposalDecisions.tenantId, proposal.tenantId),
+        eq(proposalDecisions.proposalId, proposal.proposalId),
+        eq(proposalDecisions.decision, 'approve'),
+      ),
+    );
+  return rows[0]?.n ?? 0;
+}

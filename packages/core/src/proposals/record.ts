@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+import type { ProposalKind, ProposalState, ProposalView } from '@idem/contracts';
+import { IdemError } from '@idem/contracts';
+import canonicalize from 'canonicalize';
+import { and, asc, eq } from 'drizzle-orm';
+import type { Executor } from '../db/connect.ts';
+import { proposalDecisions, proposals } from '../db/schema/index.ts';
+
+export type ProposalRecord = typeof proposals.$inferSelect & { kind: ProposalKind; state: ProposalState };
+
+/**
+ * The hash an approver binds: SHA-256 (hex) of the RFC 8785 canonical JSON of the tenant, the kind,
+ * the payload and the evidence shown. Changing any of them is a different proposal.
+ */
+export function proposalHash(input: {
+  tenantId: string;
+  kind: ProposalKind;
+  payload: unknown;
+  evidence: Record<string, unknown> | null;
+}): string {
+  const canonical = canonicalize({
+    tenantId: input.tenantId,
+    kind: input.kind,
+    payload: input.payload,
+    evidence: input.evidence,
+  });
+  if (canonical === undefined) throw new Error('proposal could not be canonicalised');
+  return createHash('sha256').update(canonical, 'utf8').digest('hex');
+}
+
+export async function findProposal(
+  db: Executor,
+  tenantId: string,
+  proposalId: string,
+): Promise<ProposalRecord | null> {
+  const rows = await db
+    .select()
+    .from(proposals)
+    .where(and(eq(proposals.tenantId, tenantId), eq(proposals.proposalId, proposalId)));
+  return (rows[0] as ProposalRecord | undefined) ?? null;
+}
+
+export async function getProposal(
+  db: Executor,
+  tenantId: string,
+  proposalId: string,
+): Promise<ProposalRecord> {
+  const found = await findProposal(db, tenantId, proposalId);
+  if (!found) throw new IdemError('NOT_FOUND', 'no such proposal');
+  return found;
+}
+
+/** The proposal as staff see it: what was proposed, the evidence, who decided and who must. */
+export async function toProposalView(db: Executor, p: ProposalRecord): Promise<ProposalView> {
+  const decisions = await db
+    .select()
+    .from(proposalDecisions)
+    .where(and(eq(proposalDecisions.tenantId, p.tenantId), eq(proposalDecisions.proposalId, p.proposalId)))
+    .orderBy(asc(proposalDecisions.createdAt));
+  return {
+    proposalId: p.proposalId,
+    kind: p.kind,
+    state: p.state,
+    payload: p.payload as Record<string, unknown>,
+    evidence: (p.evidence as Record<string, unknown> | null) ?? null,
+    payloadHash: p.payloadHash,
+    targetOperationId: p.targetOperationId,
+    proposedBy: p.proposedBy,
+    proposedAt: p.createdAt.toISOString(),
+    approvalsRequired: p.approvalsRequired,
+    approvalsGiven: decisions.filter((d) => d.decision === 'approve' && d.payloadHash === p.payloadHash)
+      .length,
+    decisions: decisions.map((d) => ({
+      approver: d.approver,
+      decision: d.decision as 'approve' | 'reject',
+      reason: d.reason,
+      decidedAt: d.createdAt.toISOString(),
+    })),
+    result: (p.result as Record<string, unknown> | null) ?? null,
+    decidedAt: p.decidedAt?.toISOString() ?? null,
+  };
+}
