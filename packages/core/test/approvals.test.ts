@@ -117,6 +117,18 @@ describe('four-eyes approval bound to the payload hash', () => {
   });
 });
 
+describe('staff-initiated withdrawals', () => {
+  it('I11-F3 the review never approves a staff-requested withdrawal alone, whoever runs it', async () => {
+    // Far below the auto-approve limit, no flags from the rules; no on-behalf record: two approvals.
+    const op = await requested('50', 'staff:ops');
+    expect([op.state, op.approvalsRequired]).toEqual(['REQUESTED', 2]);
+    expect(op.riskFlags).toEqual(['staff_initiated']);
+    expect((await refusal(decide(op, 'staff:ops'))).code).toBe('UNAUTHORIZED');
+    expect((await decide(op, 'staff:alice')).operation.state).toBe('REQUESTED');
+    expect((await decide(op, 'staff:bob')).operation.state).toBe('APPROVED');
+  });
+});
+
 describe.skipIf(!onPostgres)('decisions at the same moment (real PostgreSQL, separate connections)', () => {
   it('I11-F2 two approvers deciding at the same moment always complete it', async () => {
     await fund(t.db, tenantId, 'acct-race', 'ETH', 1_000_000n);
