@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ApiKeyCache } from './auth/api-key-cache.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
+import type { PasswordCheckCap } from './auth/sign-in-throttle.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 /** What the HTTP layer learns back from a call, for its access log and metrics. */
@@ -22,6 +23,10 @@ export interface Context {
   db: Database;
   log: Logger;
   rateLimiter: RateLimiter;
+  /** Bounds concurrent argon2id verifications in this process (staff sign-in). */
+  passwordChecks: PasswordCheckCap;
+  /** The client address the sign-in budget per address counts against (http/client-address.ts). */
+  clientAddress: string;
   /** Recently authenticated API keys (absent: every request looks its key up). */
   apiKeyCache?: ApiKeyCache;
   requestId: string;
