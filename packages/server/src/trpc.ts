@@ -4,9 +4,9 @@ import { initTRPC } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
 import type { ApiKeyCache } from './auth/api-key-cache.ts';
+import type { PasswordCheckCap } from './auth/sign-in-throttle.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
-import type { PasswordCheckCap } from './auth/sign-in-throttle.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 /** What the HTTP layer learns back from a call, for its access log and metrics. */

@@ -124,6 +124,14 @@ describe('sign-in throttle in one server', () => {
     expect(still).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
     expect(still.retryAfterMs).toBeGreaterThan(0);
     expect(Number(still.retryAfterHeader)).toBe(Math.ceil((still.retryAfterMs ?? 0) / 1000));
+    // The same through tRPC's batch adapter, as the web screens call it.
+    const batched = await fetch(`${base}/trpc/staffAuth.signIn?batch=1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: base },
+      body: JSON.stringify({ 0: { tenantId: victim.tenantId, email, password: PASSWORD } }),
+    });
+    expect(batched.status).toBe(429);
+    expect(Number(batched.headers.get('retry-after'))).toBeGreaterThan(0);
     victimKeys = keysOf({ tenantId: victim.tenantId, email, clientAddress: '127.0.0.1' });
     victimEmail = email;
   }, 300_000);
@@ -272,6 +280,10 @@ describe('sign-in throttle with a cap of one password check at a time', () => {
       expect(answer.retryAfterMs).toBeGreaterThan(0);
       expect(answer.retryAfterHeader).toMatch(/^\d+$/);
     }
+    // Refused without waiting for the check in progress (nothing queued behind it).
+    expect(Math.max(...refused.map((answer) => answer.ms))).toBeLessThan(
+      Math.max(...checked.map((answer) => answer.ms)),
+    );
     // Once the burst is over, the right password works: the refusals counted no failure.
     const after = await signIn(base, tenant.tenantId, emails[0] ?? '', PASSWORD);
     expect(after.status).toBe(200);

@@ -97,7 +97,9 @@ export function createIdemServer(deps: ServerDeps): Server {
     createContext: ({ req, res }) => createContext(req, res),
     onError,
     responseMeta: ({ data }) => {
-      const retryAfter = retryAfterSeconds(data.map((response) => ('error' in response ? response.error : null)));
+      const retryAfter = retryAfterSeconds(
+        data.map((response) => ('error' in response ? response.error : null)),
+      );
       return retryAfter ? { headers: { 'retry-after': retryAfter } } : {};
     },
   });
