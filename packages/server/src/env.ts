@@ -34,6 +34,13 @@ const envSchema = z.object({
   /** How long an authenticated API key is remembered (a revocation takes effect within it; 0: off). */
   IDEM_API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
   IDEM_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
+  /** Staff password checks (argon2id, 19 MiB each) running at once; sign-ins beyond are RATE_LIMITED. */
+  IDEM_PASSWORD_CHECKS_MAX: z.coerce.number().int().min(1).max(256).default(4),
+  /**
+   * Reverse proxies in front of the server that append to X-Forwarded-For. 0 (the default): the
+   * TCP peer is the client address and the header is ignored, since any client can write it.
+   */
+  IDEM_TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * Tests only: kill the process at a named point, to prove what survives a crash (C18).

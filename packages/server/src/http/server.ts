@@ -6,6 +6,7 @@ import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { ApiKeyCache } from '../auth/api-key-cache.ts';
+import { PasswordCheckCap } from '../auth/sign-in-throttle.ts';
 import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
 import { scrubMessage } from '../logger.ts';
@@ -14,8 +15,9 @@ import { RateLimiter } from '../rate-limit.ts';
 import { appRouter } from '../router.ts';
 import type { SettlementWitness } from '../settlement-witness.ts';
 import type { Context, RequestState } from '../trpc.ts';
+import { clientAddressOf } from './client-address.ts';
 import { sendJson, sendProblem } from './problem.ts';
-import { createSingleCallHandler } from './trpc-single-call.ts';
+import { createSingleCallHandler, retryAfterSeconds } from './trpc-single-call.ts';
 import { serveWebApp } from './web-app.ts';
 import { handleWebhook } from './webhooks.ts';
 
@@ -54,6 +56,7 @@ export function createIdemServer(deps: ServerDeps): Server {
   const info = new WeakMap<IncomingMessage, RequestInfo>();
   const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
   const apiKeyCache = new ApiKeyCache(env.IDEM_API_KEY_CACHE_MS);
+  const passwordChecks = new PasswordCheckCap(env.IDEM_PASSWORD_CHECKS_MAX);
   const secureCookies = env.IDEM_COOKIE_SECURE ?? env.IDEM_PUBLIC_URL?.startsWith('https://') ?? false;
 
   const createContext = (req: IncomingMessage, res: ServerResponse): Context => {
@@ -63,6 +66,8 @@ export function createIdemServer(deps: ServerDeps): Server {
       log,
       rateLimiter,
       apiKeyCache,
+      passwordChecks,
+      clientAddress: clientAddressOf(req, env.IDEM_TRUSTED_PROXY_HOPS),
       requestId: request.requestId,
       apiKey: bearer(req.headers.authorization),
       idempotencyKeyHeader: single(req.headers['idempotency-key']),
@@ -95,6 +100,12 @@ export function createIdemServer(deps: ServerDeps): Server {
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
     createContext: ({ req, res }) => createContext(req, res),
     onError,
+    responseMeta: ({ data }) => {
+      const retryAfter = retryAfterSeconds(
+        data.map((response) => ('error' in response ? response.error : null)),
+      );
+      return retryAfter ? { headers: { 'retry-after': retryAfter } } : {};
+    },
   });
   const singleCall = createSingleCallHandler({
     router: appRouter,

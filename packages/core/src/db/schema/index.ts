@@ -7,5 +7,6 @@ export * from './journal.ts';
 export * from './operations.ts';
 export * from './outbox.ts';
 export * from './proposals.ts';
+export * from './sign-in.ts';
 export * from './staff.ts';
 export * from './tenants.ts';
