@@ -4,5 +4,6 @@ export * from './errors.ts';
 export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
+export * from './redaction.ts';
 export * from './web.ts';
 export * from './webhooks.ts';

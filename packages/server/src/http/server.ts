@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { scrubMessage } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
@@ -8,7 +9,6 @@ import type { Logger } from 'pino';
 import { ApiKeyCache } from '../auth/api-key-cache.ts';
 import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
-import { scrubMessage } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { RateLimiter } from '../rate-limit.ts';
 import { appRouter } from '../router.ts';
