@@ -200,6 +200,38 @@ describe('inbox', () => {
     expect(
       await refused(database.db.execute(sql`delete from inbox_rejection_buckets where ${bucket}`)),
     ).toMatch(/append-only; DELETE refused/);
+
+    // The application role counts (a new bucket, then the same one), and may no longer add rows to
+    // the per-delivery table.
+    const asApp = <T>(work: (tx: Parameters<Parameters<typeof withTenant>[2]>[0]) => Promise<T>) =>
+      withTenant(database.db, e.tenantId, async (tx) => {
+        await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+        return work(tx);
+      });
+    for (let i = 0; i < 2; i += 1) {
+      await asApp((tx) =>
+        recordInboxRejection(tx, {
+          tenantId: e.tenantId,
+          endpointId: e.endpointId,
+          reason: 'Message timestamp too old',
+          bodyLength: 5,
+        }),
+      );
+    }
+    const stale = await asApp((tx) =>
+      tx.select().from(schema.inboxRejectionBuckets).where(sql`reason = 'STALE_TIMESTAMP'`),
+    );
+    expect(stale.reduce((sum, row) => sum + row.rejections, 0)).toBe(2);
+    expect(
+      await refused(
+        asApp((tx) =>
+          tx.execute(
+            sql`insert into inbox_rejections (tenant_id, rejection_id, endpoint_id, reason, body_length)
+                values (${e.tenantId}, gen_random_uuid(), ${e.endpointId}, 'x', 1)`,
+          ),
+        ),
+      ),
+    ).toMatch(/permission denied/);
   });
 });
 
