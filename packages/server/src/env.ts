@@ -70,13 +70,32 @@ const envSchema = z.object({
   IDEM_RECONCILE_EVERY_MS: z.coerce.number().int().min(0).default(60_000),
   /** Where browsers reach this server (e.g. https://pay.example.com); customer links are built on it. */
   IDEM_PUBLIC_URL: z.string().url().optional(),
-  /** Mark session cookies Secure. Defaults to on when IDEM_PUBLIC_URL is https. */
+  /**
+   * Session cookies `__Host-` prefixed and Secure. Defaults to on outside development (see
+   * isDevelopment) and whenever IDEM_PUBLIC_URL is https.
+   */
   IDEM_COOKIE_SECURE: flag,
+  /**
+   * The bearer token `/metrics` asks for. Unset: outside development `/metrics` answers 404; in
+   * development a random token is made and printed at start.
+   */
+  IDEM_METRICS_TOKEN: z.string().min(16).max(200).optional(),
+  /** How long the cross-tenant operation counts are reused: at most one database read per interval. */
+  IDEM_METRICS_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5_000),
   /** The built web app (packages/web/dist), served at /. */
   IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });
 
 export type Env = z.infer<typeof envSchema>;
+
+/**
+ * Development: NODE_ENV development or test, or the embedded demo (PGlite, reached over
+ * http://localhost, one process). Everywhere else the defaults are a deployment's: `__Host-`
+ * Secure cookies and no metrics without a token.
+ */
+export function isDevelopment(env: Env, options: { embedded: boolean }): boolean {
+  return env.NODE_ENV !== 'production' || options.embedded;
+}
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const parsed = envSchema.safeParse(source);
