@@ -48,50 +48,41 @@ CREATE POLICY journal_projection ON balances AS PERMISSIVE FOR ALL TO idem_journ
 --> statement-breakpoint
 -- Applies the postings of one INSERT statement to the balance projection, one row per (account,
 -- asset): a conditional UPDATE that keeps both buckets non-negative (C08), evaluated on the locked
--- current row, so concurrent debits cannot overspend; a pure credit creates the row on first use. If any account cannot take its change, the statement fails with IDM01 and
--- nothing of it stays. Control accounts (@custody, @adjustments) have no balance row.
+-- current row (READ COMMITTED re-checks a row changed concurrently), so concurrent debits cannot
+-- overspend; a pure credit of an account with no row yet creates it. If any account cannot take
+-- its change, the statement fails with IDM01 and nothing of it stays. Control accounts (@custody,
+-- @adjustments) have no balance row.
 CREATE OR REPLACE FUNCTION public.idem_apply_postings() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
-  v_expected bigint;
-  v_applied bigint;
+  d record;
 BEGIN
-  WITH deltas AS (
+  FOR d IN
     SELECT p.tenant_id, p.account, p.asset_code,
            coalesce(sum(p.amount) FILTER (WHERE p.bucket = 'available'), 0) AS available,
            coalesce(sum(p.amount) FILTER (WHERE p.bucket = 'held'), 0) AS held
       FROM inserted_postings p
      WHERE p.bucket <> 'control'
      GROUP BY p.tenant_id, p.account, p.asset_code
-    HAVING coalesce(sum(p.amount) FILTER (WHERE p.bucket = 'available'), 0) <> 0
-        OR coalesce(sum(p.amount) FILTER (WHERE p.bucket = 'held'), 0) <> 0
-  ), updated AS (
-    -- Evaluated on the locked current row (READ COMMITTED re-checks a concurrently changed row).
+  LOOP
+    CONTINUE WHEN d.available = 0 AND d.held = 0;
     UPDATE public.balances b
        SET available = b.available + d.available, held = b.held + d.held,
            version = b.version + 1, updated_at = now()
-      FROM deltas d
      WHERE b.tenant_id = d.tenant_id AND b.account_ref = d.account AND b.asset_code = d.asset_code
-       AND b.available + d.available >= 0 AND b.held + d.held >= 0
-    RETURNING 1
-  ), created AS (
-    -- A pure credit of an account with no row yet creates it (or adds to the row a concurrent
-    -- first credit just created). A debit of an account with no row is refused, counted below.
+       AND b.available + d.available >= 0 AND b.held + d.held >= 0;
+    CONTINUE WHEN FOUND;
+    IF d.available < 0 OR d.held < 0 THEN
+      RAISE EXCEPTION USING ERRCODE = 'IDM01', MESSAGE = 'insufficient available balance';
+    END IF;
+    -- A pure credit that updated nothing: the account has no row yet (or a concurrent first
+    -- credit is creating it, hence ON CONFLICT).
     INSERT INTO public.balances AS b (tenant_id, account_ref, asset_code, available, held)
-    SELECT d.tenant_id, d.account, d.asset_code, d.available, d.held FROM deltas d
-     WHERE d.available >= 0 AND d.held >= 0
-       AND NOT EXISTS (SELECT 1 FROM public.balances e
-                        WHERE e.tenant_id = d.tenant_id AND e.account_ref = d.account AND e.asset_code = d.asset_code)
+    VALUES (d.tenant_id, d.account, d.asset_code, d.available, d.held)
     ON CONFLICT (tenant_id, account_ref, asset_code) DO UPDATE
        SET available = b.available + excluded.available, held = b.held + excluded.held,
-           version = b.version + 1, updated_at = now()
-    RETURNING 1
-  )
-  SELECT (SELECT count(*) FROM deltas), (SELECT count(*) FROM updated) + (SELECT count(*) FROM created)
-    INTO v_expected, v_applied;
-  IF v_applied <> v_expected THEN
-    RAISE EXCEPTION USING ERRCODE = 'IDM01', MESSAGE = 'insufficient available balance';
-  END IF;
+           version = b.version + 1, updated_at = now();
+  END LOOP;
   RETURN NULL;
 END $$;
 --> statement-breakpoint

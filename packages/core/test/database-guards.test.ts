@@ -256,7 +256,10 @@ describe.skipIf(!onPostgres)('attacks as the application login role (real Postgr
       request: withdrawal({ accountId: 'acct-login', amountMinor: ETH.toString() }),
       idempotencyKey: `login-${randomUUID()}`,
     });
-    expect([tooMuch.operation.state, tooMuch.operation.rejectionCode]).toEqual(['REJECTED', 'INSUFFICIENT_FUNDS']);
+    expect([tooMuch.operation.state, tooMuch.operation.rejectionCode]).toEqual([
+      'REJECTED',
+      'INSUFFICIENT_FUNDS',
+    ]);
     expect(await balanceOf(t.db, tenantId, 'acct-login')).toEqual({
       available: ETH / 2n,
       held: ETH + ETH / 2n,
