@@ -94,7 +94,7 @@ describe('the schema can be distributed by tenant and isolates tenants', () => {
     const touched = await withTenant(t.db, a, async (tx) =>
       rowsOf(
         await tx.execute(
-          sql`update balances set version = version + 1 where tenant_id = ${b} returning tenant_id`,
+          sql`update operations set version = version + 1 where tenant_id = ${b} returning tenant_id`,
         ),
       ),
     );
