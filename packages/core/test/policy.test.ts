@@ -24,7 +24,11 @@ afterAll(() => t.dispose());
 
 const ETH_RULES = { assetCode: 'ETH', autoApproveMaxMinor: '100', fourEyesMinMinor: '1000' };
 
-function setRules(db: Database, tenantId: string, rules: Partial<typeof ETH_RULES> & Record<string, unknown>) {
+function setRules(
+  db: Database,
+  tenantId: string,
+  rules: Partial<typeof ETH_RULES> & Record<string, unknown>,
+) {
   return withTenant(db, tenantId, (tx) =>
     setRiskPolicy(tx, { tenantId, ...ETH_RULES, actor: 'staff:risk-officer', ...rules }),
   );
