@@ -33,6 +33,11 @@ DECLARE
   v_after jsonb;
   v_version integer;
 BEGIN
+  -- Attached anywhere else (say, to a caller's own table) it would forge versions: refuse.
+  IF TG_TABLE_SCHEMA <> 'public' OR TG_TABLE_NAME <> 'risk_policies' THEN
+    RAISE EXCEPTION 'idem: idem_record_policy_change only versions public.risk_policies'
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
   IF TG_OP IN ('UPDATE', 'DELETE') THEN
     v_tenant := OLD.tenant_id;
     v_asset := OLD.asset_code;
@@ -69,6 +74,9 @@ BEGIN
   VALUES (v_tenant, v_version - 1, v_version, 'risk', v_asset, v_before, v_after, v_actor);
   RETURN NULL;
 END $$;
+--> statement-breakpoint
+-- Only its owner may attach it to a table (CREATE TRIGGER needs EXECUTE; firing does not).
+REVOKE ALL ON FUNCTION idem_record_policy_change() FROM PUBLIC;
 --> statement-breakpoint
 CREATE TRIGGER risk_policies_versioned AFTER INSERT OR UPDATE OR DELETE ON risk_policies
   FOR EACH ROW EXECUTE FUNCTION idem_record_policy_change();

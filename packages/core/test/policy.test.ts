@@ -261,6 +261,22 @@ describe('I11-F6 policy versions', () => {
         ),
       ),
     ).toMatch(/actor/);
+    // The versioning function writes as its owner, so the application role may not attach it to
+    // a table of its own to forge another tenant's version.
+    expect(
+      await databaseRefusal(
+        withTenant(t.db, tenantId, async (tx) => {
+          await tx.execute(sql`create temp table forged (tenant_id uuid, asset_code text)`);
+          await tx.execute(
+            sql`create trigger forged_versions after insert on forged
+                for each row execute function idem_record_policy_change()`,
+          );
+        }),
+      ),
+    ).toMatch(
+      // Today the function's privilege refuses it; once TEMP is revoked (finding 8), the table.
+      /permission denied (for function idem_record_policy_change|to create temporary tables)/,
+    );
     expect(await versionOf(tenantId)).toBe(3);
     expect(await historyCount(tenantId)).toBe(2);
   });
