@@ -7,3 +7,4 @@ export {
   reconcileTenant,
 } from './reconciliation.ts';
 export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';
+export { attestSettlement, type SettlementClaim } from './settlement-witness.ts';
