@@ -109,6 +109,7 @@ async function chainAttestation(
       ourNonce: op.chainNonce,
       minedNonceAtPin: found.minedNonceAtPin,
       blockNumber: found.blockNumber?.toString() ?? null,
+      ...(found.claimCheck ? { claimCheck: found.claimCheck } : {}),
     },
   };
 }

@@ -292,7 +292,15 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
       reason: string,
       txHash: Hex | null,
       blockNumber: bigint | null,
-    ): EvmSettlementEvidence => ({ verdict, reason, txHash, ...base, minedNonceAtPin, blockNumber });
+    ): EvmSettlementEvidence => ({
+      verdict,
+      reason,
+      txHash,
+      ...base,
+      minedNonceAtPin,
+      blockNumber,
+      claimCheck: null,
+    });
 
     // Can our stored bytes still be mined? Not if nothing was signed, if they were mined, or if
     // their nonce was consumed at depth.
@@ -345,8 +353,9 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     }
     const proven = await paid();
     if (proven.verdict === 'paid') return proven;
+    // Not paid as claimed, but proven never able to pay: say so, and why the claim failed.
     const other = notSent();
-    return typeof other === 'string' ? proven : other;
+    return typeof other === 'string' ? proven : { ...other, claimCheck: proven.reason };
   }
 
   /** Null when the mined transaction moved exactly the terms from the sender; else what differs. */

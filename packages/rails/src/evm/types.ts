@@ -187,4 +187,6 @@ export interface EvmSettlementEvidence {
   readonly minedNonceAtPin: number | null;
   /** Where the transaction examined was mined, when it was. */
   readonly blockNumber: bigint | null;
+  /** Why the transaction claimed to have paid did not prove it, when the answer is another. */
+  readonly claimCheck: string | null;
 }
