@@ -9,6 +9,7 @@ import type { Env } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
+import { railWitness } from './settlement-witness.ts';
 
 export interface RunningServer {
   server: Server;
@@ -64,7 +65,13 @@ export async function startServer(
   }
 
   const metrics = createMetrics(database.db);
-  const server = createIdemServer({ db: database.db, env, log, metrics });
+  const server = createIdemServer({
+    db: database.db,
+    env,
+    log,
+    metrics,
+    witness: railWitness(database.db, boundary.rails),
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

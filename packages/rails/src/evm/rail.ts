@@ -277,6 +277,7 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
         ...base,
         minedNonceAtPin: null,
         blockNumber: null,
+        claimCheck: null,
       };
     }
     const ours = request.ours;
