@@ -74,7 +74,7 @@ async function signIn(role: StaffRole): Promise<Session> {
   });
   expect(answer.status).toBe(200);
   const cookie = (answer.setCookie[0] ?? '').split(';')[0] ?? '';
-  return { cookie, csrf: (answer.body.result?.data as { csrfToken: string }).csrfToken };
+  return { cookie, csrf: (answer.body.result?.data as { csrfToken: string } | undefined)?.csrfToken ?? '' };
 }
 
 const operation = (operationId: string) =>
@@ -204,7 +204,7 @@ describe('I11-F4 manual resolution over HTTP', () => {
       },
     });
     expect(proposed.status).toBe(200);
-    const proposal = (proposed.body.result?.data as { proposal: Record<string, unknown> }).proposal as {
+    const proposal = (proposed.body.result?.data as { proposal: unknown } | undefined)?.proposal as {
       proposalId: string;
       payloadHash: string;
       state: string;
