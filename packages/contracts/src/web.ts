@@ -176,12 +176,7 @@ export const assignOwnerInputSchema = z.strictObject({
   reason: z.string().trim().min(3).max(500),
 });
 
-/** Manual resolution of an UNKNOWN or FAILED_TERMINAL withdrawal, only to a settled state. */
-export const resolveInputSchema = z.strictObject({
-  operationId: uuid,
-  toState: z.enum(['CONFIRMED', 'VERIFIED_NOT_SENT']),
-  evidence: runbookEvidenceSchema,
-});
+// Manual resolution is a proposal (proposals.ts, kind resolve_withdrawal), approved by another person.
 
 /**
  * A withdrawal a staff member makes for an account. `onBehalfOf` names the account holder's own

@@ -129,7 +129,7 @@ export {
   searchOperations,
   toStaffView,
 } from './staff/queries.ts';
-export { escalateOperation, type RunbookEvidence, resolveOperation } from './staff/runbook.ts';
+export { escalateOperation } from './staff/runbook.ts';
 export {
   authenticateCustomerSession,
   authenticateStaffSession,

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationTransitions } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import type { Operation } from '../src/operations/operation-record.ts';
-import { escalateOperation, resolveOperation } from '../src/staff/runbook.ts';
+import { getOperation } from '../src/operations/operation-record.ts';
+import { decideProposal } from '../src/proposals/decide.ts';
+import { propose } from '../src/proposals/propose.ts';
+import { escalateOperation } from '../src/staff/runbook.ts';
 import { balanceOf, fund, newTenant, refusal, strandWithdrawal, submit, withdrawal } from './fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './harness.ts';
 
@@ -59,63 +62,83 @@ describe('runbook actions on withdrawals that need a person', () => {
     expect(last?.evidence).toEqual({ previousOwner: 'ops-oncall' });
   });
 
-  it('C15 a verified non-transfer releases the hold only with written evidence', async () => {
-    const op = await stuck('FAILED_TERMINAL');
-    const before = await balanceOf(t.db, tenantId, 'acct-rb');
-    const tooThin = await refusal(
-      actions((tx) =>
-        resolveOperation(tx, {
-          tenantId,
-          operationId: op.operationId,
-          toState: 'VERIFIED_NOT_SENT',
-          evidence: { summary: 'ok' },
-          actor: 'staff:ops',
-        }),
-      ),
-    );
-    expect(tooThin.code).toBe('VALIDATION');
-    expect(await balanceOf(t.db, tenantId, 'acct-rb')).toEqual(before);
-    const resolved = await actions((tx) =>
-      resolveOperation(tx, {
+  /** A resolution proposed by one person; it moves nothing until another approves it. */
+  const proposeResolution = (
+    operationId: string,
+    toState: 'CONFIRMED' | 'VERIFIED_NOT_SENT',
+    summary: string,
+  ) =>
+    actions((tx) =>
+      propose(tx, {
         tenantId,
-        operationId: op.operationId,
-        toState: 'VERIFIED_NOT_SENT',
-        evidence: { summary: 'receipt 0xfeed shows status 0; nonce used, no value moved' },
         actor: 'staff:ops',
+        request: {
+          kind: 'resolve_withdrawal',
+          idempotencyKey: `resolve-${operationId}-${toState}`,
+          payload: { operationId, toState, summary },
+        },
       }),
     );
-    expect(resolved.state).toBe('VERIFIED_NOT_SENT');
+  const attested = (verdict: 'PAID' | 'NOT_SENT', txHash: string | null = null) => ({
+    verdict,
+    source: 'chain',
+    txHash,
+    observedAt: new Date().toISOString(),
+    detail: { reason: 'test' },
+  });
+
+  it('C15 I11-F4 a verified non-transfer releases the hold only with written evidence, a second person and the rail', async () => {
+    const op = await stuck('FAILED_TERMINAL');
+    const before = await balanceOf(t.db, tenantId, 'acct-rb');
+    const tooThin = await refusal(proposeResolution(op.operationId, 'VERIFIED_NOT_SENT', 'ok'));
+    expect(tooThin.code).toBe('VALIDATION');
+    const { proposal } = await proposeResolution(
+      op.operationId,
+      'VERIFIED_NOT_SENT',
+      'receipt 0xfeed shows status 0; nonce used, no value moved',
+    );
+    expect(await balanceOf(t.db, tenantId, 'acct-rb')).toEqual(before);
+    const done = await actions((tx) =>
+      decideProposal(tx, {
+        tenantId,
+        proposalId: proposal.proposalId,
+        staffId: 'staff:lead',
+        payloadHash: proposal.payloadHash,
+        decision: 'approve',
+        attestation: attested('NOT_SENT'),
+      }),
+    );
+    expect(done.proposal.state).toBe('EXECUTED');
+    expect((await actions((tx) => getOperation(tx, tenantId, op.operationId))).state).toBe(
+      'VERIFIED_NOT_SENT',
+    );
     expect(await balanceOf(t.db, tenantId, 'acct-rb')).toEqual({
       available: before.available + 100n,
       held: before.held - 100n,
     });
   });
 
-  it('confirming an UNKNOWN withdrawal by hand needs a transaction hash in the evidence', async () => {
+  it('C15 I11-F4 confirming an UNKNOWN withdrawal by hand records the transaction the rail found', async () => {
     const op = await stuck('UNKNOWN', null);
-    const missing = await refusal(
-      actions((tx) =>
-        resolveOperation(tx, {
-          tenantId,
-          operationId: op.operationId,
-          toState: 'CONFIRMED',
-          evidence: { summary: 'the custodian console shows it' },
-          actor: 'staff:ops',
-        }),
-      ),
+    const { proposal } = await proposeResolution(
+      op.operationId,
+      'CONFIRMED',
+      'found in block 1234 with 40 confirmations',
     );
-    expect(missing.code).toBe('VALIDATION');
-    const confirmed = await actions((tx) =>
-      resolveOperation(tx, {
+    const found = `0x${'ab'.repeat(32)}`;
+    await actions((tx) =>
+      decideProposal(tx, {
         tenantId,
-        operationId: op.operationId,
-        toState: 'CONFIRMED',
-        evidence: { summary: 'found in block 1234 with 40 confirmations', txHash: '0xabc123' },
-        actor: 'staff:ops',
+        proposalId: proposal.proposalId,
+        staffId: 'staff:lead',
+        payloadHash: proposal.payloadHash,
+        decision: 'approve',
+        attestation: attested('PAID', found),
       }),
     );
+    const confirmed = await actions((tx) => getOperation(tx, tenantId, op.operationId));
     expect(confirmed.state).toBe('CONFIRMED');
-    expect(confirmed.txHash).toBe('0xabc123');
+    expect(confirmed.txHash).toBe(found);
   });
 
   it('runbook actions refuse withdrawals that do not need a person', async () => {
@@ -126,16 +149,20 @@ describe('runbook actions on withdrawals that need a person', () => {
       'rb-requested',
     );
     const refused = await refusal(
+      proposeResolution(created.operation.operationId, 'VERIFIED_NOT_SENT', 'nothing to see here at all'),
+    );
+    expect(refused.code).toBe('INVALID_TRANSITION');
+    const notEscalated = await refusal(
       actions((tx) =>
-        resolveOperation(tx, {
+        escalateOperation(tx, {
           tenantId,
           operationId: created.operation.operationId,
-          toState: 'VERIFIED_NOT_SENT',
-          evidence: { summary: 'nothing to see here at all' },
+          owner: 'treasury-lead',
+          reason: 'not stuck',
           actor: 'staff:ops',
         }),
       ),
     );
-    expect(refused.code).toBe('INVALID_TRANSITION');
+    expect(notEscalated.code).toBe('INVALID_TRANSITION');
   });
 });

@@ -10,6 +10,7 @@ import { type Env, isDevelopment } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
+import { railWitness } from './settlement-witness.ts';
 
 export interface RunningServer {
   server: Server;
@@ -75,7 +76,15 @@ export async function startServer(
   } else if (!metricsToken) {
     log.warn('IDEM_METRICS_TOKEN is not set: /metrics answers 404');
   }
-  const server = createIdemServer({ db: database.db, env, log, metrics, development, metricsToken });
+  const server = createIdemServer({
+    db: database.db,
+    env,
+    log,
+    metrics,
+    development,
+    metricsToken,
+    witness: railWitness(database.db, boundary.rails),
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

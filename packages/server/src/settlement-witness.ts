@@ -1,4 +1,5 @@
-import type { Operation, SettlementAttestation } from '@idem/core';
+import type { Database, Operation, SettlementAttestation } from '@idem/core';
+import { attestSettlement, type RailRegistry } from '@idem/workers';
 
 /**
  * Where the server asks the authoritative source (the chain, the custodian) about a withdrawal a
@@ -23,3 +24,8 @@ export const noRailWitness: SettlementWitness = {
     detail: { reason: 'no rail is configured on this server' },
   }),
 };
+
+/** The witness of a server with rails: the chain at the asset's depth, or the custodian by reference. */
+export function railWitness(db: Database, rails: RailRegistry): SettlementWitness {
+  return { attest: (op, claim) => attestSettlement({ db, rails }, op, claim) };
+}

@@ -174,6 +174,48 @@ describe('staff screens', () => {
     expect(approved?.state).toBe('APPROVED');
   });
 
+  it('I11-F4 an operator proposes a manual resolution on the operation page; an approver approves it there, with the custodian proving it', async () => {
+    const path = `/staff/operations/${stack.a.stuckOperationId}`;
+    const withdrawalId = `stuck-${stack.a.tenantId}`;
+    const operator = await newPage(stack);
+    await signInStaff(operator, stack.a.tenantId, stack.a.staff.operator.email);
+    await operator.goto(path);
+    await operator.getByRole('combobox', { name: 'Resolve as' }).click();
+    await operator.getByRole('option', { name: /^VERIFIED_NOT_SENT/ }).click();
+    await operator.getByLabel('What you checked').fill('the custodian has no transfer under our reference');
+    await operator.getByRole('button', { name: 'Propose resolution' }).click();
+    const proposed = operator.getByTestId('resolution-proposal');
+    await proposed.waitFor();
+    // What is proposed, the evidence the system gathered, the hash, and who must approve.
+    await expect(proposed.textContent()).resolves.toContain('Proposed resolution: VERIFIED_NOT_SENT');
+    await expect(proposed.getByTestId('rail-evidence').textContent()).resolves.toContain(
+      'NOT_SENT from the custodian (no_record_for_reference)',
+    );
+    await expect(proposed.getByTestId('proposal-approvals').textContent()).resolves.toContain(
+      '0 of 1; needs another staff member with the approver role',
+    );
+    const hash = await proposed.getByTestId('proposal-hash').textContent();
+    expect(hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(await proposed.getByTestId('proposal-approve').count()).toBe(0);
+    expect(await seriousViolations(operator)).toEqual([]);
+    await screenshot(operator, 'staff-resolution-proposed');
+    await operator.context().close();
+    expect((await stack.sdkA.withdrawals.get(withdrawalId)).state).toBe('UNKNOWN');
+
+    const approver = await newPage(stack);
+    await signInStaff(approver, stack.a.tenantId, stack.a.staff.approver1.email);
+    await approver.goto(path);
+    const shown = approver.getByTestId('resolution-proposal');
+    await shown.waitFor();
+    await expect(shown.getByTestId('proposal-hash').textContent()).resolves.toBe(hash);
+    await shown.getByTestId('proposal-approve').click();
+    await approver.getByText('VERIFIED_NOT_SENT', { exact: true }).first().waitFor();
+    await approver.getByTestId('resolution-proposal').waitFor({ state: 'detached' });
+    await screenshot(approver, 'staff-resolution-approved');
+    await approver.context().close();
+    expect((await stack.sdkA.withdrawals.get(withdrawalId)).state).toBe('VERIFIED_NOT_SENT');
+  });
+
   it('C24 self-approval is refused by the server: the admin who requested cannot approve', async () => {
     const page = await newPage(stack);
     await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);

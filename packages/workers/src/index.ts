@@ -6,4 +6,5 @@ export {
   type ReconciliationReport,
   reconcileTenant,
 } from './reconciliation.ts';
+export { attestSettlement, type SettlementClaim } from './settlement-witness.ts';
 export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';

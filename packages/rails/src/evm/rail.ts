@@ -9,6 +9,7 @@ import {
   isHex,
   keccak256,
   type PublicClient,
+  parseEventLogs,
   TransactionNotFoundError,
   type TransactionReceipt,
   TransactionReceiptNotFoundError,
@@ -21,6 +22,8 @@ import {
   type EvmDeposit,
   type EvmLookupEvidence,
   type EvmLookupRequest,
+  type EvmSettlementEvidence,
+  type EvmSettlementRequest,
   type EvmSignRequestInput,
   evmSignRequestSchema,
   type SignedEvmTransaction,
@@ -58,6 +61,11 @@ export interface EvmRail {
   broadcast(rawTransaction: Hex, options?: { timeoutMs?: number }): Promise<BroadcastOutcome>;
   /** Gathers chain evidence for reconciliation. Throws when the node cannot be asked (no evidence). */
   lookup(request: EvmLookupRequest): Promise<EvmLookupEvidence>;
+  /**
+   * Proves a stuck withdrawal paid or never able to pay, at the asset's depth (manual resolution).
+   * Anything short of proof is `unproven`; throws when the node cannot be asked (no evidence).
+   */
+  settlement(request: EvmSettlementRequest): Promise<EvmSettlementEvidence>;
   /** The chain's view of a sender's nonces: `latest` counts mined transactions, `pending` adds the pool. */
   readNonces(address?: Address): Promise<{ latest: number; pending: number }>;
   /** The node's fee suggestion, for a caller that then caps it. */
@@ -257,6 +265,125 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     return { found: 'absent', nonceConsumed: minedNonce > request.nonce, minedNonce, headBlockNumber: head };
   }
 
+  async function settlement(request: EvmSettlementRequest): Promise<EvmSettlementEvidence> {
+    const head = await client.getBlockNumber({ cacheTime: 0 });
+    const pinned = head - BigInt(Math.max(request.depth, 1)) + 1n;
+    const base = { headBlockNumber: head, pinnedBlockNumber: pinned };
+    if (pinned < 0n) {
+      return {
+        verdict: 'unproven',
+        reason: 'chain_shorter_than_depth',
+        txHash: null,
+        ...base,
+        minedNonceAtPin: null,
+        blockNumber: null,
+        claimCheck: null,
+      };
+    }
+    const ours = request.ours;
+    // The nonce first, then our receipt: had our transaction been mined at or below the pinned
+    // block, its receipt exists now, so a passed nonce without it was taken by someone else.
+    const minedNonceAtPin = ours
+      ? await client.getTransactionCount({ address: request.sender, blockNumber: pinned })
+      : null;
+    const ourReceipt = ours ? await canonicalReceipt(ours.txHash) : null;
+    const ourDeep = ourReceipt !== null && ourReceipt.blockNumber <= pinned;
+    const answer = (
+      verdict: EvmSettlementEvidence['verdict'],
+      reason: string,
+      txHash: Hex | null,
+      blockNumber: bigint | null,
+    ): EvmSettlementEvidence => ({
+      verdict,
+      reason,
+      txHash,
+      ...base,
+      minedNonceAtPin,
+      blockNumber,
+      claimCheck: null,
+    });
+
+    // Can our stored bytes still be mined? Not if nothing was signed, if they were mined, or if
+    // their nonce was consumed at depth.
+    const oursSpent =
+      ours === null ||
+      ourDeep ||
+      (minedNonceAtPin !== null && minedNonceAtPin > ours.nonce && ourReceipt === null);
+
+    /** Proven not sent, or why not. */
+    const notSent = (): EvmSettlementEvidence | string => {
+      if (!ours) return answer('not_sent', 'never_signed', null, null);
+      if (ourReceipt) {
+        if (ourReceipt.status === 'success') return 'our_transaction_mined';
+        return ourDeep
+          ? answer('not_sent', 'reverted_at_depth', ours.txHash, ourReceipt.blockNumber)
+          : 'reverted_not_deep_enough';
+      }
+      return minedNonceAtPin !== null && minedNonceAtPin > ours.nonce
+        ? answer('not_sent', 'nonce_consumed_by_other', null, null)
+        : 'nonce_not_consumed_at_depth';
+    };
+    const paid = async (): Promise<EvmSettlementEvidence> => {
+      const claimed = request.claimedTxHash ?? ours?.txHash ?? null;
+      if (!claimed) return answer('unproven', 'no_transaction_named', null, null);
+      const isOurs = ours !== null && claimed.toLowerCase() === ours.txHash.toLowerCase();
+      const receipt = isOurs ? ourReceipt : await canonicalReceipt(claimed);
+      if (!receipt) return answer('unproven', 'not_mined', claimed, null);
+      if (receipt.status !== 'success') return answer('unproven', 'reverted', claimed, receipt.blockNumber);
+      if (receipt.blockNumber > pinned)
+        return answer('unproven', 'not_deep_enough', claimed, receipt.blockNumber);
+      const terms = await termsMismatch(claimed, receipt, request);
+      if (terms) return answer('unproven', terms, claimed, receipt.blockNumber);
+      // Someone else's payment settles the hold only if our own bytes can no longer pay again.
+      if (!isOurs && !oursSpent) {
+        return answer('unproven', 'our_transaction_still_mineable', claimed, receipt.blockNumber);
+      }
+      return answer(
+        'paid',
+        isOurs ? 'our_transaction_mined' : 'named_transaction_mined',
+        claimed,
+        receipt.blockNumber,
+      );
+    };
+
+    if (request.intent === 'not_sent') {
+      const proven = notSent();
+      if (typeof proven !== 'string') return proven;
+      const other = await paid();
+      return other.verdict === 'paid' ? other : answer('unproven', proven, ours?.txHash ?? null, null);
+    }
+    const proven = await paid();
+    if (proven.verdict === 'paid') return proven;
+    // Not paid as claimed, but proven never able to pay: say so, and why the claim failed.
+    const other = notSent();
+    return typeof other === 'string' ? proven : { ...other, claimCheck: proven.reason };
+  }
+
+  /** Null when the mined transaction moved exactly the terms from the sender; else what differs. */
+  async function termsMismatch(
+    txHash: Hex,
+    receipt: TransactionReceipt,
+    request: EvmSettlementRequest,
+  ): Promise<string | null> {
+    const transaction = await client.getTransaction({ hash: txHash });
+    const same = (a: string | null | undefined, b: string) => a?.toLowerCase() === b.toLowerCase();
+    if (!same(transaction.from, request.sender)) return 'sender_differs';
+    const terms = request.terms;
+    if (terms.asset === 'native') {
+      if (!same(transaction.to, terms.to)) return 'destination_differs';
+      if (transaction.value !== terms.amountMinor) return 'amount_differs';
+      return null;
+    }
+    if (!same(transaction.to, terms.token)) return 'token_differs';
+    const transfers = parseEventLogs({ abi: erc20Abi, eventName: 'Transfer', logs: receipt.logs }).filter(
+      (log) => same(log.address, terms.token) && same(log.args.from, request.sender),
+    );
+    if (transfers.length !== 1 || !transfers[0]) return 'token_transfer_not_found';
+    if (!same(transfers[0].args.to, terms.to)) return 'destination_differs';
+    if (transfers[0].args.value !== terms.amountMinor) return 'amount_differs';
+    return null;
+  }
+
   return {
     address: account.address,
     chainId: config.chainId,
@@ -272,6 +399,7 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     sign,
     broadcast,
     lookup,
+    settlement,
     async readNonces(address = account.address) {
       const [latest, pending] = await Promise.all([
         client.getTransactionCount({ address, blockTag: 'latest' }),

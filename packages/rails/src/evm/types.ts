@@ -144,3 +144,49 @@ export interface EvmDeposit {
   readonly blockHash: Hex;
   readonly confirmations: number;
 }
+
+/** What a transfer must have done to count as paying a withdrawal. */
+export type EvmTransferTerms =
+  | { readonly asset: 'native'; readonly to: Address; readonly amountMinor: bigint }
+  | { readonly asset: 'erc20'; readonly token: Address; readonly to: Address; readonly amountMinor: bigint };
+
+/**
+ * A question for a person's resolution of a stuck withdrawal (C14, C15): did it pay, or can
+ * nothing of ours still pay? Every read is pinned to the block at the asset's depth.
+ */
+export interface EvmSettlementRequest {
+  /** The hot wallet: the sender of our transaction. */
+  readonly sender: Address;
+  /** Our stored signed transaction; null when nothing was ever signed (no bytes exist to be mined). */
+  readonly ours: { readonly txHash: Hex; readonly nonce: number } | null;
+  /** The transaction said to have paid; ours when not named. */
+  readonly claimedTxHash: Hex | null;
+  readonly terms: EvmTransferTerms;
+  /** The asset's confirmation depth (1: the head block counts), as the watch step counts it. */
+  readonly depth: number;
+  /** Which answer the caller hopes to prove; checked first. */
+  readonly intent: 'paid' | 'not_sent';
+}
+
+/**
+ * The chain's answer, read at `pinnedBlockNumber` (head - depth + 1):
+ * - paid: `txHash` is mined at or below the pinned block, succeeded, was sent by the hot wallet and
+ *   moved exactly the terms; and if it is not our stored transaction, ours can no longer be mined.
+ * - not_sent: nothing of ours can still pay: our nonce was consumed at the pinned block by a
+ *   transaction that is not ours (`nonce_consumed_by_other`), our own transaction reverted at depth
+ *   (`reverted_at_depth`), or nothing was ever signed (`never_signed`).
+ * - unproven: anything else, with the reason. Throws when the node cannot be asked.
+ */
+export interface EvmSettlementEvidence {
+  readonly verdict: 'paid' | 'not_sent' | 'unproven';
+  readonly reason: string;
+  readonly txHash: Hex | null;
+  readonly headBlockNumber: bigint;
+  readonly pinnedBlockNumber: bigint;
+  /** The sender's mined transaction count at the pinned block (null when nothing was signed). */
+  readonly minedNonceAtPin: number | null;
+  /** Where the transaction examined was mined, when it was. */
+  readonly blockNumber: bigint | null;
+  /** Why the transaction claimed to have paid did not prove it, when the answer is another. */
+  readonly claimCheck: string | null;
+}

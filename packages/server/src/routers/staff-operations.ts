@@ -6,7 +6,6 @@ import {
   IdemError,
   operationIdInputSchema,
   pageInputSchema,
-  resolveInputSchema,
   searchInputSchema,
   staffOperationDetailSchema,
   staffOperationPageSchema,
@@ -21,7 +20,6 @@ import {
   listApprovalQueue,
   listAttentionQueue,
   operationTimeline,
-  resolveOperation,
   searchOperations,
   submitWebWithdrawal,
   toStaffView,
@@ -84,15 +82,8 @@ export const staffOperationsRouter = router({
       ),
     ),
 
-  /** Resolve with evidence: the summary, the transaction hash or the custodian's record found. */
-  resolve: staffWith('operate')
-    .input(resolveInputSchema)
-    .output(staffOperationViewSchema)
-    .mutation(({ ctx, input }) =>
-      ctx.inTenant(async (tx) =>
-        toStaffView(tx, await resolveOperation(tx, { tenantId: ctx.tenantId, ...input, actor: ctx.actor })),
-      ),
-    ),
+  // Resolving a stuck withdrawal is a four-eyes proposal with the rail's proof
+  // (staffProposals.propose, kind resolve_withdrawal; issue 11 F4): no one person moves it.
 
   get: staffWith('read')
     .input(operationIdInputSchema)

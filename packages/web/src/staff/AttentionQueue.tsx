@@ -1,7 +1,8 @@
 import type { StaffOperationView } from '@idem/contracts';
-import { Button, Code, Group, Loader, Paper, Select, Stack, Text, TextInput, Title } from '@mantine/core';
+import { Button, Code, Group, Loader, Paper, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { OperationTable, Pager, useCursorPages } from './shared.tsx';
@@ -43,35 +44,17 @@ export function AttentionQueue({ state }: { state: 'UNKNOWN' | 'FAILED_TERMINAL'
   );
 }
 
-/** Escalate (name an owner) and resolve (with evidence), each saying what it records. */
+/** Escalate (name an owner), saying what it records; resolving is proposed on the operation's page. */
 export function RunbookActions({ item }: { item: StaffOperationView }) {
   const queryClient = useQueryClient();
   const [owner, setOwner] = useState('');
   const [ownerReason, setOwnerReason] = useState('');
-  const [toState, setToState] = useState<string | null>(null);
-  const [summary, setSummary] = useState('');
-  const [txHash, setTxHash] = useState('');
-  const [custodianRecord, setCustodianRecord] = useState('');
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff'] });
   const escalate = useMutation({
     mutationFn: () =>
       api.staff.escalate.mutate({ operationId: item.operationId, owner, reason: ownerReason }),
     onSuccess: refresh,
   });
-  const resolve = useMutation({
-    mutationFn: () =>
-      api.staff.resolve.mutate({
-        operationId: item.operationId,
-        toState: toState === 'CONFIRMED' ? 'CONFIRMED' : 'VERIFIED_NOT_SENT',
-        evidence: {
-          summary,
-          ...(txHash.trim() ? { txHash: txHash.trim() } : {}),
-          ...(custodianRecord.trim() ? { custodianRecord: custodianRecord.trim() } : {}),
-        },
-      }),
-    onSuccess: refresh,
-  });
-  const resolutions = item.allowedNext.filter((next) => next === 'CONFIRMED' || next === 'VERIFIED_NOT_SENT');
   return (
     <Paper withBorder p="sm" component="section" aria-label={`Actions for ${item.reference}`}>
       <Stack gap="xs">
@@ -106,54 +89,11 @@ export function RunbookActions({ item }: { item: StaffOperationView }) {
           </Text>
         </form>
         <ProblemAlert error={escalate.error} title="Escalation refused" />
-        <form
-          onSubmit={(event: FormEvent) => {
-            event.preventDefault();
-            resolve.mutate();
-          }}
-        >
-          <Stack gap="xs">
-            <Select
-              label="Resolve as"
-              data={resolutions.map((next) => ({
-                value: next,
-                label:
-                  next === 'CONFIRMED'
-                    ? 'CONFIRMED: it left, found on chain'
-                    : 'VERIFIED_NOT_SENT: release the hold',
-              }))}
-              value={toState}
-              onChange={setToState}
-              required
-            />
-            <TextInput
-              label="Evidence: what you checked"
-              value={summary}
-              onChange={(e) => setSummary(e.currentTarget.value)}
-              required
-            />
-            <TextInput
-              label="Transaction hash found"
-              value={txHash}
-              onChange={(e) => setTxHash(e.currentTarget.value)}
-            />
-            <TextInput
-              label="Custodian record"
-              value={custodianRecord}
-              onChange={(e) => setCustodianRecord(e.currentTarget.value)}
-            />
-            <Text size="xs" c="dimmed">
-              Records in the history: the new state, your evidence (summary, transaction hash, custodian
-              record), the state it came from, and you as the actor. Confirming needs the transaction hash.
-            </Text>
-            <Group>
-              <Button type="submit" loading={resolve.isPending} disabled={!toState}>
-                Resolve with evidence
-              </Button>
-            </Group>
-          </Stack>
-        </form>
-        <ProblemAlert error={resolve.error} title="Resolution refused" />
+        <Text size="sm">
+          To resolve it, open the operation:{' '}
+          <Link href={`/operations/${item.operationId}`}>propose a resolution</Link>. One staff member
+          proposes, another with the approver role approves, and the chain or custodian must prove it.
+        </Text>
       </Stack>
     </Paper>
   );

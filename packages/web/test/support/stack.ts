@@ -8,6 +8,7 @@ import {
   createApiKey,
   createStaffUser,
   createTenant,
+  createWithdrawal,
   type Database,
   openDatabase,
   recordDeposit,
@@ -15,6 +16,8 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
+import { strandWithdrawal } from '@idem/core/testing';
+import { generateWebhookSecret, startCustodianSimulator } from '@idem/rails';
 import { createIdemClient, type IdemClient } from '@idem/sdk';
 import { hashPassword } from '@idem/server';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -34,7 +37,9 @@ export interface StaffFixture {
 export interface TenantFixture {
   tenantId: string;
   apiKey: string;
-  staff: Record<'admin' | 'approver1' | 'approver2' | 'support', StaffFixture>;
+  staff: Record<'admin' | 'approver1' | 'approver2' | 'support' | 'operator', StaffFixture>;
+  /** A BTC withdrawal of account cust-9 left UNKNOWN that never reached the custodian (manual resolution). */
+  stuckOperationId: string;
 }
 
 /**
@@ -60,6 +65,7 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
       ['approver1', 'approver'],
       ['approver2', 'approver'],
       ['support', 'support'],
+      ['operator', 'operator'],
     ];
     for (const [key, role] of members) {
       const email = `${key}@${name.toLowerCase().replaceAll(' ', '-')}.invalid`;
@@ -78,8 +84,34 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
       actor: 'test',
     });
   });
+  const stuckOperationId = await withTenant(db, tenantId, async (tx) => {
+    await recordDeposit(tx, {
+      tenantId,
+      deposit: {
+        reference: `seed-btc-${tenantId}`,
+        accountId: 'cust-9',
+        asset: 'BTC',
+        amountMinor: '100000000',
+      },
+      idempotencyKey: `seed-btc-${tenantId}`,
+      actor: 'test',
+    });
+    const { operation } = await createWithdrawal(tx, {
+      tenantId,
+      request: {
+        withdrawalId: `stuck-${tenantId}`,
+        accountId: 'cust-9',
+        asset: 'BTC',
+        destination: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq',
+        amountMinor: '50000',
+      },
+      idempotencyKey: `withdrawal-stuck-${tenantId}`,
+    });
+    const stuck = await strandWithdrawal(tx, operation, 'UNKNOWN', { txHash: null });
+    return stuck.operationId;
+  });
   const { apiKey } = await createApiKey(db, tenantId);
-  return { tenantId, apiKey, staff };
+  return { tenantId, apiKey, staff, stuckOperationId };
 }
 
 export interface Stack {
@@ -109,6 +141,8 @@ export async function startStack(): Promise<Stack> {
   } finally {
     await handle.close();
   }
+  // The custodian the server asks about withdrawals people resolve (nothing is ever submitted to it).
+  const custodian = await startCustodianSimulator({ webhookSecret: generateWebhookSecret() });
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: serverRoot,
     env: {
@@ -119,6 +153,7 @@ export async function startStack(): Promise<Stack> {
       IDEM_DATA_DIR: dataDir,
       IDEM_EMBEDDED_RAILS: 'false',
       IDEM_WORKER_IN_PROCESS: 'false',
+      IDEM_CUSTODIAN_URL: custodian.url,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -165,6 +200,7 @@ export async function startStack(): Promise<Stack> {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;
+      await custodian.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
