@@ -10,7 +10,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RailRegistry } from '../src/rails.ts';
 import { attestSettlement } from '../src/settlement-witness.ts';
-import { CHAIN_ID, type Environment, ETH, rpc, startEnvironment } from './environment.ts';
+import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
 
 const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
 /** Nothing listens here: every call fails at once. */
