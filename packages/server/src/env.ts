@@ -65,6 +65,10 @@ const envSchema = z.object({
   IDEM_PUBLIC_URL: z.string().url().optional(),
   /** Mark session cookies Secure. Defaults to on when IDEM_PUBLIC_URL is https. */
   IDEM_COOKIE_SECURE: flag,
+  /** `idem deposit` against PostgreSQL: a credit with no approval, for development databases only. */
+  IDEM_ALLOW_DIRECT_CREDIT: flag,
+  /** The CLI's staff password for `idem proposal ... --as EMAIL` (else read from standard input). */
+  IDEM_STAFF_PASSWORD: z.string().optional(),
   /** The built web app (packages/web/dist), served at /. */
   IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });
