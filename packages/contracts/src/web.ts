@@ -183,6 +183,11 @@ export const resolveInputSchema = z.strictObject({
   evidence: runbookEvidenceSchema,
 });
 
+/**
+ * A withdrawal a staff member makes for an account. `onBehalfOf` names the account holder's own
+ * request it carries out (a ticket, a recorded call): then one other staff member must approve it;
+ * without it the staff member acts on their own and two others must approve (I11-F3).
+ */
 export const staffWithdrawInputSchema = z.strictObject({
   intentId: uuid,
   accountId: referenceSchema,
@@ -190,6 +195,7 @@ export const staffWithdrawInputSchema = z.strictObject({
   destination: z.string().trim().min(1).max(128),
   memo: memoSchema.optional(),
   amountMinor: amountMinorSchema,
+  onBehalfOf: z.strictObject({ customerRequestRef: z.string().trim().min(3).max(200) }).optional(),
 });
 
 export const searchInputSchema = z.strictObject({ query: z.string().trim().min(1).max(200) });

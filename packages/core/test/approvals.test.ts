@@ -1,11 +1,13 @@
+import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideWithdrawal } from '../src/approvals/decide.ts';
+import { approvals } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
 import { balanceOf, evmAddress, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
+import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;
@@ -26,16 +28,20 @@ beforeAll(async () => {
 });
 afterAll(() => t.dispose());
 
-/** A withdrawal requested by `requester` and reviewed by the risk rules. */
+/**
+ * A withdrawal requested by `requester` and reviewed by the risk rules. By default the account
+ * holder asks (a staff requester changes the review: I11-F3).
+ */
 async function requested(
   amountMinor: string,
-  requester = 'staff:requester',
+  requester = 'customer:acct-1',
   destination = evmAddress(),
+  accountId = 'acct-1',
 ): Promise<Operation> {
   return withTenant(t.db, tenantId, async (tx) => {
     const created = await createWithdrawal(tx, {
       tenantId,
-      request: withdrawal({ amountMinor, destination }),
+      request: withdrawal({ amountMinor, destination, accountId }),
       idempotencyKey: `k-${Math.random().toString(36).slice(2)}`,
       actor: requester,
     });
@@ -62,8 +68,8 @@ describe('risk review', () => {
 
   it('C06 a second withdrawal with the same destination and amount is flagged for review, never merged', async () => {
     const destination = evmAddress();
-    const first = await requested('60', 'staff:requester', destination);
-    const second = await requested('60', 'staff:requester', destination);
+    const first = await requested('60', 'customer:acct-1', destination);
+    const second = await requested('60', 'customer:acct-1', destination);
     expect(first.state).toBe('APPROVED');
     expect(second.operationId).not.toBe(first.operationId);
     expect(second.state).toBe('REQUESTED');
@@ -108,5 +114,38 @@ describe('four-eyes approval bound to the payload hash', () => {
     const rejected = await decide(op, 'staff:alice', 'reject');
     expect(rejected.operation.state).toBe('REJECTED');
     expect(await balanceOf(t.db, tenantId, 'acct-1')).toEqual(before);
+  });
+});
+
+describe('staff-initiated withdrawals', () => {
+  it('I11-F3 the review never approves a staff-requested withdrawal alone, whoever runs it', async () => {
+    // Far below the auto-approve limit, no flags from the rules; no on-behalf record: two approvals.
+    const op = await requested('50', 'staff:ops');
+    expect([op.state, op.approvalsRequired]).toEqual(['REQUESTED', 2]);
+    expect(op.riskFlags).toEqual(['staff_initiated']);
+    expect((await refusal(decide(op, 'staff:ops'))).code).toBe('UNAUTHORIZED');
+    expect((await decide(op, 'staff:alice')).operation.state).toBe('REQUESTED');
+    expect((await decide(op, 'staff:bob')).operation.state).toBe('APPROVED');
+  });
+});
+
+describe.skipIf(!onPostgres)('decisions at the same moment (real PostgreSQL, separate connections)', () => {
+  it('I11-F2 two approvers deciding at the same moment always complete it', async () => {
+    await fund(t.db, tenantId, 'acct-race', 'ETH', 1_000_000n);
+    const outcomes: { round: number; state: string; approvals: number }[] = [];
+    for (let round = 0; round < 30; round += 1) {
+      const op = await requested('2000', 'customer:acct-race', evmAddress(), 'acct-race');
+      expect(op.approvalsRequired).toBe(2);
+      // Two transactions on two pooled connections, started together.
+      const decided = await Promise.allSettled([decide(op, 'staff:alice'), decide(op, 'staff:bob')]);
+      expect(decided.map((d) => d.status)).toEqual(['fulfilled', 'fulfilled']);
+      const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+      const given = await t.db
+        .select()
+        .from(approvals)
+        .where(and(eq(approvals.tenantId, tenantId), eq(approvals.operationId, op.operationId)));
+      outcomes.push({ round, state: stored.state, approvals: given.length });
+    }
+    expect(outcomes.filter((o) => o.state !== 'APPROVED' || o.approvals !== 2)).toEqual([]);
   });
 });

@@ -99,6 +99,78 @@ describe('claims', () => {
     expect(signed.signedArtifact).toBe('0xfresh');
   });
 
+  it('I11-F10 C09 the same worker id restarted: its paused predecessor cannot release the new lease', async () => {
+    // A worker restarted with the same --id reclaims the expired lease while its predecessor is
+    // paused. Owner and (re-read) version match; only the lease generation tells them apart.
+    const op = await approvedWithdrawal();
+    const paused = await tryClaim(op, 'worker-same', 1);
+    expect(paused).not.toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    const restarted = await tryClaim(current, 'worker-same');
+    expect(restarted?.leaseGeneration).toBe((paused?.leaseGeneration ?? 0) + 1);
+    const before = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    // The predecessor wakes and gives "its" claim back, re-reading the row first as releaseClaim does.
+    const stale = await refusal(
+      withTenant(t.db, tenantId, (tx) =>
+        releaseClaim(tx, {
+          tenantId,
+          operationId: op.operationId,
+          leaseGeneration: paused?.leaseGeneration ?? 0,
+          workerId: 'worker-same',
+          reason: 'shutting down',
+        }),
+      ),
+    );
+    expect(stale.code).toBe('STALE_WRITE');
+    const after = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    expect(after).toEqual(before);
+    expect([after.state, after.leaseOwner, after.leaseGeneration]).toEqual([
+      'SIGNING',
+      'worker-same',
+      restarted?.leaseGeneration,
+    ]);
+  });
+
+  it('I11-F10 C12 the same worker id restarted: its paused predecessor cannot record a signature', async () => {
+    const op = await approvedWithdrawal();
+    const paused = await tryClaim(op, 'worker-same', 1);
+    expect(paused).not.toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    const restarted = await tryClaim(current, 'worker-same');
+    expect(restarted?.leaseGeneration).toBe((paused?.leaseGeneration ?? 0) + 1);
+    const before = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    const stale = await refusal(
+      withTenant(t.db, tenantId, (tx) =>
+        recordSigned(tx, {
+          tenantId,
+          operationId: op.operationId,
+          leaseGeneration: paused?.leaseGeneration ?? 0,
+          signedArtifact: '0xstale',
+          txHash: '0xstale',
+          workerId: 'worker-same',
+        }),
+      ),
+    );
+    expect(stale.code).toBe('STALE_WRITE');
+    const after = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
+    expect(after).toEqual(before);
+    expect(after.signedArtifact).toBeNull();
+    // The restarted holder, with its own generation, signs as usual.
+    const signed = await withTenant(t.db, tenantId, (tx) =>
+      recordSigned(tx, {
+        tenantId,
+        operationId: op.operationId,
+        leaseGeneration: restarted?.leaseGeneration ?? 0,
+        signedArtifact: '0xfresh',
+        txHash: '0xfreshhash',
+        workerId: 'worker-same',
+      }),
+    );
+    expect([signed.state, signed.signedArtifact]).toEqual(['SIGNED', '0xfresh']);
+  });
+
   it('C12 an expired lease is not reclaimable once something is signed', async () => {
     const op = await approvedWithdrawal();
     const claimed = await tryClaim(op, 'worker-a', 1);

@@ -6,6 +6,7 @@ import { customerSessionsRouter } from './routers/customer-sessions.ts';
 import { staffAuthRouter } from './routers/staff-auth.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
+import { staffProposalsRouter } from './routers/staff-proposals.ts';
 import { withdrawalsRouter } from './routers/withdrawals.ts';
 import { router } from './trpc.ts';
 
@@ -20,6 +21,8 @@ export const appRouter = router({
   staffAuth: staffAuthRouter,
   staff: staffOperationsRouter,
   staffConsole: staffConsoleRouter,
+  // Four eyes for every manual money path: resolutions, adjustments, manual credits.
+  staffProposals: staffProposalsRouter,
   branding: brandingRouter,
 });
 

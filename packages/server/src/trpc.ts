@@ -7,6 +7,7 @@ import type { ApiKeyCache } from './auth/api-key-cache.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { SettlementWitness } from './settlement-witness.ts';
 
 /** What the HTTP layer learns back from a call, for its access log and metrics. */
 export interface RequestState {
@@ -33,6 +34,8 @@ export interface Context {
   exposeStacks: boolean;
   /** Cookies, origin and CSRF header of a browser request (the web screens); absent in createCaller tests. */
   web?: WebRequest;
+  /** Asks the chain or custodian about a withdrawal a person resolves (absent: nothing is proven). */
+  witness?: SettlementWitness;
 }
 
 const t = initTRPC.context<Context>().create({

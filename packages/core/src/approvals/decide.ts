@@ -1,9 +1,13 @@
 import { IdemError } from '@idem/contracts';
 import { and, count, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
-import { approvals, operationTransitions } from '../db/schema/index.ts';
-import { getOperation, type Operation } from '../operations/operation-record.ts';
+import { approvals, operations } from '../db/schema/index.ts';
+import type { Operation } from '../operations/operation-record.ts';
+import { reviewWithdrawal } from '../risk/review.ts';
 import { transition } from '../state-machine/transition.ts';
+import { requesterOf } from './requester.ts';
+
+export { requesterOf };
 
 export interface Decision {
   tenantId: string;
@@ -28,12 +32,31 @@ export interface DecisionResult {
  * can never approve their own withdrawal, and one person counts once (four eyes). The last
  * required approval moves the withdrawal to APPROVED; a rejection moves it to REJECTED and
  * releases the hold. Both go through the same transition function as everything else.
+ *
+ * Decisions on one withdrawal are serialised by a lock on its row, taken first (I11-F2): under
+ * READ COMMITTED two approvers deciding at once would each count only their own approval and
+ * neither would complete it. A withdrawal not yet risk-reviewed is reviewed here first, in the
+ * same transaction (I11-F1), so a decision always counts toward what the review requires; if the
+ * review approves it without a person, the decision is refused and nothing is recorded.
  */
 export async function decideWithdrawal(tx: Tx, input: Decision): Promise<DecisionResult> {
-  const op = await getOperation(tx, input.tenantId, input.operationId);
+  let op = await lockOperation(tx, input.tenantId, input.operationId);
   if (op.kind !== 'withdrawal') throw new IdemError('INVALID_TRANSITION', 'only withdrawals are approved');
+  if (op.state === 'REQUESTED' && op.approvalsRequired === null) {
+    op = await reviewWithdrawal(tx, op);
+    if (op.state !== 'REQUESTED') {
+      throw new IdemError(
+        'INVALID_TRANSITION',
+        `the risk review finds the withdrawal ${op.state} without a person; it is not awaiting approval and nothing was recorded`,
+      );
+    }
+  }
   if (op.state !== 'REQUESTED') {
     throw new IdemError('INVALID_TRANSITION', `the withdrawal is ${op.state}, not awaiting approval`);
+  }
+  const required = op.approvalsRequired;
+  if (required === null || required < 1) {
+    throw new Error(`withdrawal ${op.operationId} awaits approval without a reviewed approval count`);
   }
   if (input.payloadHash !== op.payloadHash) {
     throw new IdemError(
@@ -60,7 +83,6 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
   if (inserted.length === 0) {
     throw new IdemError('IDEMPOTENCY_CONFLICT', 'this staff member has already decided on this withdrawal');
   }
-  const required = Math.max(op.approvalsRequired ?? 1, 1);
   const given = await approvalsGiven(tx, op);
   if (input.decision === 'reject') {
     const rejected = await transition(tx, op, 'REJECTED', {
@@ -76,6 +98,8 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
     actor: input.staffId,
     reason: required > 1 ? `four-eyes approval complete (${given} of ${required})` : 'approved at review',
     evidence: { payloadHash: input.payloadHash, approvals: given },
+    // Asserted again in the write itself: never APPROVED on fewer approvals than the review requires.
+    where: [sql`${operations.approvalsRequired} is not null and ${operations.approvalsRequired} <= ${given}`],
   });
   return { operation: approved, approvalsGiven: given, approvalsRequired: required };
 }
@@ -95,17 +119,14 @@ async function approvalsGiven(tx: Tx, op: Operation): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
-/** Who asked for the withdrawal: the actor of its first history row. */
-export async function requesterOf(tx: Tx, op: Operation): Promise<string> {
+/** The withdrawal's row, locked until the deciding transaction ends, as committed now. */
+async function lockOperation(tx: Tx, tenantId: string, operationId: string): Promise<Operation> {
   const rows = await tx
-    .select({ actor: operationTransitions.actor })
-    .from(operationTransitions)
-    .where(
-      and(
-        eq(operationTransitions.tenantId, op.tenantId),
-        eq(operationTransitions.operationId, op.operationId),
-        sql`${operationTransitions.fromState} is null`,
-      ),
-    );
-  return rows[0]?.actor ?? 'unknown';
+    .select()
+    .from(operations)
+    .where(and(eq(operations.tenantId, tenantId), eq(operations.operationId, operationId)))
+    .for('update');
+  const found = rows[0] as Operation | undefined;
+  if (!found) throw new IdemError('NOT_FOUND', 'operation not found');
+  return found;
 }

@@ -1,6 +1,7 @@
 import type { OperationView } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { eq } from 'drizzle-orm';
+import { type OnBehalfOf, recordStaffInitiation } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
 import type { IdentityClaim } from '../operations/claim-identity.ts';
@@ -23,6 +24,8 @@ export function intentIdentity(accountRef: string, intentId: string): { withdraw
  * Creates a withdrawal from a web screen (customer or staff), through the same creation path as
  * the API (C24), recording the person as the requester, then reviews it at once in the same
  * transaction, so the screen can say whether it awaits approval. A replay leaves it as it is.
+ * A staff requester (`staff:` actor) states whether they act at the account holder's request;
+ * that is recorded in the history before the review, which never approves it alone (I11-F3).
  */
 export async function submitWebWithdrawal(
   tx: Tx,
@@ -35,6 +38,8 @@ export async function submitWebWithdrawal(
     destination: string;
     memo?: string | undefined;
     amountMinor: string;
+    /** Staff only: the account holder's request acted on; absent, the staff member acts on their own. */
+    onBehalfOf?: OnBehalfOf | undefined;
   },
 ): Promise<IdentityClaim> {
   const { withdrawalId, key } = intentIdentity(input.accountRef, input.intentId);
@@ -52,7 +57,13 @@ export async function submitWebWithdrawal(
     },
   });
   if (claim.outcome !== 'CREATED' || claim.operation.state !== 'REQUESTED') return claim;
-  return { ...claim, operation: await reviewWithdrawal(tx, claim.operation) };
+  const created = input.actor.startsWith('staff:')
+    ? await recordStaffInitiation(tx, claim.operation, {
+        actor: input.actor,
+        onBehalfOf: input.onBehalfOf ?? null,
+      })
+    : claim.operation;
+  return { ...claim, operation: await reviewWithdrawal(tx, created) };
 }
 
 /** One account's withdrawals, newest first. */

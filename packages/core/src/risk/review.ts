@@ -1,4 +1,5 @@
 import { and, count, eq, gt, ne, sql } from 'drizzle-orm';
+import { staffInitiationOf } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
 import { operations, riskPolicies } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
@@ -8,7 +9,8 @@ export type RiskFlag =
   | 'amount_above_auto_approve'
   | 'velocity'
   | 'similar_recent_withdrawal'
-  | 'four_eyes_amount';
+  | 'four_eyes_amount'
+  | 'staff_initiated';
 
 export interface RiskAssessment {
   flags: RiskFlag[];
@@ -18,9 +20,21 @@ export interface RiskAssessment {
 /**
  * Reviews a new withdrawal against its tenant's rules for the asset. A match only sends it to
  * staff review: nothing is ever merged or dropped because it looks like another one (C06). With no
- * policy row for the asset, every withdrawal needs one staff approval.
+ * policy row for the asset, every withdrawal needs one staff approval. A withdrawal a staff member
+ * asked for is never approved by the system: another staff member approves it, two when the
+ * requester did not act at the account holder's request (I11-F3).
  */
 export async function assessRisk(tx: Tx, op: Operation): Promise<RiskAssessment> {
+  const assessed = await assessRules(tx, op);
+  const staff = await staffInitiationOf(tx, op);
+  if (!staff) return assessed;
+  return {
+    flags: [...assessed.flags, 'staff_initiated'],
+    approvalsRequired: Math.max(assessed.approvalsRequired, staff.onBehalfOf ? 1 : 2),
+  };
+}
+
+async function assessRules(tx: Tx, op: Operation): Promise<RiskAssessment> {
   const policies = await tx
     .select()
     .from(riskPolicies)

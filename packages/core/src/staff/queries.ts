@@ -1,7 +1,7 @@
 import type { OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
-import { requesterOf } from '../approvals/decide.ts';
+import { requesterOf } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
 import {
   approvals,

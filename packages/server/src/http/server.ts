@@ -12,6 +12,7 @@ import { scrubMessage } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { RateLimiter } from '../rate-limit.ts';
 import { appRouter } from '../router.ts';
+import type { SettlementWitness } from '../settlement-witness.ts';
 import type { Context, RequestState } from '../trpc.ts';
 import { sendJson, sendProblem } from './problem.ts';
 import { createSingleCallHandler } from './trpc-single-call.ts';
@@ -23,6 +24,8 @@ export interface ServerDeps {
   env: Env;
   log: Logger;
   metrics: Metrics;
+  /** The rails' answer for manual resolutions (see settlement-witness.ts). */
+  witness?: SettlementWitness;
 }
 
 interface RequestInfo {
@@ -66,6 +69,7 @@ export function createIdemServer(deps: ServerDeps): Server {
       state: request.state,
       exposeStacks: env.NODE_ENV === 'development',
       web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
+      ...(deps.witness ? { witness: deps.witness } : {}),
     };
   };
   const onError = ({

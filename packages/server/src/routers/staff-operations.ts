@@ -113,7 +113,11 @@ export const staffOperationsRouter = router({
     .output(staffOperationPageSchema)
     .query(({ ctx, input }) => ctx.inTenant((tx) => searchOperations(tx, ctx.tenantId, input.query))),
 
-  /** A manual withdrawal for an account, through the same creation, hold and review path (C24). */
+  /**
+   * A manual withdrawal for an account, through the same creation, hold and review path (C24). The
+   * review never approves it alone: one other staff member approves it when it is made at the
+   * holder's request (`onBehalfOf`), two otherwise (I11-F3).
+   */
   withdraw: staffWith('operate')
     .input(staffWithdrawInputSchema)
     .output(withdrawOutputSchema)
@@ -128,6 +132,7 @@ export const staffOperationsRouter = router({
           destination: input.destination,
           memo: input.memo,
           amountMinor: input.amountMinor,
+          onBehalfOf: input.onBehalfOf,
         }),
       );
       return { outcome: claim.outcome, withdrawal: toView(claim.operation) };

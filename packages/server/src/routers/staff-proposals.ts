@@ -1,0 +1,128 @@
+import {
+  decideProposalInputSchema,
+  IdemError,
+  listProposalsInputSchema,
+  proposalPageSchema,
+  proposalViewSchema,
+  proposeInputSchema,
+  proposeOutputSchema,
+  type ResolveWithdrawalProposal,
+} from '@idem/contracts';
+import {
+  cancelProposal,
+  decideProposal,
+  findProposal,
+  getOperation,
+  listProposals,
+  propose,
+  type SettlementAttestation,
+  type Tx,
+  toProposalView,
+} from '@idem/core';
+import { z } from 'zod';
+import { staffWith } from '../auth/procedures.ts';
+import { noRailWitness, type SettlementWitness } from '../settlement-witness.ts';
+import { router } from '../trpc.ts';
+
+const proposalIdInputSchema = z.strictObject({ proposalId: z.uuid() });
+const decideProposalOutputSchema = z.object({
+  proposal: proposalViewSchema,
+  approvalsGiven: z.number().int(),
+  approvalsRequired: z.number().int(),
+});
+
+/**
+ * Proposals (four eyes for every manual money path): an operator proposes, another staff member
+ * with the decide permission approves, bound to the hash of the payload and evidence shown. For a
+ * resolution the server asks the rail before proposing and again before the deciding approval.
+ */
+export const staffProposalsRouter = router({
+  list: staffWith('read')
+    .input(listProposalsInputSchema)
+    .output(proposalPageSchema)
+    .query(({ ctx, input }) => ctx.inTenant((tx) => listProposals(tx, ctx.tenantId, input))),
+
+  get: staffWith('read')
+    .input(proposalIdInputSchema)
+    .output(proposalViewSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant(async (tx) => {
+        const found = await findProposal(tx, ctx.tenantId, input.proposalId);
+        if (!found) throw new IdemError('NOT_FOUND', 'no such proposal');
+        return toProposalView(tx, found);
+      }),
+    ),
+
+  propose: staffWith('operate')
+    .input(proposeInputSchema)
+    .output(proposeOutputSchema)
+    .mutation(async ({ ctx, input }) => {
+      const witness = ctx.witness ?? noRailWitness;
+      // The rail is asked outside the transaction: no row is held while a node answers.
+      const gathered =
+        input.kind === 'resolve_withdrawal' ? await attestFor(ctx, input.payload, witness) : null;
+      return ctx.inTenant(async (tx) => {
+        const { outcome, proposal } = await propose(tx, {
+          tenantId: ctx.tenantId,
+          actor: ctx.actor,
+          request: input,
+          gathered,
+        });
+        return { outcome, proposal: await toProposalView(tx, proposal) };
+      });
+    }),
+
+  decide: staffWith('decide')
+    .input(decideProposalInputSchema)
+    .output(decideProposalOutputSchema)
+    .mutation(async ({ ctx, input }) => {
+      const witness = ctx.witness ?? noRailWitness;
+      const current = await ctx.inTenant((tx) => findProposal(tx, ctx.tenantId, input.proposalId));
+      if (!current) throw new IdemError('NOT_FOUND', 'no such proposal');
+      const attestation =
+        current.kind === 'resolve_withdrawal' && input.decision === 'approve'
+          ? await attestFor(ctx, current.payload as ResolveWithdrawalProposal, witness)
+          : undefined;
+      return ctx.inTenant(async (tx) => {
+        const result = await decideProposal(tx, {
+          tenantId: ctx.tenantId,
+          proposalId: input.proposalId,
+          staffId: ctx.actor,
+          payloadHash: input.payloadHash,
+          decision: input.decision,
+          reason: input.reason,
+          attestation,
+        });
+        return {
+          proposal: await toProposalView(tx, result.proposal),
+          approvalsGiven: result.approvalsGiven,
+          approvalsRequired: result.approvalsRequired,
+        };
+      });
+    }),
+
+  cancel: staffWith('operate')
+    .input(proposalIdInputSchema)
+    .output(proposalViewSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant(async (tx) =>
+        toProposalView(
+          tx,
+          await cancelProposal(tx, {
+            tenantId: ctx.tenantId,
+            proposalId: input.proposalId,
+            actor: ctx.actor,
+          }),
+        ),
+      ),
+    ),
+});
+
+async function attestFor(
+  ctx: { tenantId: string; inTenant: <T>(work: (tx: Tx) => Promise<T>) => Promise<T> },
+  payload: ResolveWithdrawalProposal,
+  witness: SettlementWitness,
+): Promise<SettlementAttestation> {
+  const op = await ctx.inTenant((tx) => getOperation(tx, ctx.tenantId, payload.operationId));
+  return witness.attest(op, { toState: payload.toState, txHash: payload.txHash });
+}
