@@ -34,12 +34,12 @@ export interface StaffFixture {
 export interface TenantFixture {
   tenantId: string;
   apiKey: string;
-  staff: Record<'admin' | 'approver1' | 'approver2' | 'support', StaffFixture>;
+  staff: Record<'admin' | 'approver1' | 'approver2' | 'support' | 'operator', StaffFixture>;
 }
 
 /**
  * Two tenants, each with an account funded with 100 ETH, ETH review rules (auto-approve up to
- * 1 ETH, four eyes from 5 ETH) and four staff members, written through core's ordinary paths.
+ * 1 ETH, four eyes from 5 ETH) and five staff members, written through core's ordinary paths.
  */
 async function provision(db: Database, name: string): Promise<TenantFixture> {
   const { tenantId } = await createTenant(db, { name });
@@ -59,6 +59,7 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
       ['approver1', 'approver'],
       ['approver2', 'approver'],
       ['support', 'support'],
+      ['operator', 'operator'],
     ];
     for (const [key, role] of members) {
       const email = `${key}@${name.toLowerCase().replaceAll(' ', '-')}.invalid`;
