@@ -340,6 +340,7 @@ interface PrintedProposal {
  * another, bound to the hash shown (I11-F5). The CLI checks the password as the server's sign-in
  * does and the role's permission; the actor recorded is the staff member.
  */
+// Each CLI run opens (and on PGlite, starts) the database anew: the walkthroughs get 5 minutes.
 describe.each(backendKinds)('idem proposal (%s)', (kind) => {
   let backend: Backend;
   let tenantId: string;
@@ -435,7 +436,10 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
     expect(operationId).toBeTruthy();
 
     const after = await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-f5'));
-    expect(after).toMatchObject({ operations: 1, balances: [{ asset: 'ETH', available: '1000', held: '0' }] });
+    expect(after).toMatchObject({
+      operations: 1,
+      balances: [{ asset: 'ETH', available: '1000', held: '0' }],
+    });
     // One balanced entry: a debit of custody control and a credit of the account.
     expect(after.postings - before.postings).toBe(2);
     await withDirectDatabase(backend, async (db) => {
@@ -458,15 +462,33 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
       await as('support', 'show', '--id', proposalId, '--json'),
     );
     expect(shown).toMatchObject({ state: 'EXECUTED', decisions: [{ approver: `staff:${staff.approver}` }] });
-  });
+  }, 300_000);
 
   it('I11-F5 an adjustment debit is proposed and approved by two people; an overdrawing one is refused at approval with nothing written', async () => {
     const fundCredit = [
       ...['credit', '--account', 'cust-adj', '--asset', 'ETH', '--amount', '500'],
-      ...['--reference', 'chain-tx-f5-2', '--reason', 'opening balance from custody', '--key', 'pc-2', '--json'],
+      ...[
+        '--reference',
+        'chain-tx-f5-2',
+        '--reason',
+        'opening balance from custody',
+        '--key',
+        'pc-2',
+        '--json',
+      ],
     ];
     const funded = printed<PrintedProposal>(await as('operator', ...fundCredit));
-    printed(await as('approver', 'approve', '--id', funded.proposal.proposalId, '--hash', funded.proposal.payloadHash, '--json'));
+    printed(
+      await as(
+        'approver',
+        'approve',
+        '--id',
+        funded.proposal.proposalId,
+        '--hash',
+        funded.proposal.payloadHash,
+        '--json',
+      ),
+    );
 
     const adjust = (amount: string, key: string) =>
       as(
@@ -478,24 +500,45 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
     expect(debit.proposal).toMatchObject({ kind: 'adjustment', state: 'PENDING' });
     const tooMuch = printed<PrintedProposal>(await adjust('-400', 'pa-2'));
 
-    printed(await as('approver', 'approve', '--id', debit.proposal.proposalId, '--hash', debit.proposal.payloadHash, '--json'));
+    printed(
+      await as(
+        'approver',
+        'approve',
+        '--id',
+        debit.proposal.proposalId,
+        '--hash',
+        debit.proposal.payloadHash,
+        '--json',
+      ),
+    );
     const afterDebit = await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-adj'));
     expect(afterDebit.balances).toEqual([{ asset: 'ETH', available: '300', held: '0' }]);
 
     // 400 of 300 would overdraw: refused at approval, the decision rolled back with it.
-    const refused = await as('approver', 'approve', '--id', tooMuch.proposal.proposalId, '--hash', tooMuch.proposal.payloadHash);
+    const refused = await as(
+      'approver',
+      'approve',
+      '--id',
+      tooMuch.proposal.proposalId,
+      '--hash',
+      tooMuch.proposal.payloadHash,
+    );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^idem: INSUFFICIENT_FUNDS: /);
     expect(await withDirectDatabase(backend, (db) => ledgerOf(db, tenantId, 'cust-adj'))).toEqual(afterDebit);
-    const still = printed<PrintedProposal['proposal']>(await as('operator', 'show', '--id', tooMuch.proposal.proposalId, '--json'));
+    const still = printed<PrintedProposal['proposal']>(
+      await as('operator', 'show', '--id', tooMuch.proposal.proposalId, '--json'),
+    );
     expect(still).toMatchObject({ state: 'PENDING', approvalsGiven: 0 });
 
     // The proposer withdraws it; the approver may not cancel someone else's.
     const notTheirs = await as('approver', 'cancel', '--id', tooMuch.proposal.proposalId);
     expect(notTheirs.code).toBe(1);
-    const cancelled = printed<PrintedProposal>(await as('operator', 'cancel', '--id', tooMuch.proposal.proposalId, '--json'));
+    const cancelled = printed<PrintedProposal>(
+      await as('operator', 'cancel', '--id', tooMuch.proposal.proposalId, '--json'),
+    );
     expect(cancelled.proposal.state).toBe('CANCELLED');
-  });
+  }, 300_000);
 
   it('I11-F5 a wrong password, an unknown e-mail, or a role without the permission is refused before anything is written', async () => {
     const propose = [
@@ -528,7 +571,9 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
     expect(approver.code).toBe(1);
     expect(approver.stderr).toMatch(/^idem: FORBIDDEN: the approver role may not/);
     const list = printed<{ items: unknown[] }>(await as('support', 'list', '--json'));
-    expect(list.items.filter((p) => (p as { payload: { accountId: string } }).payload.accountId === 'cust-x')).toEqual([]);
+    expect(
+      list.items.filter((p) => (p as { payload: { accountId: string } }).payload.accountId === 'cust-x'),
+    ).toEqual([]);
   });
 
   it.skipIf(kind === 'pglite')(

@@ -51,7 +51,11 @@ async function call(path: string, options: { input?: unknown; session?: Session;
     headers['x-csrf-token'] = options.session.csrf;
   }
   const response = options.mutation
-    ? await fetch(`${base}/trpc/${path}`, { method: 'POST', headers, body: JSON.stringify(options.input ?? null) })
+    ? await fetch(`${base}/trpc/${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(options.input ?? null),
+      })
     : await fetch(
         `${base}/trpc/${path}${options.input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify(options.input))}`}`,
         { headers },
@@ -206,7 +210,10 @@ describe('staffProposals over HTTP (I11-F5)', () => {
     expect(errorOf(refused)).toBe('INSUFFICIENT_FUNDS');
     expect(await ledger(account)).toEqual(afterFirst);
     const still = dataOf<View>(
-      await call('staffProposals.get', { session: sessions.support, input: { proposalId: second.proposalId } }),
+      await call('staffProposals.get', {
+        session: sessions.support,
+        input: { proposalId: second.proposalId },
+      }),
     );
     expect(still).toMatchObject({ state: 'PENDING', approvalsGiven: 0, decisions: [] });
 

@@ -34,7 +34,12 @@ function proposalId(flags: Flags): string {
  * standard input, verified with the same argon2id check as the web sign-in. The role must hold
  * `permission`. Unknown e-mail and wrong password are refused alike.
  */
-async function signIn(db: Database, tenantId: string, flags: Flags, permission: Permission): Promise<StaffUser> {
+async function signIn(
+  db: Database,
+  tenantId: string,
+  flags: Flags,
+  permission: Permission,
+): Promise<StaffUser> {
   const email = required(flags, 'as');
   const password = readEnv().IDEM_STAFF_PASSWORD ?? (await readPassword(`Password for ${email}: `));
   const user = await withTenant(db, tenantId, (tx) => findStaffForSignIn(tx, tenantId, email));
@@ -90,7 +95,10 @@ async function decideFromFlags(db: Database, flags: Flags, decision: 'approve' |
  * `idem proposal ...`: adjustments and manual credits, proposed by one staff member and approved by
  * another (four eyes, bound to the payload hash), through core's one proposal mechanism.
  */
-export const proposalCommands: Record<string, (db: Database, flags: Flags) => Promise<Record<string, unknown>>> = {
+export const proposalCommands: Record<
+  string,
+  (db: Database, flags: Flags) => Promise<Record<string, unknown>>
+> = {
   'proposal adjustment': (db, flags) =>
     proposeFromFlags(db, flags, (f) => ({
       kind: 'adjustment',
@@ -115,7 +123,8 @@ export const proposalCommands: Record<string, (db: Database, flags: Flags) => Pr
   'proposal list': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
     const state = flags.state === undefined ? undefined : proposalStateSchema.safeParse(flags.state);
-    if (state && !state.success) throw new UsageError('--state must be PENDING, EXECUTED, REJECTED or CANCELLED');
+    if (state && !state.success)
+      throw new UsageError('--state must be PENDING, EXECUTED, REJECTED or CANCELLED');
     const options = listProposalsInputSchema.parse({
       ...(state ? { state: state.data } : {}),
       ...(typeof flags.cursor === 'string' ? { cursor: flags.cursor } : {}),
@@ -138,7 +147,11 @@ export const proposalCommands: Record<string, (db: Database, flags: Flags) => Pr
     // Core lets only the proposer cancel; who that is comes from the password, not a flag.
     const staff = await signIn(db, tenantId, flags, 'read');
     return withTenant(db, tenantId, async (tx) => {
-      const cancelled = await cancelProposal(tx, { tenantId, proposalId: id, actor: staffActor(staff.userId) });
+      const cancelled = await cancelProposal(tx, {
+        tenantId,
+        proposalId: id,
+        actor: staffActor(staff.userId),
+      });
       return { proposal: await toProposalView(tx, cancelled) };
     });
   },

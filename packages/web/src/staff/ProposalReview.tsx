@@ -81,7 +81,12 @@ export function ProposalReview({
             {KIND_LABELS[proposal.kind]} <Code>{proposal.proposalId.slice(0, 8)}</Code>
           </Title>
           <Group gap="xs">
-            <Badge color={STATE_COLORS[proposal.state]} variant="filled" tt="none" data-testid="proposal-state">
+            <Badge
+              color={STATE_COLORS[proposal.state]}
+              variant="filled"
+              tt="none"
+              data-testid="proposal-state"
+            >
               {proposal.state}
             </Badge>
             <Badge variant="outline" tt="none" data-testid="proposal-approvals">
@@ -221,10 +226,14 @@ function payloadRows(proposal: ProposalView, assets: AssetInfo[]): [string, Reac
         ],
         ['Resolve to', text(p.toState)],
         ...(p.txHash
-          ? ([['Transaction', <Code key="tx" style={{ wordBreak: 'break-all' }}>{text(p.txHash)}</Code>]] as [
-              string,
-              ReactNode,
-            ][])
+          ? ([
+              [
+                'Transaction',
+                <Code key="tx" style={{ wordBreak: 'break-all' }}>
+                  {text(p.txHash)}
+                </Code>,
+              ],
+            ] as [string, ReactNode][])
           : []),
         ['What was checked', text(p.summary)],
       ];

@@ -49,7 +49,9 @@ export function Proposals() {
       <SegmentedControl
         aria-label="Proposal state"
         value={filter}
-        onChange={(value) => setFilter((FILTERS.find((f) => f.value === value)?.value ?? 'PENDING') as Filter)}
+        onChange={(value) =>
+          setFilter((FILTERS.find((f) => f.value === value)?.value ?? 'PENDING') as Filter)
+        }
         data={FILTERS}
       />
       {lastDecision ? (

@@ -11,7 +11,9 @@ import { displayAmount, formatAge, stateColor } from '../ui/format.ts';
  * ROLE_PERMISSIONS, FORBIDDEN otherwise), this only follows it.
  */
 export function staffMay(role: StaffRoleName, permission: 'decide' | 'operate'): boolean {
-  return permission === 'decide' ? role === 'approver' || role === 'admin' : role === 'operator' || role === 'admin';
+  return permission === 'decide'
+    ? role === 'approver' || role === 'admin'
+    : role === 'operator' || role === 'admin';
 }
 
 export function useStaffAssets() {
