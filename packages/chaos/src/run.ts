@@ -180,6 +180,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             fourEyesMinMinor: '10000000000000000000000000',
             velocityMaxPerHour: 1_000_000,
             similarWindowMinutes: 1,
+            actor: 'chaos',
           });
       });
       apiKeys.push((await createApiKey(setupDb.db, tenantId, { label: 'chaos' })).apiKey);

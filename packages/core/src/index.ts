@@ -112,6 +112,7 @@ export {
   type ReconciliationBreak,
 } from './reconciliation/breaks.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
+export { type PolicyChange, policyHistory } from './risk/policy-history.ts';
 export {
   assessRisk,
   type RiskAssessment,

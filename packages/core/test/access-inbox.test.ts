@@ -10,6 +10,7 @@ import {
   listOperations,
   operationStats,
   recordInboxEvent,
+  recordInboxRejection,
   revokeApiKey,
   rowsOf,
   schema,
@@ -141,6 +142,96 @@ describe('inbox', () => {
     expect(
       await refused(database.db.execute(sql`delete from inbox_events where event_id = 'evt-6'`)),
     ).toMatch(/append-only; DELETE refused/);
+  });
+
+  it('I11-F9 C20 refusals are counted in a bucket per endpoint, reason and minute, which only counts up', async () => {
+    const e = await endpoint();
+    const reject = (reason: string, bodyLength: number) =>
+      withTenant(database.db, e.tenantId, (tx) =>
+        recordInboxRejection(tx, { tenantId: e.tenantId, endpointId: e.endpointId, reason, bodyLength }),
+      );
+    // Concurrent refusals each add one; reasons are a closed set whatever the verifier says.
+    await Promise.all(Array.from({ length: 20 }, (_, i) => reject('No matching signature found', 100 + i)));
+    await reject('Missing required headers', 7);
+    await reject('something the verifier never said before', 3);
+    const buckets = await withTenant(database.db, e.tenantId, (tx) =>
+      tx.select().from(schema.inboxRejectionBuckets),
+    );
+    // Summed per reason: a minute boundary during the test may split a reason in two buckets.
+    const byReason: Record<string, { rejections: number; bodyLengthMax: number }> = {};
+    for (const row of buckets) {
+      const seen = byReason[row.reason] ?? { rejections: 0, bodyLengthMax: 0 };
+      byReason[row.reason] = {
+        rejections: seen.rejections + row.rejections,
+        bodyLengthMax: Math.max(seen.bodyLengthMax, row.bodyLengthMax),
+      };
+    }
+    expect(byReason).toEqual({
+      BAD_SIGNATURE: { rejections: 20, bodyLengthMax: 119 },
+      MISSING_HEADERS: { rejections: 1, bodyLengthMax: 7 },
+      OTHER: { rejections: 1, bodyLengthMax: 3 },
+    });
+    expect(buckets.length).toBeLessThanOrEqual(4);
+
+    const refused = (work: Promise<unknown>) =>
+      work.then(
+        () => 'not refused',
+        (error: { message?: string; cause?: { message?: string } }) =>
+          error.cause?.message ?? String(error.message),
+      );
+    const bucket = sql`endpoint_id = ${e.endpointId} and reason = 'BAD_SIGNATURE'`;
+    for (const change of [
+      sql`update inbox_rejection_buckets set rejections = 1 where ${bucket}`,
+      sql`update inbox_rejection_buckets set rejections = rejections + 5 where ${bucket}`,
+      sql`update inbox_rejection_buckets set first_seen_at = now() - interval '1 day' where ${bucket}`,
+      sql`update inbox_rejection_buckets set bucket_start = bucket_start - interval '1 minute' where ${bucket}`,
+      sql`update inbox_rejection_buckets set reason = 'OTHER' where ${bucket}`,
+    ]) {
+      expect(await refused(database.db.execute(change))).toMatch(/only counts up, by one/);
+    }
+    expect(
+      await refused(
+        database.db.execute(
+          sql`insert into inbox_rejection_buckets (tenant_id, endpoint_id, reason, bucket_start, rejections, body_length_max)
+              values (${e.tenantId}, ${e.endpointId}, 'BAD_TIMESTAMP', now(), 1000, 1)`,
+        ),
+      ),
+    ).toMatch(/starts at one/);
+    expect(
+      await refused(database.db.execute(sql`delete from inbox_rejection_buckets where ${bucket}`)),
+    ).toMatch(/append-only; DELETE refused/);
+
+    // The application role counts (a new bucket, then the same one), and may no longer add rows to
+    // the per-delivery table.
+    const asApp = <T>(work: (tx: Parameters<Parameters<typeof withTenant>[2]>[0]) => Promise<T>) =>
+      withTenant(database.db, e.tenantId, async (tx) => {
+        await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+        return work(tx);
+      });
+    for (let i = 0; i < 2; i += 1) {
+      await asApp((tx) =>
+        recordInboxRejection(tx, {
+          tenantId: e.tenantId,
+          endpointId: e.endpointId,
+          reason: 'Message timestamp too old',
+          bodyLength: 5,
+        }),
+      );
+    }
+    const stale = await asApp((tx) =>
+      tx.select().from(schema.inboxRejectionBuckets).where(sql`reason = 'STALE_TIMESTAMP'`),
+    );
+    expect(stale.reduce((sum, row) => sum + row.rejections, 0)).toBe(2);
+    expect(
+      await refused(
+        asApp((tx) =>
+          tx.execute(
+            sql`insert into inbox_rejections (tenant_id, rejection_id, endpoint_id, reason, body_length)
+                values (${e.tenantId}, gen_random_uuid(), ${e.endpointId}, 'x', 1)`,
+          ),
+        ),
+      ),
+    ).toMatch(/permission denied/);
   });
 });
 

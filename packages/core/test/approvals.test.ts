@@ -23,6 +23,7 @@ beforeAll(async () => {
       autoApproveMaxMinor: '100',
       fourEyesMinMinor: '1000',
       velocityMaxPerHour: 50,
+      actor: 'test',
     }),
   );
 });

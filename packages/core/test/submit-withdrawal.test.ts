@@ -4,6 +4,7 @@ import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
+import { setRiskPolicy } from '../src/risk/review.ts';
 import { balanceOf, ETH, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './harness.ts';
 
@@ -126,8 +127,17 @@ describe('withdrawal creation in one statement', () => {
       idempotencyKey: 'k-before',
     });
     expect(first.operation.policyVersion).toBe(1);
-    // The process keeps a copy of the context; the database holds the truth.
-    await t.db.execute(sql`update tenants set policy_version = 2 where tenant_id = ${tenant}`);
+    // The process keeps a copy of the context; the database holds the truth. A change of the
+    // risk rules is what moves the version (issue 11, finding 6).
+    await withTenant(t.db, tenant, (tx) =>
+      setRiskPolicy(tx, {
+        tenantId: tenant,
+        assetCode: 'ETH',
+        autoApproveMaxMinor: '1',
+        fourEyesMinMinor: '2',
+        actor: 'test',
+      }),
+    );
     const second = await submitWithdrawal(t.db, {
       tenantId: tenant,
       request: withdrawal(),

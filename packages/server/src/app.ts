@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DatabaseHandle } from '@idem/core';
@@ -5,7 +6,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { startBoundary } from './boundary.ts';
 import { openConfiguredDatabase } from './database.ts';
 import { DEMO_ACCOUNT, demoCustomerLink, seedDemoTenant } from './demo.ts';
-import type { Env } from './env.ts';
+import { type Env, isDevelopment } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
@@ -63,8 +64,18 @@ export async function startServer(
     }
   }
 
-  const metrics = createMetrics(database.db);
-  const server = createIdemServer({ db: database.db, env, log, metrics });
+  const development = isDevelopment(env, { embedded: database.kind === 'pglite' && !options.database });
+  const metrics = createMetrics(database.db, { cacheMs: env.IDEM_METRICS_CACHE_MS });
+  // /metrics always asks for a bearer token. Development without one gets a token for this run,
+  // printed like the demo's API key; a deployment without one serves no metrics (and says so).
+  let metricsToken = env.IDEM_METRICS_TOKEN ?? null;
+  if (!metricsToken && development) {
+    metricsToken = randomBytes(24).toString('base64url');
+    announce(`Idem: metrics token for this run (set IDEM_METRICS_TOKEN to choose one): ${metricsToken}`);
+  } else if (!metricsToken) {
+    log.warn('IDEM_METRICS_TOKEN is not set: /metrics answers 404');
+  }
+  const server = createIdemServer({ db: database.db, env, log, metrics, development, metricsToken });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;

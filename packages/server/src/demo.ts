@@ -81,7 +81,7 @@ export async function seedDemoTenant(
   );
   const { tenantId } = await createTenant(db, { name: DEMO_TENANT_NAME, assets });
   await withTenant(db, tenantId, async (tx) => {
-    for (const rule of DEMO_RISK) await setRiskPolicy(tx, { tenantId, ...rule });
+    for (const rule of DEMO_RISK) await setRiskPolicy(tx, { tenantId, ...rule, actor: 'system:demo' });
     if (options.evm) {
       // The wallet's nonces continue from the chain's count (the token deployment used nonce 0).
       const chain = createPublicClient({ transport: http(options.evm.rpcUrl) });

@@ -34,6 +34,13 @@ const envSchema = z.object({
   /** How long an authenticated API key is remembered (a revocation takes effect within it; 0: off). */
   IDEM_API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
   IDEM_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
+  /** Staff password checks (argon2id, 19 MiB each) running at once; sign-ins beyond are RATE_LIMITED. */
+  IDEM_PASSWORD_CHECKS_MAX: z.coerce.number().int().min(1).max(256).default(4),
+  /**
+   * Reverse proxies in front of the server that append to X-Forwarded-For. 0 (the default): the
+   * TCP peer is the client address and the header is ignored, since any client can write it.
+   */
+  IDEM_TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * Tests only: kill the process at a named point, to prove what survives a crash (C18).
@@ -63,17 +70,36 @@ const envSchema = z.object({
   IDEM_RECONCILE_EVERY_MS: z.coerce.number().int().min(0).default(60_000),
   /** Where browsers reach this server (e.g. https://pay.example.com); customer links are built on it. */
   IDEM_PUBLIC_URL: z.string().url().optional(),
-  /** Mark session cookies Secure. Defaults to on when IDEM_PUBLIC_URL is https. */
+  /**
+   * Session cookies `__Host-` prefixed and Secure. Defaults to on outside development (see
+   * isDevelopment) and whenever IDEM_PUBLIC_URL is https.
+   */
   IDEM_COOKIE_SECURE: flag,
   /** `idem deposit` against PostgreSQL: a credit with no approval, for development databases only. */
   IDEM_ALLOW_DIRECT_CREDIT: flag,
   /** The CLI's staff password for `idem proposal ... --as EMAIL` (else read from standard input). */
   IDEM_STAFF_PASSWORD: z.string().optional(),
+  /**
+   * The bearer token `/metrics` asks for. Unset: outside development `/metrics` answers 404; in
+   * development a random token is made and printed at start.
+   */
+  IDEM_METRICS_TOKEN: z.string().min(16).max(200).optional(),
+  /** How long the cross-tenant operation counts are reused: at most one database read per interval. */
+  IDEM_METRICS_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5_000),
   /** The built web app (packages/web/dist), served at /. */
   IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });
 
 export type Env = z.infer<typeof envSchema>;
+
+/**
+ * Development: NODE_ENV development or test, or the embedded demo (PGlite, reached over
+ * http://localhost, one process). Everywhere else the defaults are a deployment's: `__Host-`
+ * Secure cookies and no metrics without a token.
+ */
+export function isDevelopment(env: Env, options: { embedded: boolean }): boolean {
+  return env.NODE_ENV !== 'production' || options.embedded;
+}
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const parsed = envSchema.safeParse(source);

@@ -8,10 +8,12 @@ export type Metrics = ReturnType<typeof createMetrics>;
 const WATCHED_STATES = ['UNKNOWN', 'FAILED_TERMINAL'] as const;
 
 /**
- * One registry per server. Operation gauges are read from the database at scrape time, through an
- * aggregate-only function, so they are right across processes and restarts.
+ * One registry per server. Operation gauges are read from the database, through an aggregate-only
+ * function, so they are right across processes and restarts. The read is a scan over every
+ * tenant's operations, so it is reused for `cacheMs`: however many scrapes arrive, at most one
+ * read per interval (I11-F9). A failed read is not reused, so recovery shows on the next scrape.
  */
-export function createMetrics(db: Database) {
+export function createMetrics(db: Database, options: { cacheMs: number }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -30,17 +32,23 @@ export function createMetrics(db: Database) {
   });
   for (const outcome of inboxOutcomes) webhookDeliveries.inc({ outcome }, 0);
 
-  // prom-client collects every metric of a scrape at once, so the three gauges below share one
-  // read per scrape: whichever collects first starts it, the others await the same promise.
+  // prom-client collects every metric of a scrape at once, so the three gauges below, and
+  // concurrent scrapes, share one read: whichever collects first starts it, the others await the
+  // same promise, and until `cacheMs` after it started its answer is served as is.
   let lastStats: Awaited<ReturnType<typeof operationStats>> | null = null;
   let statsError = false;
+  let readStartedAt = Number.NEGATIVE_INFINITY;
   let reading: Promise<void> | null = null;
   const refresh = () => {
-    reading ??= operationStats(db)
+    if (reading) return reading;
+    if (lastStats && !statsError && Date.now() - readStartedAt < options.cacheMs) return Promise.resolve();
+    const startedAt = Date.now();
+    reading = operationStats(db)
       .then(
         (stats) => {
           lastStats = stats;
           statsError = false;
+          readStartedAt = startedAt;
         },
         () => {
           statsError = true;

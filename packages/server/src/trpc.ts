@@ -4,6 +4,7 @@ import { initTRPC } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
 import type { ApiKeyCache } from './auth/api-key-cache.ts';
+import type { PasswordCheckCap } from './auth/sign-in-throttle.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -23,6 +24,10 @@ export interface Context {
   db: Database;
   log: Logger;
   rateLimiter: RateLimiter;
+  /** Bounds concurrent argon2id verifications in this process (staff sign-in). */
+  passwordChecks: PasswordCheckCap;
+  /** The client address the sign-in budget per address counts against (http/client-address.ts). */
+  clientAddress: string;
   /** Recently authenticated API keys (absent: every request looks its key up). */
   apiKeyCache?: ApiKeyCache;
   requestId: string;

@@ -109,6 +109,7 @@ beforeAll(async () => {
       autoApproveMaxMinor: ETH.toString(),
       fourEyesMinMinor: (5n * ETH).toString(),
       velocityMaxPerHour: 1000,
+      actor: 'test:setup',
     });
     for (const who of STAFF) {
       const role = who.startsWith('approver') ? 'approver' : who;

@@ -20,7 +20,8 @@ import {
   schema,
   withTenant,
 } from '@idem/core';
-import { scratchPostgresDatabase, serverUrl } from '@idem/core/testing';
+import { onPostgres, scratchPostgresDatabase, serverUrl } from '@idem/core/testing';
+import { createIdemClient, IdemApiError, type IdemClient, withdrawalKey } from '@idem/sdk';
 import { count, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
@@ -29,8 +30,14 @@ import {
   backendKinds,
   createBackend,
   disposeBackend,
+  ETH,
+  evmAddress,
+  provisionTenant,
+  type TenantFixture,
+  uniqueId,
   withDirectDatabase,
 } from './support/provision.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const serverRoot = fileURLToPath(new URL('../', import.meta.url));
 
@@ -318,6 +325,110 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
     const mistyped = await idem(backend.env, 'tenant', 'create', '--nmae', 'Typo');
     expect(mistyped.code).toBe(2);
     expect(mistyped.stderr).toMatch(/--nmae[\s\S]*\n\nUsage: pnpm idem <command>/);
+  });
+
+  it('I11-F6 risk-policy set bumps the policy version once per real change; risk-policy history shows who changed what', async () => {
+    const { tenantId: fresh } = await withDirectDatabase(backend, (db) =>
+      createTenant(db, { name: 'Policy Exchange' }),
+    );
+    const set = (autoApproveMax: string) =>
+      idem(
+        backend.env,
+        ...['risk-policy', 'set', '--tenant', fresh, '--asset', 'ETH', '--auto-approve-max', autoApproveMax],
+        ...['--four-eyes-min', '5000', '--by', 'ops:carol', '--json'],
+      );
+    type Set = { changed: boolean; policyVersion: number };
+    expect(printed<Set>(await set('100'))).toMatchObject({ changed: true, policyVersion: 2 });
+    expect(printed<Set>(await set('100'))).toMatchObject({ changed: false, policyVersion: 2 });
+    expect(printed<Set>(await set('200'))).toMatchObject({ changed: true, policyVersion: 3 });
+
+    const { changes } = printed<{ changes: Record<string, unknown>[] }>(
+      await idem(backend.env, 'risk-policy', 'history', '--tenant', fresh, '--json'),
+    );
+    expect(changes).toHaveLength(2);
+    expect(changes[0]).toMatchObject({ fromVersion: 1, toVersion: 2, actor: 'ops:carol', before: null });
+    expect(changes[1]).toMatchObject({
+      fromVersion: 2,
+      toVersion: 3,
+      assetCode: 'ETH',
+      actor: 'ops:carol',
+      before: { auto_approve_max_minor: '100', four_eyes_min_minor: '5000' },
+      after: { auto_approve_max_minor: '200', four_eyes_min_minor: '5000' },
+    });
+    expect(Date.parse(String(changes[1]?.changedAt))).not.toBeNaN();
+  });
+});
+
+/**
+ * Issue 11, finding 6, end to end: an integrator's withdrawal, the operator changing the risk
+ * rules with the CLI while the server runs (its cached policy version goes stale), and the
+ * integrator's byte-identical retry through the SDK. PostgreSQL only: on PGlite the server holds
+ * the data directory, so the CLI could not run beside it.
+ */
+describe.skipIf(!onPostgres)('I11-F6 a retry over HTTP after `idem risk-policy set` (PostgreSQL)', () => {
+  let backend: Backend;
+  let server: ServerProcess;
+  let tenant: TenantFixture;
+  let client: IdemClient;
+
+  beforeAll(async () => {
+    backend = await createBackend('postgres');
+    tenant = await withDirectDatabase(backend, (db) => provisionTenant(db, { name: 'Retry Exchange' }));
+    server = await startServerProcess(backend.env);
+    client = createIdemClient({ baseUrl: server.baseUrl, apiKey: tenant.apiKey });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (backend) await disposeBackend(backend);
+  });
+
+  it('I11-F6 an identical retry after a policy change replays; a changed amount still conflicts', async () => {
+    const request = {
+      withdrawalId: uniqueId('wd'),
+      accountId: 'cust-7',
+      asset: 'ETH',
+      network: 'ethereum' as const,
+      destination: evmAddress(),
+      amountMinor: (ETH / 100n).toString(),
+    };
+    const key = withdrawalKey(request.withdrawalId);
+    const created = await client.withdrawals.submit(request, key);
+    expect(created.outcome).toBe('CREATED');
+
+    const set = printed<{ changed: boolean; policyVersion: number }>(
+      await idem(
+        backend.env,
+        ...['risk-policy', 'set', '--tenant', tenant.tenantId, '--asset', 'ETH'],
+        ...['--auto-approve-max', '1', '--four-eyes-min', '2', '--by', 'ops:dave', '--json'],
+      ),
+    );
+    expect(set).toMatchObject({ changed: true, policyVersion: 2 });
+
+    const retry = await client.withdrawals.submit(request, key);
+    expect(retry.outcome).toBe('REPLAYED');
+    expect(retry.withdrawal.operationId).toBe(created.withdrawal.operationId);
+
+    const changed = await client.withdrawals
+      .submit({ ...request, amountMinor: (ETH / 50n).toString() }, key)
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(changed).toBeInstanceOf(IdemApiError);
+    expect(changed).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT' });
+
+    // A new withdrawal is hashed under the new rules' version.
+    const next = { ...request, withdrawalId: uniqueId('wd') };
+    const fresh = await client.withdrawals.submit(next, withdrawalKey(next.withdrawalId));
+    expect(fresh.outcome).toBe('CREATED');
+    const versions = await withDirectDatabase(backend, async (db) =>
+      rowsOf<{ v: number }>(
+        await db.execute(
+          sql`select policy_version as v from operations where tenant_id = ${tenant.tenantId} and kind = 'withdrawal' order by created_at`,
+        ),
+      ),
+    );
+    expect(versions.map(({ v }) => v)).toEqual([1, 2]);
   });
 });
 

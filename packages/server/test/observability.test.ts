@@ -5,9 +5,21 @@ import { describe, expect, it } from 'vitest';
 import { evmAddress, provisionTenant, uniqueId } from './support/provision.ts';
 import { serveForTests } from './support/served.ts';
 
+const METRICS_TOKEN = 'observability-test-metrics-token';
+const CACHE_MS = 3_000;
+
+async function scrape(baseUrl: string, token: string | null = METRICS_TOKEN): Promise<Response> {
+  return fetch(`${baseUrl}/metrics`, token === null ? {} : { headers: { authorization: `Bearer ${token}` } });
+}
+
+/** The REQUESTED gauge of one scrape. */
+function requestedIn(text: string): number {
+  return Number(/^idem_operations\{state="REQUESTED"\} (\d+)$/m.exec(text)?.[1]);
+}
+
 describe('observability', () => {
   const served = serveForTests({
-    env: { LOG_LEVEL: 'debug' },
+    env: { LOG_LEVEL: 'debug', IDEM_METRICS_TOKEN: METRICS_TOKEN, IDEM_METRICS_CACHE_MS: String(CACHE_MS) },
     provision: async (db) => {
       const tenant = await provisionTenant(db);
       await stuckWithdrawal(db, tenant.tenantId, 'UNKNOWN');
@@ -82,7 +94,7 @@ describe('observability', () => {
   it('serves liveness, readiness and Prometheus metrics', async () => {
     expect((await fetch(`${served.server.baseUrl}/healthz`)).status).toBe(200);
     expect((await fetch(`${served.server.baseUrl}/readyz`)).status).toBe(200);
-    const metrics = await (await fetch(`${served.server.baseUrl}/metrics`)).text();
+    const metrics = await (await scrape(served.server.baseUrl)).text();
     expect(metrics).toMatch(/idem_operations\{state="REQUESTED"\} [1-9]/);
     expect(metrics).toMatch(/idem_operations\{state="CONFIRMED"\} [1-9]/); // the funding deposit
     // One withdrawal of each state that needs an owner was left there before the server started.
@@ -98,6 +110,44 @@ describe('observability', () => {
       /idem_http_request_duration_seconds_bucket\{le="0.025",route="trpc:withdrawals.submit"/,
     );
     expect(metrics).toMatch(/idem_metrics_database_errors 0/);
+  });
+
+  it('I11-F9 /metrics refuses a scrape without the bearer token, or with a wrong one', async () => {
+    const base = served.server.baseUrl;
+    const anonymous = await scrape(base, null);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.text()).not.toContain('idem_operations');
+    expect((await scrape(base, 'not-the-token')).status).toBe(401);
+    expect((await scrape(base, `${METRICS_TOKEN}x`)).status).toBe(401);
+    const allowed = await scrape(base);
+    expect(allowed.status).toBe(200);
+    expect(await allowed.text()).toMatch(/^idem_operations\{state="REQUESTED"\} \d+$/m);
+  });
+
+  it('I11-F9 concurrent scrapes share one cached aggregate per interval; a scrape after it sees the change', async () => {
+    const base = served.server.baseUrl;
+    const idem = createIdemClient({ baseUrl: base, apiKey: served.fixtures.apiKey });
+    // Wait out any read cached by earlier tests, then take a fresh one.
+    await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100));
+    const cachedAt = Date.now();
+    const before = requestedIn(await (await scrape(base)).text());
+    expect(before).toBeGreaterThan(0);
+
+    // The database changes: one more REQUESTED withdrawal.
+    const withdrawalId = uniqueId('wd');
+    await idem.withdrawals.submit(
+      { withdrawalId, accountId: 'cust-7', asset: 'ETH', destination: evmAddress(), amountMinor: '7' },
+      withdrawalKey(withdrawalId),
+    );
+    // Fifty scrapes at once, within the interval: all answer the cached aggregate, so none of them
+    // read the database (a read would have seen the new withdrawal).
+    const burst = await Promise.all(Array.from({ length: 50 }, async () => (await scrape(base)).text()));
+    expect(Date.now() - cachedAt).toBeLessThan(CACHE_MS);
+    expect(burst.map(requestedIn)).toEqual(burst.map(() => before));
+
+    // After the interval, the next scrape reads again and sees it.
+    await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100 - (Date.now() - cachedAt)));
+    expect(requestedIn(await (await scrape(base)).text())).toBe(before + 1);
   });
 });
 

@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { createStaffUser, withTenant } from '@idem/core';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashPassword } from '../src/auth/password.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+
+const STAFF_PASSWORD = 'a long enough staff password';
 
 /**
  * The production setup of docs/API.md: the server logs in as its own role, a member of idem_app
@@ -88,6 +92,38 @@ describe.skipIf(!onPostgres)('the server on a restricted login role (real Postgr
       expect(scoped.map((row) => row.tenant_id)).toEqual([tenant.tenantId]);
       expect(scoped.map((row) => row.tenant_id)).not.toContain(other.tenantId);
       await expect(direct`update postings set amount = amount`).rejects.toThrow(/permission denied/);
+    } finally {
+      await direct.end();
+    }
+  });
+
+  it('I11-F7 staff sign-in is throttled in PostgreSQL by this login role, which cannot touch the counters itself', async () => {
+    const email = 'restricted-admin@example.invalid';
+    await withTenant(t.db, tenant.tenantId, async (tx) =>
+      createStaffUser(tx, {
+        tenantId: tenant.tenantId,
+        email,
+        role: 'admin',
+        passwordHash: await hashPassword(STAFF_PASSWORD),
+      }),
+    );
+    const signIn = async (password: string) =>
+      (
+        await fetch(`${server.baseUrl}/trpc/staffAuth.signIn`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: server.baseUrl },
+          body: JSON.stringify({ tenantId: tenant.tenantId, email, password }),
+        })
+      ).status;
+    for (let i = 0; i < 10; i += 1) expect(await signIn('a wrong guess')).toBe(401);
+    expect(await signIn(STAFF_PASSWORD)).toBe(429);
+
+    const direct = postgres(loginUrl, { max: 1, onnotice: () => {} });
+    try {
+      await expect(direct`delete from sign_in_failures`).rejects.toThrow(/permission denied/);
+      await expect(direct`update sign_in_address_failures set failures = 0`).rejects.toThrow(
+        /permission denied/,
+      );
     } finally {
       await direct.end();
     }

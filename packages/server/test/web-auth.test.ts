@@ -118,6 +118,7 @@ beforeAll(async () => {
         assetCode: 'ETH',
         autoApproveMaxMinor: ETH.toString(),
         fourEyesMinMinor: (5n * ETH).toString(),
+        actor: 'test',
       });
       for (const role of ['support', 'approver', 'operator', 'admin'] as const) {
         staff[role] = `${role}@${key}.invalid`;

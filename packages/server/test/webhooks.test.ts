@@ -1,4 +1,5 @@
-import { schema, withTenant } from '@idem/core';
+import { rowsOf, schema, withTenant } from '@idem/core';
+import { eq, sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,13 +47,23 @@ async function deliver(baseUrl: string, endpointId: string, secret: string, even
   });
 }
 
+const METRICS_TOKEN = 'webhook-test-metrics-token';
+
+async function scrape(baseUrl: string): Promise<string> {
+  const response = await fetch(`${baseUrl}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
+  expect(response.status).toBe(200);
+  return response.text();
+}
+
 async function inboxOf(backend: Backend, tenantId: string) {
   return withDirectDatabase(backend, (db) =>
     withTenant(db, tenantId, async (tx) => ({
       events: await tx.select().from(schema.inboxEvents),
       work: (await tx.select().from(schema.workItems)).filter((item) => item.topic === 'inbox.event'),
       quarantine: await tx.select().from(schema.inboxQuarantine),
-      rejections: await tx.select().from(schema.inboxRejections),
+      rejections: await tx.select().from(schema.inboxRejectionBuckets),
     })),
   );
 }
@@ -92,7 +103,7 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
   it('C18 C19 C20 each input class gets its answer, and only verified input is stored', async () => {
     const ids = { fresh: uniqueId('evt'), unknown: uniqueId('evt'), malformed: uniqueId('evt') };
     let metricsText = '';
-    await withServer({}, async ({ baseUrl }) => {
+    await withServer({ IDEM_METRICS_TOKEN: METRICS_TOKEN }, async ({ baseUrl }) => {
       const send = (id: string, body: string, secret = endpoint.secret, to = endpoint.endpointId) =>
         deliver(baseUrl, to, secret, id, body);
 
@@ -139,7 +150,7 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
       expect(unsigned.status).toBe(401);
       expect(((await unsigned.json()) as { code: string }).code).toBe('UNAUTHORIZED');
 
-      metricsText = await (await fetch(`${baseUrl}/metrics`)).text();
+      metricsText = await scrape(baseUrl);
     });
 
     const inbox = await inboxOf(backend, tenant.tenantId);
@@ -156,8 +167,11 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
         [ids.malformed, 'MALFORMED'],
       ].sort(),
     );
-    // Rejections keep minimal metadata: never a body.
-    expect(inbox.rejections.length).toBe(3);
+    // Rejections are counted with minimal metadata, never a body (the other tenant's secret is a
+    // bad signature here).
+    const counted = (reason: string) =>
+      inbox.rejections.filter((row) => row.reason === reason).reduce((sum, row) => sum + row.rejections, 0);
+    expect([counted('BAD_SIGNATURE'), counted('MISSING_HEADERS')]).toEqual([2, 1]);
     for (const rejection of inbox.rejections) expect(Object.keys(rejection)).not.toContain('body');
     expect((await inboxOf(backend, other.tenantId)).events).toEqual([]);
 
@@ -165,6 +179,60 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
     expect(metricsText).toMatch(/idem_webhook_deliveries_total\{outcome="QUARANTINED"\} 2/);
     expect(metricsText).toMatch(/idem_webhook_deliveries_total\{outcome="REJECTED_SIGNATURE"\} 3/);
     expect(metricsText).toMatch(/idem_webhook_deliveries_total\{outcome="UNKNOWN_ENDPOINT"\} 1/);
+  });
+
+  it('I11-F9 C20 1,000 bad-signature posts leave a bounded number of rows, and the count stays visible', async () => {
+    // A fresh endpoint of the same tenant, so the rows counted below are this test's alone.
+    const target = await withDirectDatabase(backend, (db) =>
+      createWebhookEndpoint(db, tenant.tenantId, { source: 'custodian' }),
+    );
+    const forger = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const posts = 1_000;
+    let metricsText = '';
+    await withServer({ IDEM_METRICS_TOKEN: METRICS_TOKEN }, async ({ baseUrl }) => {
+      let next = 0;
+      const statuses: number[] = [];
+      // Twenty connections at a time, as an attacker with a small botnet would.
+      await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          while (next < posts) {
+            next += 1;
+            const response = await deliver(baseUrl, target.endpointId, forger, uniqueId('evt'), deposit('x'));
+            statuses.push(response.status);
+            await response.body?.cancel();
+          }
+        }),
+      );
+      expect(statuses.filter((status) => status === 401)).toHaveLength(posts);
+      metricsText = await scrape(baseUrl);
+    });
+    const count = async (query: string) =>
+      withDirectDatabase(backend, (db) =>
+        withTenant(db, tenant.tenantId, async (tx) =>
+          rowsOf<{ n: string }>(await tx.execute(sql.raw(query))),
+        ),
+      );
+    const endpointId = target.endpointId.replace(/'/g, '');
+    // The append-only per-delivery table no longer grows with an attacker's traffic...
+    const individual = await count(
+      `select count(*) as n from inbox_rejections where endpoint_id = '${endpointId}'`,
+    );
+    expect(Number(individual[0]?.n)).toBe(0);
+    // ...the buckets do not grow with it either (one a minute, two across a minute boundary)...
+    const buckets = await withDirectDatabase(backend, (db) =>
+      withTenant(db, tenant.tenantId, (tx) =>
+        tx
+          .select()
+          .from(schema.inboxRejectionBuckets)
+          .where(eq(schema.inboxRejectionBuckets.endpointId, target.endpointId)),
+      ),
+    );
+    expect(buckets.length).toBeGreaterThanOrEqual(1);
+    expect(buckets.length).toBeLessThanOrEqual(2);
+    // ...and every refusal is still counted, for staff in the table and in the metrics.
+    expect(buckets.reduce((sum, bucket) => sum + bucket.rejections, 0)).toBe(posts);
+    expect(buckets.every((bucket) => bucket.reason === 'BAD_SIGNATURE')).toBe(true);
+    expect(metricsText).toMatch(/idem_webhook_deliveries_total\{outcome="REJECTED_SIGNATURE"\} 1000\n/);
   });
 
   it.each(['webhook-after-verify', 'webhook-after-commit'])(
@@ -203,7 +271,7 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
       const eventId = uniqueId('evt');
       const body = deposit(uniqueId('dep'));
       try {
-        await withServer({}, async ({ baseUrl }) => {
+        await withServer({ IDEM_METRICS_TOKEN: METRICS_TOKEN }, async ({ baseUrl }) => {
           // Take the database away from the server: refuse new connections, end the open ones.
           await admin.unsafe(`alter database "${name}" allow_connections false`);
           await admin.unsafe(
@@ -215,14 +283,13 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
           const ready = await fetch(`${baseUrl}/readyz`);
           expect(ready.status).toBe(503);
           // The metrics say so too, rather than serving the last good counts as if nothing happened.
-          const scrape = async () => (await fetch(`${baseUrl}/metrics`)).text();
-          expect(await scrape()).toMatch(/^idem_metrics_database_errors 1$/m);
+          expect(await scrape(baseUrl)).toMatch(/^idem_metrics_database_errors 1$/m);
 
           await admin.unsafe(`alter database "${name}" allow_connections true`);
           const retried = await deliver(baseUrl, endpoint.endpointId, endpoint.secret, eventId, body);
           expect(retried.status).toBe(200);
           expect(((await retried.json()) as { outcome: string }).outcome).toBe('ACCEPTED');
-          expect(await scrape()).toMatch(/^idem_metrics_database_errors 0$/m);
+          expect(await scrape(baseUrl)).toMatch(/^idem_metrics_database_errors 0$/m);
         });
       } finally {
         await admin.unsafe(`alter database "${name}" allow_connections true`);

@@ -59,6 +59,7 @@ async function provision(walletIndex: number): Promise<string> {
       fourEyesMinMinor: (100n * ETH).toString(),
       // A benchmark account withdraws far more often than the default velocity rule allows.
       velocityMaxPerHour: 1_000_000,
+      actor: 'bench',
     });
     await recordDeposit(tx, {
       tenantId,

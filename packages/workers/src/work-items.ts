@@ -1,3 +1,4 @@
+import { scrubbedError } from '@idem/contracts';
 import {
   completeWorkItem,
   deferWorkItem,
@@ -30,7 +31,7 @@ export async function processWorkItems(
         await tx.transaction((savepoint) => handle(savepoint, item));
         await completeWorkItem(tx, tenantId, item.workId);
       } catch (error) {
-        const message = String((error as Error).message).slice(0, 300);
+        const message = scrubbedError(error, 300);
         const dead = await deferWorkItem(tx, item, message);
         ctx.log[dead ? 'error' : 'warn'](
           { alert: dead, tenantId, topic, workId: item.workId, attempts: item.attempts + 1, message },

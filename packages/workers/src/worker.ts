@@ -1,3 +1,4 @@
+import { scrubbedError } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import type { Logger } from 'pino';
 import { tenantsWithWork } from './candidates.ts';
@@ -85,10 +86,7 @@ export function createWorker(options: WorkerOptions): Worker {
     try {
       return await work();
     } catch (error) {
-      ctx.log.warn(
-        { tenantId, stage: name, message: String((error as Error).message).slice(0, 200) },
-        'stage skipped',
-      );
+      ctx.log.warn({ tenantId, stage: name, message: scrubbedError(error, 200) }, 'stage skipped');
       return 0;
     }
   }
@@ -144,7 +142,7 @@ export function createWorker(options: WorkerOptions): Worker {
         if (stopped) return;
         running = runOnce()
           .catch((error: unknown) =>
-            ctx.log.error({ message: String((error as Error).message).slice(0, 300) }, 'worker pass failed'),
+            ctx.log.error({ message: scrubbedError(error, 300) }, 'worker pass failed'),
           )
           .finally(() => {
             if (!stopped) timer = setTimeout(tick, intervalMs);

@@ -63,12 +63,14 @@ export async function startEnvironment(
       assetCode: 'ETH',
       autoApproveMaxMinor: (10n * ETH).toString(),
       fourEyesMinMinor: (100n * ETH).toString(),
+      actor: 'test',
     });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'BTC',
       autoApproveMaxMinor: '1000000000',
       fourEyesMinMinor: '100000000000',
+      actor: 'test',
     });
     for (const asset of ['ETH', 'BTC']) {
       await recordDeposit(tx, {

@@ -41,6 +41,7 @@ describe('reconciliation is fair to every UNKNOWN withdrawal', () => {
         autoApproveMaxMinor: (10n * ETH).toString(),
         fourEyesMinMinor: (100n * ETH).toString(),
         velocityMaxPerHour: 1_000,
+        actor: 'test',
       }),
     );
     for (let i = 0; i < 25; i++) await stuckAtCustodian(i);

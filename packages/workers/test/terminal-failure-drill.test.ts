@@ -51,6 +51,7 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
         assetCode: 'USDT',
         autoApproveMaxMinor: '1000000000',
         fourEyesMinMinor: '100000000000',
+        actor: 'test',
       });
       await recordDeposit(tx, {
         tenantId,

@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { enqueue, rowsOf, transition, withTenant } from '@idem/core';
 import { sql } from 'drizzle-orm';
+import { createPublicClient, http } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Environment, ETH, startEnvironment } from './environment.ts';
+import type { WorkerContext } from '../src/context.ts';
+import { RailRegistry } from '../src/rails.ts';
+import { processWorkItems } from '../src/work-items.ts';
+import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
 
 let env: Environment;
 beforeAll(async () => {
@@ -63,5 +69,79 @@ describe('idempotency retention run by the worker', () => {
     expect((await env.operation(settled.operationId)).idempotencyKey).toMatch(/^expired:[0-9a-f]{64}$/);
     expect((await env.operation(pending.operationId)).idempotencyKey).toBe(pending.idempotencyKey);
     expect((await env.operation(recent.operationId)).idempotencyKey).toBe(recent.idempotencyKey);
+  });
+});
+
+describe('I11-F9 what a worker stores and logs about a failure is scrubbed', () => {
+  const apiKeyInPath = 'SECRETKEY123';
+  let provider: Server;
+  let providerUrl: string;
+  beforeAll(async () => {
+    // A node provider that refuses every call, reached at a URL whose path is the account's key.
+    provider = createServer((_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('{"error":"upstream unavailable"}');
+    });
+    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+    providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v2/${apiKeyInPath}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => provider.close(() => resolve())));
+
+  it('I11-F9 a step failing on an RPC URL with a key path and on a query with parameters: last_error and logs carry neither', async () => {
+    const sqlParameter = `customer-secret-${randomUUID()}`;
+    const logStart = env.logLines.length;
+
+    // A whole worker pass whose node answers errors: the send fails (UNKNOWN, with the failure as
+    // evidence in the operation's history) and the reconciler, asking the node, logs its failure.
+    const op = await env.withdraw(ETH / 700n);
+    await env
+      .worker({ rails: { evm: { rpcUrl: providerUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 } } })
+      .runOnce();
+    expect((await env.operation(op.operationId)).state).toBe('UNKNOWN');
+    const history = rowsOf<{ evidence: unknown }>(
+      await env.t.db.execute(
+        sql`select evidence from operation_transitions where operation_id = ${op.operationId} and to_state = 'UNKNOWN'`,
+      ),
+    );
+    const evidence = JSON.stringify(history.map((row) => row.evidence));
+    expect(evidence).toContain('"rail":"evm"');
+
+    // Two work items whose handling fails: one on the provider, one on a query with a parameter.
+    const ctx: WorkerContext = {
+      db: env.t.db,
+      rails: new RailRegistry({ evm: { rpcUrl: providerUrl, chainId: CHAIN_ID } }),
+      log: env.log,
+      workerId: 'worker-scrub',
+      leaseMs: 5_000,
+      batchSize: 10,
+      reorgWindowSeconds: 3_600,
+      unknownEscalateAfterMs: 60_000,
+      escalationOwner: 'ops',
+    };
+    const [viaProvider, viaQuery] = await withTenant(env.t.db, env.tenantId, async (tx) => [
+      await enqueue(tx, { tenantId: env.tenantId, topic: 'inbox.event', payload: { fails: 'provider' } }),
+      await enqueue(tx, { tenantId: env.tenantId, topic: 'inbox.event', payload: { fails: 'query' } }),
+    ]);
+    const node = createPublicClient({ transport: http(providerUrl, { retryCount: 0 }) });
+    const handled = await processWorkItems(ctx, env.tenantId, 'inbox.event', async (tx, item) => {
+      if ((item.payload as { fails: string }).fails === 'provider') await node.getBlockNumber();
+      else await tx.execute(sql`select ${sqlParameter}::uuid`);
+    });
+    expect(handled).toBe(2);
+
+    const stored = [await item(viaProvider ?? ''), await item(viaQuery ?? '')];
+    const logs = env.logLines.slice(logStart).join('');
+    // The failures were recorded and logged (so their absence below means something)...
+    for (const row of stored) expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(stored[0]?.last_error).toMatch(/HTTP request failed/);
+    expect(stored[0]?.last_error).toContain('http://127.0.0.1:');
+    expect(stored[1]?.last_error).toMatch(/select \$1::uuid/);
+    expect(logs).toContain('rail could not be asked');
+    expect(logs).toContain('work item failed; retrying later');
+    // ...and neither the key in the provider's path nor the query's parameter is in any of them.
+    for (const text of [stored[0]?.last_error ?? '', stored[1]?.last_error ?? '', logs, evidence]) {
+      expect(text).not.toContain(apiKeyInPath);
+      expect(text).not.toContain(sqlParameter);
+    }
   });
 });

@@ -2,7 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { inboundEnvelopeSchema, inboundEventDataSchemas, isKnownInboundType } from '@idem/contracts';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
-import { inboxEvents, inboxQuarantine, inboxRejections } from '../db/schema/index.ts';
+import {
+  type InboxRejectionReason,
+  inboxEvents,
+  inboxQuarantine,
+  inboxRejectionBuckets,
+} from '../db/schema/index.ts';
 import { enqueue } from '../outbox/enqueue.ts';
 
 export type InboxRecordOutcome = 'ACCEPTED' | 'DUPLICATE' | 'UNHANDLED' | 'QUARANTINED';
@@ -102,18 +107,49 @@ export async function recordInboxEvent(
   return { outcome: 'DUPLICATE', eventType: type };
 }
 
-/** Keeps minimal metadata about a delivery that failed verification: never its body (C20). */
+/**
+ * Counts a delivery that failed verification in its endpoint's bucket for this minute and reason:
+ * minimal metadata, never its body (C20). One statement, so concurrent refusals each add one;
+ * the rows grow with time, never with an attacker's traffic (I11-F9).
+ */
 export async function recordInboxRejection(
   tx: Tx,
   input: { tenantId: string; endpointId: string; reason: string; bodyLength: number },
 ): Promise<void> {
-  await tx.insert(inboxRejections).values({
-    tenantId: input.tenantId,
-    rejectionId: randomUUID(),
-    endpointId: input.endpointId,
-    reason: input.reason.slice(0, 64),
-    bodyLength: input.bodyLength,
-  });
+  const bodyLength = Math.max(0, Math.min(Math.trunc(input.bodyLength), 2_147_483_647));
+  await tx
+    .insert(inboxRejectionBuckets)
+    .values({
+      tenantId: input.tenantId,
+      endpointId: input.endpointId,
+      reason: rejectionReasonOf(input.reason),
+      bucketStart: sql`date_trunc('minute', now())`,
+      rejections: 1,
+      bodyLengthMax: bodyLength,
+    })
+    .onConflictDoUpdate({
+      target: [
+        inboxRejectionBuckets.tenantId,
+        inboxRejectionBuckets.endpointId,
+        inboxRejectionBuckets.reason,
+        inboxRejectionBuckets.bucketStart,
+      ],
+      set: {
+        rejections: sql`${inboxRejectionBuckets.rejections} + 1`,
+        lastSeenAt: sql`greatest(${inboxRejectionBuckets.lastSeenAt}, now())`,
+        bodyLengthMax: sql`greatest(${inboxRejectionBuckets.bodyLengthMax}, excluded.body_length_max)`,
+      },
+    });
+}
+
+/** The verifier's message (standardwebhooks) as one of a closed set of reasons. */
+export function rejectionReasonOf(message: string): InboxRejectionReason {
+  if (/missing required headers/i.test(message)) return 'MISSING_HEADERS';
+  if (/no matching signature/i.test(message)) return 'BAD_SIGNATURE';
+  if (/invalid signature headers/i.test(message)) return 'BAD_TIMESTAMP';
+  if (/timestamp too old/i.test(message)) return 'STALE_TIMESTAMP';
+  if (/timestamp too new/i.test(message)) return 'FUTURE_TIMESTAMP';
+  return 'OTHER';
 }
 
 type Envelope = { ok: true; type: string; body: Record<string, unknown> } | { ok: false };

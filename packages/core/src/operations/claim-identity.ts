@@ -74,18 +74,25 @@ export async function explainTakenIdentity(
 
 /**
  * What the caller is told when another operation holds its key or its reference:
- * - same key, same hash: a replay (IN_FLIGHT while the outcome is UNKNOWN);
- * - same key, another hash: IDEMPOTENCY_CONFLICT;
+ * - same key, same payload: a replay (IN_FLIGHT while the outcome is UNKNOWN);
+ * - same key, another payload: IDEMPOTENCY_CONFLICT;
  * - another key holds the reference: IDEMPOTENCY_CONFLICT naming that key (C04).
+ * "Same payload" is judged against the holder's own policy version: the caller hashed the
+ * tenant's current one, which has moved on if the rules changed since the holder was created,
+ * and a byte-identical retry must still replay (issue 11, finding 6).
  */
 export function answerForHolder(
   holder: Operation,
-  payload: Pick<ApprovedPayload, 'kind' | 'reference'>,
+  payload: ApprovedPayload,
   idempotencyKey: string,
   hash: string,
 ): IdentityClaim {
   if (holder.idempotencyKey === idempotencyKey) {
-    if (holder.payloadHash !== hash) {
+    const retryHash =
+      holder.policyVersion === payload.policyVersion
+        ? hash
+        : payloadHash({ ...payload, policyVersion: holder.policyVersion });
+    if (holder.payloadHash !== retryHash) {
       throw new IdemError(
         'IDEMPOTENCY_CONFLICT',
         'this idempotency key was used for a different payload; a key is never reused for another instruction',

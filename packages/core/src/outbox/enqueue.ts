@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { scrubMessage } from '@idem/contracts';
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { workItems } from '../db/schema/index.ts';
@@ -77,7 +78,8 @@ export async function deferWorkItem(
     .update(workItems)
     .set({
       attempts,
-      lastError: error.slice(0, 300),
+      // Stored text is read by people and tools: it goes through the same scrubbing as logs (C23).
+      lastError: scrubMessage(error).slice(0, 300),
       status: dead ? 'dead' : 'pending',
       availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'`,
     })

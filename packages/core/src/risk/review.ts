@@ -1,7 +1,8 @@
+import { IdemError } from '@idem/contracts';
 import { and, count, eq, gt, ne, sql } from 'drizzle-orm';
 import { staffInitiationOf } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
-import { operations, riskPolicies } from '../db/schema/index.ts';
+import { operations, riskPolicies, tenants } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
 import { recordTransition, transition } from '../state-machine/transition.ts';
 
@@ -124,7 +125,13 @@ export async function reviewWithdrawal(tx: Tx, op: Operation): Promise<Operation
   });
 }
 
-/** Sets a tenant's rules for one asset. */
+/**
+ * Sets a tenant's rules for one asset, as `actor`. A real change bumps the tenant's policy version
+ * and records the rules before and after in `policy_history`, in this transaction: the database
+ * does both (trigger `risk_policies_versioned`, migration policy_history_integrity), attributing
+ * the change to the transaction-local `app.actor` set here. Setting the rules already in force
+ * writes nothing and leaves the version alone.
+ */
 export async function setRiskPolicy(
   tx: Tx,
   input: {
@@ -134,8 +141,12 @@ export async function setRiskPolicy(
     fourEyesMinMinor: string;
     velocityMaxPerHour?: number;
     similarWindowMinutes?: number;
+    /** Who changes the rules: a staff id, 'cli:<user>', or the provisioning path's name. */
+    actor: string;
   },
-): Promise<void> {
+): Promise<{ changed: boolean; policyVersion: number }> {
+  const actor = input.actor.trim();
+  if (actor === '') throw new IdemError('VALIDATION', 'a policy change must name who makes it');
   const values = {
     tenantId: input.tenantId,
     assetCode: input.assetCode,
@@ -144,11 +155,26 @@ export async function setRiskPolicy(
     velocityMaxPerHour: input.velocityMaxPerHour ?? 10,
     similarWindowMinutes: input.similarWindowMinutes ?? 60,
   };
-  await tx
+  await tx.execute(sql`select set_config('app.actor', ${actor}, true)`);
+  const written = await tx
     .insert(riskPolicies)
     .values(values)
     .onConflictDoUpdate({
       target: [riskPolicies.tenantId, riskPolicies.assetCode],
       set: { ...values, updatedAt: sql`now()` },
-    });
+      // Only a real change is written: an unchanged row keeps its version and its updated_at.
+      setWhere: sql`(${riskPolicies.autoApproveMaxMinor}, ${riskPolicies.fourEyesMinMinor},
+        ${riskPolicies.velocityMaxPerHour}, ${riskPolicies.similarWindowMinutes})
+        is distinct from (excluded.auto_approve_max_minor, excluded.four_eyes_min_minor,
+        excluded.velocity_max_per_hour, excluded.similar_window_minutes)`,
+    })
+    .returning({ assetCode: riskPolicies.assetCode });
+  // The actor named this change only: a later write in the transaction must name its own.
+  await tx.execute(sql`select set_config('app.actor', '', true)`);
+  const [tenant] = await tx
+    .select({ policyVersion: tenants.policyVersion })
+    .from(tenants)
+    .where(eq(tenants.tenantId, input.tenantId));
+  if (!tenant) throw new IdemError('NOT_FOUND', 'tenant not found');
+  return { changed: written.length > 0, policyVersion: tenant.policyVersion };
 }

@@ -2,8 +2,14 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { IdemError } from '@idem/contracts';
 
+/** Session cookies by base name; with secure cookies they are sent as `__Host-<name>`. */
 export const STAFF_COOKIE = 'idem_staff';
 export const CUSTOMER_COOKIE = 'idem_customer';
+/**
+ * A `__Host-` cookie is only accepted by a browser from a secure origin, with Path=/ and no
+ * Domain, so neither a sibling subdomain nor a plain-http attacker can plant or widen it.
+ */
+const SECURE_PREFIX = '__Host-';
 export const CSRF_HEADER = 'x-csrf-token';
 
 /**
@@ -12,6 +18,10 @@ export const CSRF_HEADER = 'x-csrf-token';
  * hand (tests through createCaller), which therefore cannot reach the browser procedures.
  */
 export interface WebRequest {
+  /**
+   * The request's cookies by base name. With secure cookies only `__Host-` ones count (prefix
+   * removed): an unprefixed session cookie may have been planted, and is ignored.
+   */
   cookies: Record<string, string>;
   /** The Origin header, when the browser sent one. */
   origin: string | null;
@@ -19,6 +29,7 @@ export interface WebRequest {
   selfOrigin: string;
   csrfHeader: string | null;
   secureCookies: boolean;
+  /** Sets a cookie by base name: `__Host-<name>; Path=/; HttpOnly; SameSite=Strict; ...; Secure`, no Domain. */
   setCookie(name: string, value: string, options: { maxAgeSeconds: number }): void;
 }
 
@@ -30,7 +41,7 @@ export function webRequestOf(
   const host = req.headers.host ?? 'localhost';
   const scheme = options.secureCookies ? 'https' : 'http';
   return {
-    cookies: parseCookies(req.headers.cookie),
+    cookies: sessionCookies(parseCookies(req.headers.cookie), options.secureCookies),
     origin: typeof req.headers.origin === 'string' ? req.headers.origin : null,
     selfOrigin: options.publicUrl ? new URL(options.publicUrl).origin : `${scheme}://${host}`,
     csrfHeader: typeof req.headers[CSRF_HEADER] === 'string' ? req.headers[CSRF_HEADER] : null,
@@ -38,7 +49,7 @@ export function webRequestOf(
     setCookie(name, value, { maxAgeSeconds }) {
       // httpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
       const parts = [
-        `${name}=${value}`,
+        `${options.secureCookies ? SECURE_PREFIX : ''}${name}=${value}`,
         'Path=/',
         'HttpOnly',
         'SameSite=Strict',
@@ -48,6 +59,15 @@ export function webRequestOf(
       res.appendHeader('set-cookie', parts.join('; '));
     },
   };
+}
+
+function sessionCookies(cookies: Record<string, string>, secure: boolean): Record<string, string> {
+  if (!secure) return cookies;
+  const prefixed: Record<string, string> = {};
+  for (const [name, value] of Object.entries(cookies)) {
+    if (name.startsWith(SECURE_PREFIX)) prefixed[name.slice(SECURE_PREFIX.length)] = value;
+  }
+  return prefixed;
 }
 
 export function parseCookies(header: string | undefined): Record<string, string> {

@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import {
   amountMinorSchema,
@@ -15,6 +16,7 @@ import {
   createWebhookEndpoint,
   type Database,
   listBreaks,
+  policyHistory,
   recordDeposit,
   registerHotWallet,
   revokeApiKey,
@@ -59,8 +61,12 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   create a webhook endpoint; prints its id and secret
   hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR|keystore:/file.json#PASSWORD_VAR [--next-nonce N]
                                                   register a tenant's hot wallet (its key stays in VAR)
-  risk-policy set --tenant ID --asset CODE --auto-approve-max MINOR --four-eyes-min MINOR
-                                                  set the review thresholds of one asset
+  risk-policy set --tenant ID --asset CODE --auto-approve-max MINOR --four-eyes-min MINOR [--by WHO]
+                                                  set the review thresholds of one asset; a real change
+                                                  bumps the tenant's policy version and is recorded
+                                                  (as WHO, by default cli:<your OS user>)
+  risk-policy history --tenant ID [--json]        every policy change: who, when, version from -> to,
+                                                  the rules before and after
   breaks list --tenant ID [--status open|closed]  reconciliation breaks (C21)
   breaks close --tenant ID --break-id ID --by WHO --evidence JSON
                                                   close a break with the evidence found
@@ -154,8 +160,21 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       autoApproveMaxMinor: amountMinorSchema.or(z.literal('0')).parse(required(flags, 'auto-approve-max')),
       fourEyesMinMinor: amountMinorSchema.parse(required(flags, 'four-eyes-min')),
     };
-    await withTenant(db, tenantId, (tx) => setRiskPolicy(tx, policy));
-    return policy;
+    const actor = typeof flags.by === 'string' && flags.by !== '' ? flags.by : `cli:${userInfo().username}`;
+    const { changed, policyVersion } = await withTenant(db, tenantId, (tx) =>
+      setRiskPolicy(tx, { ...policy, actor }),
+    );
+    return { ...policy, changed, policyVersion };
+  },
+  'risk-policy history': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const changes = await withTenant(db, tenantId, (tx) => policyHistory(tx, tenantId));
+    return {
+      changes: changes.map(({ tenantId: _tenant, changedAt, ...change }) => ({
+        ...change,
+        changedAt: changedAt.toISOString(),
+      })),
+    };
   },
   'breaks list': async (db, flags) => {
     const tenantId = required(flags, 'tenant');

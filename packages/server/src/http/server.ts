@@ -1,21 +1,23 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { scrubMessage } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { ApiKeyCache } from '../auth/api-key-cache.ts';
+import { PasswordCheckCap } from '../auth/sign-in-throttle.ts';
 import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
-import { scrubMessage } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { RateLimiter } from '../rate-limit.ts';
 import { appRouter } from '../router.ts';
 import type { SettlementWitness } from '../settlement-witness.ts';
 import type { Context, RequestState } from '../trpc.ts';
+import { clientAddressOf } from './client-address.ts';
 import { sendJson, sendProblem } from './problem.ts';
-import { createSingleCallHandler } from './trpc-single-call.ts';
+import { createSingleCallHandler, retryAfterSeconds } from './trpc-single-call.ts';
 import { serveWebApp } from './web-app.ts';
 import { handleWebhook } from './webhooks.ts';
 
@@ -26,6 +28,10 @@ export interface ServerDeps {
   metrics: Metrics;
   /** The rails' answer for manual resolutions (see settlement-witness.ts). */
   witness?: SettlementWitness;
+  /** Development defaults (env.ts isDevelopment): plain cookie names, no Secure. */
+  development: boolean;
+  /** The bearer token /metrics asks for; null: no metrics are served (404). */
+  metricsToken: string | null;
 }
 
 interface RequestInfo {
@@ -54,7 +60,10 @@ export function createIdemServer(deps: ServerDeps): Server {
   const info = new WeakMap<IncomingMessage, RequestInfo>();
   const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
   const apiKeyCache = new ApiKeyCache(env.IDEM_API_KEY_CACHE_MS);
-  const secureCookies = env.IDEM_COOKIE_SECURE ?? env.IDEM_PUBLIC_URL?.startsWith('https://') ?? false;
+  const passwordChecks = new PasswordCheckCap(env.IDEM_PASSWORD_CHECKS_MAX);
+  const secureCookies =
+    env.IDEM_COOKIE_SECURE ?? (!deps.development || env.IDEM_PUBLIC_URL?.startsWith('https://') === true);
+  const metricsAuth = deps.metricsToken === null ? null : bearerCheck(deps.metricsToken);
 
   const createContext = (req: IncomingMessage, res: ServerResponse): Context => {
     const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
@@ -63,6 +72,8 @@ export function createIdemServer(deps: ServerDeps): Server {
       log,
       rateLimiter,
       apiKeyCache,
+      passwordChecks,
+      clientAddress: clientAddressOf(req, env.IDEM_TRUSTED_PROXY_HOPS),
       requestId: request.requestId,
       apiKey: bearer(req.headers.authorization),
       idempotencyKeyHeader: single(req.headers['idempotency-key']),
@@ -95,6 +106,12 @@ export function createIdemServer(deps: ServerDeps): Server {
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
     createContext: ({ req, res }) => createContext(req, res),
     onError,
+    responseMeta: ({ data }) => {
+      const retryAfter = retryAfterSeconds(
+        data.map((response) => ('error' in response ? response.error : null)),
+      );
+      return retryAfter ? { headers: { 'retry-after': retryAfter } } : {};
+    },
   });
   const singleCall = createSingleCallHandler({
     router: appRouter,
@@ -164,6 +181,20 @@ export function createIdemServer(deps: ServerDeps): Server {
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'database unavailable' });
     }
     if (route === 'metrics') {
+      // Not on the public side of the house: a cross-tenant aggregate, for the operator's scraper.
+      if (!metricsAuth) return sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
+      if (!metricsAuth(bearer(req.headers.authorization))) {
+        return sendProblem(
+          res,
+          requestId,
+          'UNAUTHORIZED',
+          'the metrics bearer token is missing or wrong',
+          401,
+          {
+            'www-authenticate': 'Bearer',
+          },
+        );
+      }
       res.writeHead(200, { 'content-type': metrics.registry.contentType });
       res.end(await metrics.registry.metrics());
       return;
@@ -190,6 +221,13 @@ async function databaseReady(db: Database): Promise<boolean> {
     () => false,
   );
   return Promise.race([check, timeout]);
+}
+
+/** Compares a presented token with the expected one in constant time (hashes have equal lengths). */
+function bearerCheck(expected: string): (presented: string | null) => boolean {
+  const want = createHash('sha256').update(expected, 'utf8').digest();
+  return (presented) =>
+    presented !== null && timingSafeEqual(createHash('sha256').update(presented, 'utf8').digest(), want);
 }
 
 function bearer(header: string | undefined): string | null {

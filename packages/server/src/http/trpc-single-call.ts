@@ -81,6 +81,8 @@ export function createSingleCallHandler<TContext>(options: SingleCallOptions<TCo
       const shape = getTRPCErrorShape({ config, ctx, error, input, path, type: 'mutation' });
       const status = (shape.data as { httpStatus?: unknown }).httpStatus;
       res.statusCode = typeof status === 'number' ? status : getHTTPStatusCodeFromError(error);
+      const retryAfter = retryAfterSeconds([shape]);
+      if (retryAfter) res.setHeader('retry-after', retryAfter);
       body = { error: shape };
     }
     res.setHeader('vary', 'trpc-accept, accept');
@@ -107,6 +109,19 @@ async function readJsonInput(
       cause,
     });
   }
+}
+
+/**
+ * The Retry-After header (whole seconds, at least 1) for answers whose errors carry retryAfterMs
+ * (RATE_LIMITED, IN_FLIGHT), so clients and proxies that read only HTTP wait too.
+ */
+export function retryAfterSeconds(errorShapes: unknown[]): string | null {
+  let ms = 0;
+  for (const shape of errorShapes) {
+    const data = (shape as { data?: { retryAfterMs?: unknown } } | null)?.data;
+    if (typeof data?.retryAfterMs === 'number') ms = Math.max(ms, data.retryAfterMs);
+  }
+  return ms > 0 ? String(Math.max(1, Math.ceil(ms / 1000))) : null;
 }
 
 function isJson(contentType: string | undefined): boolean {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { InboxOutcome } from '@idem/contracts';
+import { type InboxOutcome, scrubMessage } from '@idem/contracts';
 import {
   type Database,
   findWebhookEndpoint,
@@ -12,7 +12,6 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { Env } from '../env.ts';
 import { isDatabaseUnavailable } from '../errors.ts';
-import { scrubMessage } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { BodyTooLargeError, readBody } from './body.ts';
 import { sendJson, sendProblem } from './problem.ts';

@@ -9,16 +9,21 @@ import {
 } from '@idem/core';
 import { verifyPassword } from '../auth/password.ts';
 import { staffProcedure } from '../auth/procedures.ts';
-import { signInThrottle } from '../auth/sign-in-throttle.ts';
+import { signInSucceeded, takeSignInAttempt } from '../auth/sign-in-throttle.ts';
 import { assertSameOrigin, csrfTokenFor, requireWeb, STAFF_COOKIE } from '../auth/web-request.ts';
 import { publicProcedure, router } from '../trpc.ts';
+
+/** One argon2id run takes tens of milliseconds; a second is ample for the cap to have room. */
+const PASSWORD_CHECK_BUSY_RETRY_MS = 1_000;
 
 const wrongCredentials = () => new IdemError('UNAUTHORIZED', 'wrong organisation, e-mail or password');
 
 export const staffAuthRouter = router({
   /**
    * Password sign-in to a session stored in PostgreSQL. Unknown e-mail and wrong password answer
-   * alike, after the same argon2id work; repeated failures are throttled.
+   * alike, after the same argon2id work. Attempts are counted in PostgreSQL per (tenant, e-mail) and per
+   * client address before the password is checked, and password checks running at once are capped
+   * (auth/sign-in-throttle.ts): beyond either, RATE_LIMITED with retryAfterMs.
    */
   signIn: publicProcedure
     .input(staffSignInInputSchema)
@@ -26,21 +31,32 @@ export const staffAuthRouter = router({
     .mutation(async ({ ctx, input }) => {
       const web = requireWeb(ctx.web);
       assertSameOrigin(web);
-      const throttleKey = `${input.tenantId}|${input.email.toLowerCase()}`;
-      const waitMs = signInThrottle.blockedMs(throttleKey);
-      if (waitMs > 0)
-        throw new IdemError('RATE_LIMITED', 'too many failed sign-ins; wait and try again', {
-          retryAfterMs: Math.ceil(waitMs),
+      // The cap first: refusing costs nothing, not even a database round trip.
+      const release = ctx.passwordChecks.tryAcquire();
+      if (!release) {
+        throw new IdemError('RATE_LIMITED', 'too many sign-ins are being checked; try again shortly', {
+          retryAfterMs: PASSWORD_CHECK_BUSY_RETRY_MS,
         });
-      const user = await withTenant(ctx.db, input.tenantId, (tx) =>
-        findStaffForSignIn(tx, input.tenantId, input.email),
-      );
-      const ok = await verifyPassword(user?.passwordHash ?? null, input.password);
-      if (!user || !ok) {
-        signInThrottle.fail(throttleKey);
-        throw wrongCredentials();
       }
-      signInThrottle.succeed(throttleKey);
+      let user: NonNullable<Awaited<ReturnType<typeof findStaffForSignIn>>>;
+      const attempt = { tenantId: input.tenantId, email: input.email, clientAddress: ctx.clientAddress };
+      try {
+        const waitMs = await takeSignInAttempt(ctx.db, attempt);
+        if (waitMs > 0)
+          throw new IdemError('RATE_LIMITED', 'too many failed sign-ins; wait and try again', {
+            retryAfterMs: waitMs,
+          });
+        const found = await withTenant(ctx.db, input.tenantId, (tx) =>
+          findStaffForSignIn(tx, input.tenantId, input.email),
+        );
+        const ok = await verifyPassword(found?.passwordHash ?? null, input.password);
+        // A failure stays counted (the attempt was taken above); a success clears it.
+        if (!found || !ok) throw wrongCredentials();
+        user = found;
+      } finally {
+        release();
+      }
+      await signInSucceeded(ctx.db, attempt);
       const session = await withTenant(ctx.db, input.tenantId, (tx) =>
         openWebSession(tx, {
           tenantId: input.tenantId,

@@ -53,6 +53,7 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
       fourEyesMinMinor: (5n * ETH).toString(),
       velocityMaxPerHour: 1000,
       similarWindowMinutes: 1,
+      actor: 'test',
     });
     const members: [keyof TenantFixture['staff'], StaffRole][] = [
       ['admin', 'admin'],

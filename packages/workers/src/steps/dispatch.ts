@@ -1,4 +1,4 @@
-import { IdemError, isIdemError } from '@idem/contracts';
+import { IdemError, isIdemError, scrubbedError } from '@idem/contracts';
 import {
   allocateNonce,
   assertPayloadIntact,
@@ -106,7 +106,7 @@ async function signOne(
     if (isIdemError(error, 'VALIDATION')) {
       // A configuration problem, not this withdrawal's: it stays APPROVED, funds held, and we alert.
       ctx.log.error(
-        { alert: true, tenantId, operationId, message: error.message },
+        { alert: true, tenantId, operationId, message: scrubbedError(error) },
         'ALERT cannot sign withdrawal',
       );
       return null;

@@ -1,3 +1,4 @@
+import { scrubbedError, scrubMessage } from '@idem/contracts';
 import { getHotWallet, type Operation, transition, withTenant } from '@idem/core';
 import type { BroadcastOutcome, SubmitOutcome } from '@idem/rails';
 import { createTransferBodySchema } from '@idem/rails';
@@ -27,7 +28,7 @@ export async function sendStoredArtifact(ctx: WorkerContext, op: Operation): Pro
     }
     return {
       sent: outcome.outcome,
-      detail: { rail: 'evm', reason: outcome.reason, detail: outcome.detail.slice(0, 300) },
+      detail: { rail: 'evm', reason: outcome.reason, detail: scrubMessage(outcome.detail).slice(0, 300) },
     };
   }
   const instruction = createTransferBodySchema.parse(JSON.parse(op.signedArtifact));
@@ -42,12 +43,16 @@ export async function sendStoredArtifact(ctx: WorkerContext, op: Operation): Pro
   if (outcome.outcome === 'rejected') {
     return {
       sent: 'rejected',
-      detail: { rail: 'custodian', status: outcome.status, reason: outcome.reason.slice(0, 300) },
+      detail: {
+        rail: 'custodian',
+        status: outcome.status,
+        reason: scrubMessage(outcome.reason).slice(0, 300),
+      },
     };
   }
   return {
     sent: 'ambiguous',
-    detail: { rail: 'custodian', reason: outcome.reason, detail: outcome.detail.slice(0, 300) },
+    detail: { rail: 'custodian', reason: outcome.reason, detail: scrubMessage(outcome.detail).slice(0, 300) },
   };
 }
 
@@ -67,7 +72,7 @@ export async function sendSigned(
   } catch (error) {
     result = {
       sent: 'ambiguous',
-      detail: { reason: 'send raised', message: String((error as Error).message).slice(0, 300) },
+      detail: { reason: 'send raised', message: scrubbedError(error, 300) },
     };
   }
   await ctx.probe?.('broadcast-returned', signed.operationId);

@@ -1,3 +1,4 @@
+import { scrubbedError } from '@idem/contracts';
 import { assignOwner, getOperation, type Operation, schema, transition, withTenant } from '@idem/core';
 import { and, desc, eq } from 'drizzle-orm';
 import { candidateIds, lockOne, type Stage } from '../candidates.ts';
@@ -26,7 +27,7 @@ async function forEachCandidate(
     } catch (error) {
       // No answer is no evidence: nothing changes.
       ctx.log.warn(
-        { tenantId, operationId, stage, message: String((error as Error).message).slice(0, 200) },
+        { tenantId, operationId, stage, message: scrubbedError(error, 200) },
         'rail could not be asked',
       );
       continue;

@@ -71,8 +71,9 @@ export const inboxQuarantine = pgTable(
 );
 
 /**
- * Deliveries to a known endpoint that failed verification (C20): minimal metadata only, never the
- * body, since an unverified body is attacker-controlled.
+ * Deliveries to a known endpoint that failed verification (C20), one row each, up to issue 11:
+ * kept as evidence, no longer written (migration inbox_rejection_buckets_integrity revokes INSERT),
+ * since anyone who knows an endpoint id could grow it without bound. See inboxRejectionBuckets.
  */
 export const inboxRejections = pgTable(
   'inbox_rejections',
@@ -85,4 +86,46 @@ export const inboxRejections = pgTable(
     receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.rejectionId] }), tenantPolicy()],
+);
+
+/** Why a delivery failed verification: a closed set, so buckets cannot be multiplied by input. */
+export const inboxRejectionReasons = [
+  'MISSING_HEADERS',
+  'BAD_SIGNATURE',
+  'BAD_TIMESTAMP',
+  'STALE_TIMESTAMP',
+  'FUTURE_TIMESTAMP',
+  'OTHER',
+] as const;
+export type InboxRejectionReason = (typeof inboxRejectionReasons)[number];
+
+/**
+ * Deliveries to a known endpoint that failed verification (C20), counted per endpoint, reason and
+ * minute (I11-F9): an unauthenticated sender can make the count grow, never the number of rows
+ * (at most one per endpoint, reason and minute). Minimal metadata only, never a body, since an
+ * unverified body is attacker-controlled. A bucket only counts up, one at a time: its key and first
+ * sighting never change and it is never deleted (trigger, migration inbox_rejection_buckets_integrity).
+ */
+export const inboxRejectionBuckets = pgTable(
+  'inbox_rejection_buckets',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    reason: text('reason').notNull(),
+    /** The minute the rejections arrived in (date_trunc('minute', now())). */
+    bucketStart: timestamp('bucket_start', { withTimezone: true }).notNull(),
+    rejections: integer('rejections').notNull(),
+    bodyLengthMax: integer('body_length_max').notNull(),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.endpointId, t.reason, t.bucketStart] }),
+    check(
+      'inbox_rejection_buckets_reason_known',
+      sql.raw(`reason in (${inboxRejectionReasons.map((reason) => `'${reason}'`).join(', ')})`),
+    ),
+    check('inbox_rejection_buckets_counted', sql`${t.rejections} >= 1 and ${t.bodyLengthMax} >= 0`),
+    tenantPolicy(),
+  ],
 );

@@ -6,6 +6,8 @@ export * from './inbox.ts';
 export * from './journal.ts';
 export * from './operations.ts';
 export * from './outbox.ts';
+export * from './policy.ts';
 export * from './proposals.ts';
+export * from './sign-in.ts';
 export * from './staff.ts';
 export * from './tenants.ts';
