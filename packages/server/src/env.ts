@@ -75,6 +75,10 @@ const envSchema = z.object({
    * isDevelopment) and whenever IDEM_PUBLIC_URL is https.
    */
   IDEM_COOKIE_SECURE: flag,
+  /** `idem deposit` against PostgreSQL: a credit with no approval, for development databases only. */
+  IDEM_ALLOW_DIRECT_CREDIT: flag,
+  /** The CLI's staff password for `idem proposal ... --as EMAIL` (else read from standard input). */
+  IDEM_STAFF_PASSWORD: z.string().optional(),
   /**
    * The bearer token `/metrics` asks for. Unset: outside development `/metrics` answers 404; in
    * development a random token is made and printed at start.

@@ -241,6 +241,59 @@ describe('staff screens', () => {
     await page.context().close();
   });
 
+  it('I11-F5 an operator proposes an adjustment on the Adjustments screen; an approver approves it on the Proposals screen; the customer sees it', async () => {
+    const account = 'cust-f5';
+    const operator = await newPage(stack);
+    await signInStaff(operator, stack.a.tenantId, stack.a.staff.operator.email);
+    await operator.getByRole('link', { name: 'Adjustments and credits' }).click();
+    const form = operator.getByTestId('form-adjustment');
+    await form.getByRole('textbox', { name: 'Account' }).fill(account);
+    await form.getByRole('combobox', { name: 'Asset' }).click();
+    await operator.getByRole('option', { name: 'ETH (ethereum)' }).click();
+    await form.getByLabel(/^Amount in/).fill('2.5');
+    await form.getByRole('textbox', { name: 'Reason' }).fill('goodwill credit, ticket 9001');
+    expect(await seriousViolations(operator)).toEqual([]);
+    await form.getByTestId('propose-adjustment').click();
+    const made = operator.getByTestId('proposal-made').getByTestId('proposal-card');
+    await made.waitFor();
+    await expect(made.getByTestId('proposal-state').textContent()).resolves.toBe('PENDING');
+    await expect(made.getByTestId('proposal-amount').textContent()).resolves.toContain('2.5 ETH');
+    await expect(made.textContent()).resolves.toContain('(you: another person must approve it)');
+    // The proposer is offered no approval; the server would refuse it anyway.
+    expect(await made.getByTestId('proposal-approve').count()).toBe(0);
+    const proposalId = await made.getAttribute('data-proposal-id');
+    const hash = await made.getByTestId('proposal-hash').textContent();
+    expect(hash).toMatch(/^[0-9a-f]{64}$/);
+    await screenshot(operator, 'staff-adjustment-proposed');
+    await operator.context().close();
+    // Nothing has moved yet.
+    expect(await stack.sdkA.balances.get(account)).toEqual([]);
+
+    const approver = await newPage(stack);
+    await signInStaff(approver, stack.a.tenantId, stack.a.staff.approver1.email);
+    await approver.getByRole('link', { name: 'Proposals' }).click();
+    const card = approver.locator(`[data-testid="proposal-card"][data-proposal-id="${proposalId}"]`);
+    await card.waitFor();
+    await expect(card.getByTestId('proposal-hash').textContent()).resolves.toBe(hash);
+    await expect(card.getByTestId('proposal-amount').textContent()).resolves.toContain(
+      '2.5 ETH (2500000000000000000 minor units)',
+    );
+    await expect(card.textContent()).resolves.toContain('goodwill credit, ticket 9001');
+    expect(await seriousViolations(approver)).toEqual([]);
+    await screenshot(approver, 'staff-proposal-review');
+    await card.getByTestId('proposal-approve').click();
+    await approver.getByTestId('proposal-decision-result').waitFor();
+    await expect(approver.getByTestId('proposal-decision-result').textContent()).resolves.toContain(
+      '1 of 1 approvals; the proposal is EXECUTED',
+    );
+    await approver.context().close();
+
+    const customer = await newPage(stack, PHONE);
+    await openCustomer(customer, stack.sdkA, account);
+    await expect(customer.getByTestId('available-ETH').textContent()).resolves.toBe('2.5');
+    await customer.context().close();
+  });
+
   it('the sign-in page and every staff queue pass the accessibility check and work from the keyboard', async () => {
     const page = await newPage(stack);
     await page.goto(`/staff/login?tenant=${stack.a.tenantId}`);
@@ -260,10 +313,15 @@ describe('staff screens', () => {
       ['Webhook inbox', 'inbox'],
       ['Reconciliation breaks', 'breaks'],
       ['Search', 'search'],
+      ['Proposals', 'proposals'],
+      ['Adjustments and credits', 'adjustments'],
       ['Branding', 'branding'],
     ] as const) {
       await page.getByRole('link', { name: link }).click();
       await page.getByRole('heading', { level: 1 }).waitFor();
+      // A client-side navigation does not reset the load state, so wait for the screen's own data:
+      // no loader left (checking mid-load raced the server's answer on a busy machine).
+      await page.waitForFunction(() => document.querySelector('[aria-label^="Loading"]') === null);
       await page.waitForLoadState('networkidle');
       expect({ link, violations: await seriousViolations(page) }).toEqual({ link, violations: [] });
       await screenshot(page, `staff-${slug}`);

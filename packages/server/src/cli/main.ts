@@ -31,7 +31,9 @@ import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
+import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
+import { required, UsageError } from './usage.ts';
 
 const USAGE = `Usage: pnpm idem <command> [options]
 
@@ -40,7 +42,21 @@ const USAGE = `Usage: pnpm idem <command> [options]
   apikey create --tenant ID [--label L] [--json]  mint an API key (shown once)
   apikey revoke --tenant ID --key-id KEY_ID       revoke an API key
   deposit --tenant ID --account REF --asset CODE --amount MINOR --key KEY [--reference REF] [--json]
-                                                  credit an account through the deposit path (C24)
+                                                  credit an account directly, with no approval: embedded
+                                                  database only (on PostgreSQL needs IDEM_ALLOW_DIRECT_CREDIT=1)
+  proposal credit --tenant ID --as EMAIL --account REF --asset CODE --amount MINOR --reference REF
+                  --reason TEXT --key KEY         propose a manual credit (operator, admin)
+  proposal adjustment --tenant ID --as EMAIL --account REF --asset CODE --amount=[-]MINOR
+                  --reason TEXT --key KEY         propose an adjustment; negative debits (operator, admin)
+  proposal list --tenant ID --as EMAIL [--state PENDING|EXECUTED|REJECTED|CANCELLED]
+  proposal show --tenant ID --as EMAIL --id PROPOSAL
+  proposal approve|reject --tenant ID --as EMAIL --id PROPOSAL --hash PAYLOAD_HASH [--reason TEXT]
+                                                  decide as another staff member (approver, admin); the
+                                                  last approval executes it
+  proposal cancel --tenant ID --as EMAIL --id PROPOSAL
+                                                  the proposer withdraws a pending proposal
+                                                  (proposal commands sign in as --as: the password comes
+                                                  from IDEM_STAFF_PASSWORD or standard input)
   webhook-endpoint create --tenant ID --source NAME [--json]
                                                   create a webhook endpoint; prints its id and secret
   hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR|keystore:/file.json#PASSWORD_VAR [--next-nonce N]
@@ -83,6 +99,16 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     return { revoked: required(flags, 'key-id') };
   },
   deposit: async (db, flags) => {
+    const env = readEnv();
+    // A direct credit has no second person: a shortcut for the embedded demo only. On PostgreSQL
+    // (production) money is credited by an approved proposal, unless explicitly enabled (I11-F5).
+    if (env.DATABASE_URL && !env.IDEM_ALLOW_DIRECT_CREDIT) {
+      throw new IdemError(
+        'FORBIDDEN',
+        'a direct credit has no approval; use `idem proposal credit` (approved by a second staff member), ' +
+          'or set IDEM_ALLOW_DIRECT_CREDIT=1 on a development database',
+      );
+    }
     const tenantId = required(flags, 'tenant');
     const idempotencyKey = required(flags, 'key');
     const claim = await withTenant(db, tenantId, (tx) =>
@@ -198,15 +224,8 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
   },
   'webhook-endpoint create': async (db, flags) =>
     createWebhookEndpoint(db, required(flags, 'tenant'), { source: required(flags, 'source') }),
+  ...proposalCommands,
 };
-
-function required(flags: Flags, name: string): string {
-  const value = flags[name];
-  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
-  return value;
-}
-
-class UsageError extends Error {}
 
 /** Node's parser errors (an unknown option, a flag without its value) are usage errors too. */
 function parseFlags(argv: string[]) {
@@ -240,6 +259,11 @@ function parseFlags(argv: string[]) {
         email: { type: 'string' },
         role: { type: 'string' },
         password: { type: 'string' },
+        as: { type: 'string' },
+        reason: { type: 'string' },
+        hash: { type: 'string' },
+        state: { type: 'string' },
+        cursor: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean' },
       },

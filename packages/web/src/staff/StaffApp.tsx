@@ -17,6 +17,7 @@ import { createContext, useContext, useEffect } from 'react';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { api, isSignedOut, setCsrfToken } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { Adjustments } from './Adjustments.tsx';
 import { Approvals } from './Approvals.tsx';
 import { AttentionQueue } from './AttentionQueue.tsx';
 import { BrandingSettings } from './BrandingSettings.tsx';
@@ -24,6 +25,7 @@ import { Breaks } from './Breaks.tsx';
 import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
+import { Proposals } from './Proposals.tsx';
 import { Search } from './Search.tsx';
 
 const StaffContext = createContext<StaffMe | null>(null);
@@ -36,12 +38,14 @@ export function useStaff(): StaffMe {
 
 const SECTIONS = [
   { href: '/approvals', label: 'Approval queue' },
+  { href: '/proposals', label: 'Proposals' },
   { href: '/unknown', label: 'UNKNOWN queue' },
   { href: '/failed', label: 'FAILED_TERMINAL queue' },
   { href: '/inbox', label: 'Webhook inbox' },
   { href: '/breaks', label: 'Reconciliation breaks' },
   { href: '/search', label: 'Search' },
   { href: '/withdraw', label: 'New withdrawal' },
+  { href: '/adjustments', label: 'Adjustments and credits' },
   { href: '/branding', label: 'Branding' },
 ];
 
@@ -128,6 +132,8 @@ export function StaffApp() {
                 <Route path="/breaks" component={Breaks} />
                 <Route path="/search" component={Search} />
                 <Route path="/withdraw" component={NewWithdrawal} />
+                <Route path="/proposals" component={Proposals} />
+                <Route path="/adjustments" component={Adjustments} />
                 <Route path="/branding" component={BrandingSettings} />
                 <Route path="/operations/:operationId">
                   {(params) => <OperationDetail operationId={params.operationId} />}

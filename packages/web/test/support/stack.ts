@@ -44,7 +44,7 @@ export interface TenantFixture {
 
 /**
  * Two tenants, each with an account funded with 100 ETH, ETH review rules (auto-approve up to
- * 1 ETH, four eyes from 5 ETH) and four staff members, written through core's ordinary paths.
+ * 1 ETH, four eyes from 5 ETH) and five staff members, written through core's ordinary paths.
  */
 async function provision(db: Database, name: string): Promise<TenantFixture> {
   const { tenantId } = await createTenant(db, { name });

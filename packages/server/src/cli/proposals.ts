@@ -1,0 +1,158 @@
+import { IdemError, listProposalsInputSchema, proposalStateSchema } from '@idem/contracts';
+import {
+  cancelProposal,
+  type Database,
+  decideProposal,
+  findStaffForSignIn,
+  getProposal,
+  listProposals,
+  type Permission,
+  propose,
+  roleAllows,
+  type StaffUser,
+  staffActor,
+  toProposalView,
+  withTenant,
+} from '@idem/core';
+import { z } from 'zod';
+import { verifyPassword } from '../auth/password.ts';
+import { readEnv } from '../env.ts';
+import { readPassword } from './read-password.ts';
+
+import { required, UsageError } from './usage.ts';
+
+type Flags = Record<string, string | boolean | undefined>;
+
+function proposalId(flags: Flags): string {
+  const id = required(flags, 'id');
+  if (!z.uuid().safeParse(id).success) throw new UsageError('--id must be a proposal id (a UUID)');
+  return id;
+}
+
+/**
+ * The staff member acting from the CLI: `--as EMAIL`, the password from IDEM_STAFF_PASSWORD or
+ * standard input, verified with the same argon2id check as the web sign-in. The role must hold
+ * `permission`. Unknown e-mail and wrong password are refused alike.
+ */
+async function signIn(
+  db: Database,
+  tenantId: string,
+  flags: Flags,
+  permission: Permission,
+): Promise<StaffUser> {
+  const email = required(flags, 'as');
+  const password = readEnv().IDEM_STAFF_PASSWORD ?? (await readPassword(`Password for ${email}: `));
+  const user = await withTenant(db, tenantId, (tx) => findStaffForSignIn(tx, tenantId, email));
+  const ok = await verifyPassword(user?.passwordHash ?? null, password);
+  if (!user || !ok) throw new IdemError('UNAUTHORIZED', 'wrong organisation, e-mail or password');
+  if (!roleAllows(user.role, permission)) {
+    throw new IdemError('FORBIDDEN', `the ${user.role} role may not do this (needs ${permission})`);
+  }
+  return { tenantId: user.tenantId, userId: user.userId, email: user.email, role: user.role };
+}
+
+async function proposeFromFlags(
+  db: Database,
+  flags: Flags,
+  request: (flags: Flags) => { kind: 'adjustment' | 'manual_credit'; payload: Record<string, unknown> },
+) {
+  const tenantId = required(flags, 'tenant');
+  // Check what was typed before asking for a password.
+  const { kind, payload } = request(flags);
+  const idempotencyKey = required(flags, 'key');
+  const staff = await signIn(db, tenantId, flags, 'operate');
+  return withTenant(db, tenantId, async (tx) => {
+    const result = await propose(tx, {
+      tenantId,
+      actor: staffActor(staff.userId),
+      request: { kind, idempotencyKey, payload },
+    });
+    return { outcome: result.outcome, proposal: await toProposalView(tx, result.proposal) };
+  });
+}
+
+async function decideFromFlags(db: Database, flags: Flags, decision: 'approve' | 'reject') {
+  const tenantId = required(flags, 'tenant');
+  const id = proposalId(flags);
+  const payloadHash = required(flags, 'hash');
+  const reason = typeof flags.reason === 'string' ? flags.reason : undefined;
+  if (decision === 'reject' && !reason) throw new UsageError('--reason is required to reject');
+  const staff = await signIn(db, tenantId, flags, 'decide');
+  return withTenant(db, tenantId, async (tx) => {
+    const decided = await decideProposal(tx, {
+      tenantId,
+      proposalId: id,
+      staffId: staffActor(staff.userId),
+      payloadHash,
+      decision,
+      reason,
+    });
+    return { proposal: await toProposalView(tx, decided.proposal) };
+  });
+}
+
+/**
+ * `idem proposal ...`: adjustments and manual credits, proposed by one staff member and approved by
+ * another (four eyes, bound to the payload hash), through core's one proposal mechanism.
+ */
+export const proposalCommands: Record<
+  string,
+  (db: Database, flags: Flags) => Promise<Record<string, unknown>>
+> = {
+  'proposal adjustment': (db, flags) =>
+    proposeFromFlags(db, flags, (f) => ({
+      kind: 'adjustment',
+      payload: {
+        accountId: required(f, 'account'),
+        asset: required(f, 'asset'),
+        amountMinor: required(f, 'amount'),
+        reason: required(f, 'reason'),
+      },
+    })),
+  'proposal credit': (db, flags) =>
+    proposeFromFlags(db, flags, (f) => ({
+      kind: 'manual_credit',
+      payload: {
+        accountId: required(f, 'account'),
+        asset: required(f, 'asset'),
+        amountMinor: required(f, 'amount'),
+        reference: required(f, 'reference'),
+        reason: required(f, 'reason'),
+      },
+    })),
+  'proposal list': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const state = flags.state === undefined ? undefined : proposalStateSchema.safeParse(flags.state);
+    if (state && !state.success)
+      throw new UsageError('--state must be PENDING, EXECUTED, REJECTED or CANCELLED');
+    const options = listProposalsInputSchema.parse({
+      ...(state ? { state: state.data } : {}),
+      ...(typeof flags.cursor === 'string' ? { cursor: flags.cursor } : {}),
+      limit: 100,
+    });
+    await signIn(db, tenantId, flags, 'read');
+    return withTenant(db, tenantId, (tx) => listProposals(tx, tenantId, options));
+  },
+  'proposal show': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const id = proposalId(flags);
+    await signIn(db, tenantId, flags, 'read');
+    return withTenant(db, tenantId, async (tx) => toProposalView(tx, await getProposal(tx, tenantId, id)));
+  },
+  'proposal approve': (db, flags) => decideFromFlags(db, flags, 'approve'),
+  'proposal reject': (db, flags) => decideFromFlags(db, flags, 'reject'),
+  'proposal cancel': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const id = proposalId(flags);
+    // Core lets only the proposer cancel; who that is comes from the password, not a flag.
+    const staff = await signIn(db, tenantId, flags, 'read');
+    return withTenant(db, tenantId, async (tx) => {
+      const cancelled = await cancelProposal(tx, {
+        tenantId,
+        proposalId: id,
+        actor: staffActor(staff.userId),
+      });
+      return { proposal: await toProposalView(tx, cancelled) };
+    });
+  },
+};

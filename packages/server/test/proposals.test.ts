@@ -1,0 +1,234 @@
+import { Writable } from 'node:stream';
+import { createStaffUser, getBalances, rowsOf, type StaffRole, withTenant } from '@idem/core';
+import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningServer, startServer } from '../src/app.ts';
+import { hashPassword } from '../src/auth/password.ts';
+import { readEnv } from '../src/env.ts';
+import { provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+
+/**
+ * Issue 11, finding 5, over real HTTP: adjustments and manual credits are proposed by one signed-in
+ * staff member and approved by another through `staffProposals.*`, bound to the hash shown; the
+ * approval posts the journal entry, once.
+ */
+const PASSWORD = 'a long enough test password';
+const ROLES = ['support', 'approver', 'operator', 'admin'] as const;
+
+let database: TestDatabase;
+let server: RunningServer;
+let base: string;
+let tenant: TenantFixture;
+const sessions = {} as Record<StaffRole, Session>;
+const userIds = {} as Record<StaffRole, string>;
+
+interface Answer {
+  status: number;
+  body: { result?: { data: unknown }; error?: { data: { code: string; detail: string } } };
+}
+interface Session {
+  cookie: string;
+  csrf: string;
+}
+interface View {
+  proposalId: string;
+  kind: string;
+  state: string;
+  payloadHash: string;
+  proposedBy: string;
+  approvalsGiven: number;
+  approvalsRequired: number;
+  evidence: Record<string, unknown> | null;
+  decisions: { approver: string; decision: string }[];
+  result: { operationId?: string } | null;
+}
+
+async function call(path: string, options: { input?: unknown; session?: Session; mutation?: boolean } = {}) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
+  if (options.session) {
+    headers.cookie = options.session.cookie;
+    headers['x-csrf-token'] = options.session.csrf;
+  }
+  const response = options.mutation
+    ? await fetch(`${base}/trpc/${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(options.input ?? null),
+      })
+    : await fetch(
+        `${base}/trpc/${path}${options.input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify(options.input))}`}`,
+        { headers },
+      );
+  return { status: response.status, body: (await response.json()) as Answer['body'] } satisfies Answer;
+}
+
+function dataOf<T>(answer: Answer): T {
+  if (!answer.body.result) throw new Error(`no result (${answer.status}): ${JSON.stringify(answer.body)}`);
+  return answer.body.result.data as T;
+}
+
+function errorOf(answer: Answer): string | undefined {
+  return answer.body.error?.data.code;
+}
+
+const proposeAs = (role: StaffRole, input: unknown) =>
+  call('staffProposals.propose', { mutation: true, session: sessions[role], input });
+const decideAs = (role: StaffRole, p: View, decision: 'approve' | 'reject' = 'approve') =>
+  call('staffProposals.decide', {
+    mutation: true,
+    session: sessions[role],
+    input: { proposalId: p.proposalId, payloadHash: p.payloadHash, decision },
+  });
+
+/** One account's ETH balance and how many postings the tenant's journal holds. */
+async function ledger(accountId: string) {
+  return withTenant(database.db, tenant.tenantId, async (tx) => {
+    const [postings] = rowsOf<{ n: number }>(await tx.execute(sql`select count(*)::int as n from postings`));
+    const eth = (await getBalances(tx, tenant.tenantId, accountId)).find((b) => b.asset === 'ETH');
+    return { available: eth?.available ?? '0', held: eth?.held ?? '0', postings: postings?.n ?? 0 };
+  });
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase({ maxConnections: 5 });
+  tenant = await provisionTenant(database.db, { name: 'Proposals over HTTP', fund: [] });
+  const passwordHash = await hashPassword(PASSWORD);
+  await withTenant(database.db, tenant.tenantId, async (tx) => {
+    for (const role of ROLES) {
+      const user = await createStaffUser(tx, {
+        tenantId: tenant.tenantId,
+        email: `${role}@f5.invalid`,
+        role,
+        passwordHash,
+      });
+      userIds[role] = user.userId;
+    }
+  });
+  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
+  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
+    database,
+    logDestination: silent,
+    announce: () => {},
+  });
+  base = `http://127.0.0.1:${server.port}`;
+  for (const role of ROLES) {
+    const answer = await fetch(`${base}/trpc/staffAuth.signIn`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: base },
+      body: JSON.stringify({ tenantId: tenant.tenantId, email: `${role}@f5.invalid`, password: PASSWORD }),
+    });
+    const body = (await answer.json()) as { result: { data: { csrfToken: string } } };
+    const cookie = answer.headers.getSetCookie()[0]?.split(';')[0] ?? '';
+    sessions[role] = { cookie, csrf: body.result.data.csrfToken };
+  }
+});
+
+afterAll(async () => {
+  await server?.close();
+  await database?.dispose();
+});
+
+describe('staffProposals over HTTP (I11-F5)', () => {
+  it('I11-F5 a manual credit proposed by an operator is credited only when an approver approves the hash shown, once, with its entry', async () => {
+    const account = uniqueId('cust');
+    const input = {
+      kind: 'manual_credit',
+      idempotencyKey: uniqueId('mc'),
+      payload: {
+        accountId: account,
+        asset: 'ETH',
+        amountMinor: '7000',
+        reference: uniqueId('custodian-record'),
+        reason: 'custodian webhook lost, ticket 501',
+      },
+    };
+    // Support and approvers do not propose.
+    expect(errorOf(await proposeAs('support', input))).toBe('FORBIDDEN');
+    expect(errorOf(await proposeAs('approver', input))).toBe('FORBIDDEN');
+
+    const created = dataOf<{ outcome: string; proposal: View }>(await proposeAs('operator', input));
+    expect(created).toMatchObject({
+      outcome: 'CREATED',
+      proposal: { kind: 'manual_credit', state: 'PENDING', proposedBy: `staff:${userIds.operator}` },
+    });
+    const proposal = created.proposal;
+    const before = await ledger(account);
+    expect(before.available).toBe('0');
+
+    // An operator may not decide; a wrong hash binds nothing.
+    expect(errorOf(await decideAs('operator', proposal))).toBe('FORBIDDEN');
+    const wrongHash = await decideAs('approver', { ...proposal, payloadHash: 'b'.repeat(64) });
+    expect(errorOf(wrongHash)).toBe('PAYLOAD_MISMATCH');
+    expect(await ledger(account)).toEqual(before);
+
+    const decided = dataOf<{ proposal: View }>(await decideAs('approver', proposal));
+    expect(decided.proposal).toMatchObject({
+      state: 'EXECUTED',
+      approvalsGiven: 1,
+      decisions: [{ approver: `staff:${userIds.approver}`, decision: 'approve' }],
+    });
+    const after = await ledger(account);
+    expect(after).toEqual({ available: '7000', held: '0', postings: before.postings + 2 });
+
+    // Approving again moves nothing.
+    expect(errorOf(await decideAs('admin', proposal))).toBe('INVALID_TRANSITION');
+    expect(await ledger(account)).toEqual(after);
+
+    const operation = dataOf<{ operation: { kind: string; state: string; amountMinor: string } }>(
+      await call('staff.get', {
+        session: sessions.support,
+        input: { operationId: decided.proposal.result?.operationId },
+      }),
+    );
+    expect(operation.operation).toMatchObject({ kind: 'deposit', state: 'CONFIRMED', amountMinor: '7000' });
+  });
+
+  it('I11-F5 an admin proposes an adjustment and cannot approve it alone; another approves; a debit that would overdraw is refused INSUFFICIENT_FUNDS at approval with nothing written', async () => {
+    const account = uniqueId('cust');
+    const adjustment = (amountMinor: string) => ({
+      kind: 'adjustment',
+      idempotencyKey: uniqueId('adj'),
+      payload: { accountId: account, asset: 'ETH', amountMinor, reason: 'goodwill credit, ticket 7781' },
+    });
+    const credit = dataOf<{ proposal: View }>(await proposeAs('admin', adjustment('900'))).proposal;
+    expect(credit.evidence).toEqual({ balanceAtProposal: { available: '0', held: '0' } });
+    // An admin holds both permissions, and still may not approve their own proposal.
+    expect(errorOf(await decideAs('admin', credit))).toBe('FORBIDDEN');
+    expect((await ledger(account)).available).toBe('0');
+    dataOf(await decideAs('approver', credit));
+    expect((await ledger(account)).available).toBe('900');
+
+    // Two debits proposed against the same 900: the first approved leaves too little for the second.
+    const first = dataOf<{ proposal: View }>(await proposeAs('operator', adjustment('-600'))).proposal;
+    const second = dataOf<{ proposal: View }>(await proposeAs('operator', adjustment('-600'))).proposal;
+    expect(dataOf<{ proposal: View }>(await decideAs('admin', first)).proposal.state).toBe('EXECUTED');
+    const afterFirst = await ledger(account);
+    expect(afterFirst.available).toBe('300');
+
+    const refused = await decideAs('approver', second);
+    expect(errorOf(refused)).toBe('INSUFFICIENT_FUNDS');
+    expect(await ledger(account)).toEqual(afterFirst);
+    const still = dataOf<View>(
+      await call('staffProposals.get', {
+        session: sessions.support,
+        input: { proposalId: second.proposalId },
+      }),
+    );
+    expect(still).toMatchObject({ state: 'PENDING', approvalsGiven: 0, decisions: [] });
+
+    // Pending first in the queue a screen shows; the operator withdraws the stale one.
+    const pending = dataOf<{ items: View[] }>(
+      await call('staffProposals.list', { session: sessions.support, input: { state: 'PENDING' } }),
+    );
+    expect(pending.items.map((p) => p.proposalId)).toContain(second.proposalId);
+    const cancelled = dataOf<View>(
+      await call('staffProposals.cancel', {
+        mutation: true,
+        session: sessions.operator,
+        input: { proposalId: second.proposalId },
+      }),
+    );
+    expect(cancelled.state).toBe('CANCELLED');
+  });
+});
