@@ -123,11 +123,12 @@ describe('I11-F6 policy versions', () => {
     const balance = await balanceOf(t.db, tenantId, 'acct-1');
 
     const changed = { ...request, amountMinor: (ETH / 5n).toString() };
+    // Thunks, so each attempt starts only when awaited (no unhandled rejection meanwhile).
     for (const attempt of [
-      submitWithdrawal(t.db, { tenantId, request: changed, idempotencyKey: 'k-1' }),
-      submit(t.db, tenantId, changed, 'k-1'),
+      () => submitWithdrawal(t.db, { tenantId, request: changed, idempotencyKey: 'k-1' }),
+      () => submit(t.db, tenantId, changed, 'k-1'),
     ]) {
-      const error = await refusal(attempt);
+      const error = await refusal(attempt());
       expect(error.code).toBe('IDEMPOTENCY_CONFLICT');
       expect(error.details?.holderKey).toBeUndefined();
     }
