@@ -130,6 +130,7 @@ export {
   toStaffView,
 } from './staff/queries.ts';
 export { escalateOperation } from './staff/runbook.ts';
+export { STOP_REASON_MIN, STOPPED_BY_STAFF, stopWithdrawal } from './staff/stop-withdrawal.ts';
 export {
   authenticateCustomerSession,
   authenticateStaffSession,
