@@ -102,7 +102,9 @@ describe('stop before signing (issue 12)', () => {
         const op = await approvedWithdrawal(ETH / 100n);
         const [stopResult, claimResult] = await Promise.allSettled([
           stop(op.operationId),
-          withTenant(t.db, tenantId, (tx) => claim(tx, { operation: op, workerId: `w-${round}`, leaseMs: 30_000 })),
+          withTenant(t.db, tenantId, (tx) =>
+            claim(tx, { operation: op, workerId: `w-${round}`, leaseMs: 30_000 }),
+          ),
         ]);
         const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
         const claimWon = claimResult.status === 'fulfilled' && claimResult.value !== null;

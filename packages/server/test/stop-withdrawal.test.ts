@@ -45,7 +45,11 @@ async function call(path: string, options: { input?: unknown; session?: Session;
     headers['x-csrf-token'] = options.session.csrf;
   }
   const response = options.mutation
-    ? await fetch(`${base}/trpc/${path}`, { method: 'POST', headers, body: JSON.stringify(options.input ?? null) })
+    ? await fetch(`${base}/trpc/${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(options.input ?? null),
+      })
     : await fetch(`${base}/trpc/${path}?input=${encodeURIComponent(JSON.stringify(options.input ?? null))}`, {
         headers,
       });
@@ -86,7 +90,12 @@ beforeAll(async () => {
       actor: 'test:setup',
     });
     for (const role of STAFF) {
-      await createStaffUser(tx, { tenantId: tenant.tenantId, email: `${role}@stop.invalid`, role, passwordHash });
+      await createStaffUser(tx, {
+        tenantId: tenant.tenantId,
+        email: `${role}@stop.invalid`,
+        role,
+        passwordHash,
+      });
     }
   });
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
@@ -108,7 +117,13 @@ async function approvedWithdrawal(amountMinor = ETH / 10n) {
   const sdk = createIdemClient({ baseUrl: base, apiKey: tenant.apiKey });
   const id = uniqueId('wd');
   const { withdrawal } = await sdk.withdrawals.submit(
-    { withdrawalId: id, accountId: 'cust-7', asset: 'ETH', destination: evmAddress(), amountMinor: `${amountMinor}` },
+    {
+      withdrawalId: id,
+      accountId: 'cust-7',
+      asset: 'ETH',
+      destination: evmAddress(),
+      amountMinor: `${amountMinor}`,
+    },
     withdrawalKey(id),
   );
   const reviewed = await withTenant(database.db, tenant.tenantId, async (tx) =>
@@ -119,9 +134,9 @@ async function approvedWithdrawal(amountMinor = ETH / 10n) {
 }
 
 const ethBalance = async () =>
-  (
-    await withTenant(database.db, tenant.tenantId, (tx) => getBalances(tx, tenant.tenantId, 'cust-7'))
-  ).find((b) => b.asset === 'ETH');
+  (await withTenant(database.db, tenant.tenantId, (tx) => getBalances(tx, tenant.tenantId, 'cust-7'))).find(
+    (b) => b.asset === 'ETH',
+  );
 
 describe('I12-STUCK stop before signing through the staff API', () => {
   it('I12-STUCK an operator stops an APPROVED withdrawal: REJECTED, hold released, who and why in the history', async () => {
@@ -133,9 +148,13 @@ describe('I12-STUCK stop before signing through the staff API', () => {
     const view = answer.body.result?.data as { state: string; rejectionCode: string | null };
     expect([view.state, view.rejectionCode]).toEqual(['REJECTED', 'STOPPED_BY_STAFF']);
     expect(await ethBalance()).toEqual(before);
-    const detail = await call('staff.get', { session: await signIn('operator'), input: { operationId: op.operationId } });
-    const timeline = (detail.body.result?.data as { timeline: { toState: string; actor: string; reason: string }[] })
-      .timeline;
+    const detail = await call('staff.get', {
+      session: await signIn('operator'),
+      input: { operationId: op.operationId },
+    });
+    const timeline = (
+      detail.body.result?.data as { timeline: { toState: string; actor: string; reason: string }[] }
+    ).timeline;
     const last = timeline.at(-1);
     expect(last?.toState).toBe('REJECTED');
     expect(last?.actor).toMatch(/^staff:/);
@@ -158,7 +177,9 @@ describe('I12-STUCK stop before signing through the staff API', () => {
 
   it('I12-STUCK a withdrawal a worker has claimed is refused as being signed; it stays SIGNING', async () => {
     const op = await approvedWithdrawal();
-    await withTenant(database.db, tenant.tenantId, (tx) => claim(tx, { operation: op, workerId: 'w-test', leaseMs: 30_000 }));
+    await withTenant(database.db, tenant.tenantId, (tx) =>
+      claim(tx, { operation: op, workerId: 'w-test', leaseMs: 30_000 }),
+    );
     const answer = await stop('operator', op.operationId);
     expect([answer.status, answer.body.error?.data.code]).toEqual([409, 'INVALID_TRANSITION']);
     expect(answer.body.error?.data.detail).toMatch(/being signed/);

@@ -67,7 +67,9 @@ export function createWorker(options: WorkerOptions): Worker {
     unknownEscalateAfterMs: options.unknownEscalateAfterMs ?? 15 * 60_000,
     escalationOwner: options.escalationOwner ?? 'ops-oncall',
     ...(options.broadcastAlertAfterMs ? { broadcastAlertAfterMs: options.broadcastAlertAfterMs } : {}),
-    ...(options.broadcastEscalateAfterMs ? { broadcastEscalateAfterMs: options.broadcastEscalateAfterMs } : {}),
+    ...(options.broadcastEscalateAfterMs
+      ? { broadcastEscalateAfterMs: options.broadcastEscalateAfterMs }
+      : {}),
     ...(options.probe ? { probe: options.probe } : {}),
   };
 

@@ -52,8 +52,8 @@ describe('I12-STUCK a BROADCAST transaction that is not mined', () => {
   it('I12-STUCK past the alert age: alert fired and the age in the metric; past the second age: escalated to a named owner; then mined once', async () => {
     const worker = env.worker({
       escalationOwner: 'treasury-oncall',
-      broadcastAlertAfterMs: { ethereum: 400 },
-      broadcastEscalateAfterMs: { ethereum: 1_500 },
+      broadcastAlertAfterMs: { ethereum: 1_500 },
+      broadcastEscalateAfterMs: { ethereum: 4_000 },
     });
     const op = await broadcastUnmined(worker);
 
@@ -61,7 +61,7 @@ describe('I12-STUCK a BROADCAST transaction that is not mined', () => {
     await worker.runOnce();
     expect(alerts(op.operationId, 'not mined')).toHaveLength(0);
 
-    await sleep(500);
+    await sleep(1_600);
     await worker.runOnce();
     expect(alerts(op.operationId, 'not mined')).toHaveLength(1);
     expect((await env.operation(op.operationId)).owner).toBeNull();
@@ -70,9 +70,9 @@ describe('I12-STUCK a BROADCAST transaction that is not mined', () => {
     expect(alerts(op.operationId, 'not mined')).toHaveLength(1);
     const stats = await operationStats(env.t.db);
     const broadcast = stats.find((row) => row.state === 'BROADCAST');
-    expect(broadcast?.oldestSeconds).toBeGreaterThanOrEqual(0.5);
+    expect(broadcast?.oldestSeconds).toBeGreaterThanOrEqual(1.5);
 
-    await sleep(1_100);
+    await sleep(2_500);
     await worker.runOnce();
     const escalated = await env.operation(op.operationId);
     expect([escalated.state, escalated.owner]).toEqual(['BROADCAST', 'treasury-oncall']);
