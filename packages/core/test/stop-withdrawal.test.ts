@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalEntries, operationTransitions } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
+import { STOPPED_BY_STAFF, stopWithdrawal } from '../src/staff/stop-withdrawal.ts';
 import { claim } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { STOPPED_BY_STAFF, stopWithdrawal } from '../src/staff/stop-withdrawal.ts';
 import { balanceOf, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
 import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 

@@ -152,10 +152,10 @@ describe('I12-STUCK stop before signing through the staff API', () => {
       session: await signIn('operator'),
       input: { operationId: op.operationId },
     });
-    const timeline = (
-      detail.body.result?.data as { timeline: { toState: string; actor: string; reason: string }[] }
-    ).timeline;
-    const last = timeline.at(-1);
+    const data = detail.body.result?.data as
+      | { timeline: { toState: string; actor: string; reason: string }[] }
+      | undefined;
+    const last = data?.timeline.at(-1);
     expect(last?.toState).toBe('REJECTED');
     expect(last?.actor).toMatch(/^staff:/);
     expect(last?.reason).toContain('customer asked us to stop it, ticket 4711');

@@ -21,8 +21,8 @@ import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.t
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { RunbookActions } from './AttentionQueue.tsx';
 import { useStaff } from './StaffApp.tsx';
-import { useStaffAssets } from './shared.tsx';
 import { StopWithdrawal } from './StopWithdrawal.tsx';
+import { useStaffAssets } from './shared.tsx';
 
 /** One operation as staff see it, with its full history: actor, reason and evidence of each step. */
 export function OperationDetail({ operationId }: { operationId: string }) {
