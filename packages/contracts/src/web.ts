@@ -176,6 +176,15 @@ export const assignOwnerInputSchema = z.strictObject({
   reason: z.string().trim().min(3).max(500),
 });
 
+/**
+ * Stop before signing (issue 12): an APPROVED withdrawal no worker has claimed goes to REJECTED
+ * (code STOPPED_BY_STAFF) and its hold is released. The reason is recorded in the history.
+ */
+export const stopWithdrawalInputSchema = z.strictObject({
+  operationId: uuid,
+  reason: z.string().trim().min(10).max(500),
+});
+
 // Manual resolution is a proposal (proposals.ts, kind resolve_withdrawal), approved by another person.
 
 /**

@@ -143,6 +143,7 @@ export {
   revokeWebSession,
   STAFF_SESSION_MS,
 } from './staff/sessions.ts';
+export { STOP_REASON_MIN, STOPPED_BY_STAFF, stopWithdrawal } from './staff/stop-withdrawal.ts';
 export {
   createStaffUser,
   findStaffForSignIn,

@@ -86,13 +86,14 @@ export async function databaseRefusal(promise: Promise<unknown>): Promise<string
 }
 
 /**
- * Walks a REQUESTED withdrawal to UNKNOWN (signed, then the send timed out) or FAILED_TERMINAL
+ * Walks a REQUESTED withdrawal to UNKNOWN (signed, then the send timed out), BROADCAST (sent, not
+ * mined) or FAILED_TERMINAL
  * (broadcast, then reverted, owned by `owner`) the way a worker would, in the caller's transaction.
  */
 export async function strandWithdrawal(
   tx: Tx,
   requested: Operation,
-  to: 'UNKNOWN' | 'FAILED_TERMINAL',
+  to: 'UNKNOWN' | 'FAILED_TERMINAL' | 'BROADCAST',
   options: { txHash?: string | null; owner?: string; signedArtifact?: string } = {},
 ): Promise<Operation> {
   const approved = await transition(tx, requested, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
@@ -111,6 +112,7 @@ export async function strandWithdrawal(
     return transition(tx, signed, 'UNKNOWN', { actor: 'w', reason: 'timeout', set: { clearLease: true } });
   }
   const broadcast = await transition(tx, signed, 'BROADCAST', { actor: 'w', reason: 'sent' });
+  if (to === 'BROADCAST') return broadcast;
   return transition(tx, broadcast, 'FAILED_TERMINAL', {
     actor: 'w',
     reason: 'reverted',

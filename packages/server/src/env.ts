@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { type Network, networkSchema } from '@idem/contracts';
 import { z } from 'zod';
 
 /** The repository root, so the default data directory is the same whoever starts the process. */
@@ -8,6 +9,29 @@ const flag = z
   .enum(['true', 'false', '1', '0'])
   .optional()
   .transform((value) => (value === undefined ? undefined : value === 'true' || value === '1'));
+
+/**
+ * A duration per network, e.g. `ethereum=1800000,bitcoin=7200000` (milliseconds); a network left
+ * out keeps the worker's default.
+ */
+const perNetworkMs = z
+  .string()
+  .optional()
+  .transform((value, check) => {
+    if (value === undefined || value.trim() === '') return undefined;
+    const result: Partial<Record<Network, number>> = {};
+    for (const part of value.split(',')) {
+      const [name, ms] = part.split('=').map((piece) => piece.trim());
+      const network = networkSchema.safeParse(name);
+      const duration = Number(ms);
+      if (!network.success || !Number.isInteger(duration) || duration < 1_000) {
+        check.addIssue({ code: 'custom', message: `expected network=milliseconds (>= 1000), got "${part}"` });
+        return z.NEVER;
+      }
+      result[network.data] = duration;
+    }
+    return result;
+  });
 
 /**
  * Every environment variable the server and CLI read, parsed once. Nothing else reads process.env.
@@ -66,6 +90,12 @@ const envSchema = z.object({
     .min(1_000)
     .default(15 * 60_000),
   IDEM_ESCALATION_OWNER: z.string().min(1).max(100).default('ops-oncall'),
+  /**
+   * Per network, how long a BROADCAST may stay unmined before an alert, then before it is escalated
+   * to IDEM_ESCALATION_OWNER (issue 12). Defaults: ethereum 30 min / 2 h, bitcoin 2 h / 6 h.
+   */
+  IDEM_BROADCAST_ALERT_AFTER_MS: perNetworkMs,
+  IDEM_BROADCAST_ESCALATE_AFTER_MS: perNetworkMs,
   /** How often each worker runs three-way reconciliation per tenant (0 turns it off). */
   IDEM_RECONCILE_EVERY_MS: z.coerce.number().int().min(0).default(60_000),
   /** Where browsers reach this server (e.g. https://pay.example.com); customer links are built on it. */

@@ -4,8 +4,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** States whose oldest age is a go/no-go signal: an owner must resolve them (C13, C15). */
-const WATCHED_STATES = ['UNKNOWN', 'FAILED_TERMINAL'] as const;
+/**
+ * States whose oldest age is a go/no-go signal: an owner must resolve them (C13, C15), or, for
+ * BROADCAST, a transaction not mined for long is stuck (a fee too low, dropped; issue 12).
+ */
+const WATCHED_STATES = ['UNKNOWN', 'FAILED_TERMINAL', 'BROADCAST'] as const;
 
 /**
  * One registry per server. Operation gauges are read from the database, through an aggregate-only
@@ -74,7 +77,7 @@ export function createMetrics(db: Database, options: { cacheMs: number }) {
   });
   new Gauge({
     name: 'idem_operation_oldest_age_seconds',
-    help: 'Age of the oldest operation in a state that needs an owner (0 when there is none)',
+    help: 'Age of the oldest operation in a state that needs an owner, or BROADCAST not yet confirmed (0 when there is none)',
     labelNames: ['state'] as const,
     registers: [registry],
     async collect() {

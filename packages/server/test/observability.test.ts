@@ -24,6 +24,7 @@ describe('observability', () => {
       const tenant = await provisionTenant(db);
       await stuckWithdrawal(db, tenant.tenantId, 'UNKNOWN');
       await stuckWithdrawal(db, tenant.tenantId, 'FAILED_TERMINAL');
+      await stuckWithdrawal(db, tenant.tenantId, 'BROADCAST');
       return tenant;
     },
   });
@@ -91,7 +92,7 @@ describe('observability', () => {
     }
   });
 
-  it('serves liveness, readiness and Prometheus metrics', async () => {
+  it('serves liveness, readiness and Prometheus metrics (I12-STUCK: the BROADCAST age too)', async () => {
     expect((await fetch(`${served.server.baseUrl}/healthz`)).status).toBe(200);
     expect((await fetch(`${served.server.baseUrl}/readyz`)).status).toBe(200);
     const metrics = await (await scrape(served.server.baseUrl)).text();
@@ -100,7 +101,9 @@ describe('observability', () => {
     // One withdrawal of each state that needs an owner was left there before the server started.
     expect(metrics).toMatch(/idem_operations\{state="UNKNOWN"\} 1\n/);
     expect(metrics).toMatch(/idem_operations\{state="FAILED_TERMINAL"\} 1\n/);
-    for (const state of ['UNKNOWN', 'FAILED_TERMINAL']) {
+    expect(metrics).toMatch(/idem_operations\{state="BROADCAST"\} 1\n/);
+    // I12-STUCK a BROADCAST not mined shows its age too.
+    for (const state of ['UNKNOWN', 'FAILED_TERMINAL', 'BROADCAST']) {
       const age = new RegExp(`idem_operation_oldest_age_seconds\\{state="${state}"\\} ([0-9.e-]+)`).exec(
         metrics,
       );
@@ -151,8 +154,12 @@ describe('observability', () => {
   });
 });
 
-/** A withdrawal left in UNKNOWN or FAILED_TERMINAL, as a worker would leave it. */
-async function stuckWithdrawal(db: Database, tenantId: string, to: 'UNKNOWN' | 'FAILED_TERMINAL') {
+/** A withdrawal left in UNKNOWN, FAILED_TERMINAL or BROADCAST (not mined), as a worker would leave it. */
+async function stuckWithdrawal(
+  db: Database,
+  tenantId: string,
+  to: 'UNKNOWN' | 'FAILED_TERMINAL' | 'BROADCAST',
+) {
   const withdrawalId = uniqueId('stuck');
   const { operation } = await submitWithdrawal(db, {
     tenantId,

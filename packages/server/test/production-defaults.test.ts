@@ -128,3 +128,17 @@ describe('a development server', () => {
     expect(scraped.status).toBe(200);
   });
 });
+
+describe('I12-STUCK broadcast ages per network', () => {
+  it('I12-STUCK IDEM_BROADCAST_ALERT_AFTER_MS / _ESCALATE_AFTER_MS parse per network; a bad entry is refused', () => {
+    const env = readEnv({
+      IDEM_BROADCAST_ALERT_AFTER_MS: 'ethereum=60000, bitcoin=120000',
+      IDEM_BROADCAST_ESCALATE_AFTER_MS: 'ethereum=600000',
+    });
+    expect(env.IDEM_BROADCAST_ALERT_AFTER_MS).toEqual({ ethereum: 60_000, bitcoin: 120_000 });
+    expect(env.IDEM_BROADCAST_ESCALATE_AFTER_MS).toEqual({ ethereum: 600_000 });
+    expect(readEnv({}).IDEM_BROADCAST_ALERT_AFTER_MS).toBeUndefined();
+    expect(() => readEnv({ IDEM_BROADCAST_ALERT_AFTER_MS: 'solana=60000' })).toThrow(/network=milliseconds/);
+    expect(() => readEnv({ IDEM_BROADCAST_ALERT_AFTER_MS: 'ethereum=5' })).toThrow(/network=milliseconds/);
+  });
+});

@@ -216,6 +216,35 @@ describe('staff screens', () => {
     expect((await stack.sdkA.withdrawals.get(withdrawalId)).state).toBe('VERIFIED_NOT_SENT');
   });
 
+  it('I12-STUCK an operator stops an approved withdrawal from its detail page: REJECTED, hold released, reason in the history', async () => {
+    const withdrawalId = `approved-${stack.a.tenantId}`;
+    expect((await stack.sdkA.withdrawals.get(withdrawalId)).state).toBe('APPROVED');
+    const operator = await newPage(stack);
+    await signInStaff(operator, stack.a.tenantId, stack.a.staff.operator.email);
+    await operator.goto(`/staff/operations/${stack.a.approvedOperationId}`);
+    const section = operator.getByRole('region', { name: 'Stop before signing' });
+    await section.waitFor();
+    const button = section.getByRole('button', { name: 'Stop withdrawal' });
+    expect(await button.isDisabled()).toBe(true);
+    await section.getByLabel('Why stop it').fill('fraud found after approval, case 88');
+    expect(await seriousViolations(operator)).toEqual([]);
+    await button.click();
+    await section.waitFor({ state: 'detached' });
+    await operator.getByTestId('staff-timeline').getByText('APPROVED → REJECTED').waitFor();
+    await expect(operator.getByTestId('staff-timeline').textContent()).resolves.toContain(
+      'stopped before signing: fraud found after approval, case 88',
+    );
+    await screenshot(operator, 'staff-stop-before-signing');
+    await operator.context().close();
+    const stopped = await stack.sdkA.withdrawals.get(withdrawalId);
+    expect([stopped.state, stopped.rejectionCode]).toEqual(['REJECTED', 'STOPPED_BY_STAFF']);
+    const balances = await stack.sdkA.balances.get('cust-8');
+    expect(balances.find((b) => b.asset === 'ETH')).toMatchObject({
+      available: '1000000000000000000',
+      held: '0',
+    });
+  });
+
   it('C24 self-approval is refused by the server: the admin who requested cannot approve', async () => {
     const page = await newPage(stack);
     await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);

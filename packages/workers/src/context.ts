@@ -1,3 +1,4 @@
+import type { Network } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import type { Logger } from 'pino';
 import type { RailRegistry } from './rails.ts';
@@ -20,5 +21,9 @@ export interface WorkerContext {
   unknownEscalateAfterMs: number;
   /** Who owns escalations. */
   escalationOwner: string;
+  /** Per network: a BROADCAST not mined after this long raises an alert (defaults in steps/settle.ts). */
+  broadcastAlertAfterMs?: Partial<Record<Network, number>>;
+  /** Per network: a BROADCAST not mined after this long gets the escalation owner and an alert. */
+  broadcastEscalateAfterMs?: Partial<Record<Network, number>>;
   probe?: (step: SendStep, operationId: string) => Promise<void>;
 }

@@ -23,6 +23,8 @@ export interface WorkerOptions {
   reorgWindowSeconds?: number;
   unknownEscalateAfterMs?: number;
   escalationOwner?: string;
+  broadcastAlertAfterMs?: WorkerContext['broadcastAlertAfterMs'];
+  broadcastEscalateAfterMs?: WorkerContext['broadcastEscalateAfterMs'];
   probe?: (step: SendStep, operationId: string) => Promise<void>;
   /** Run three-way reconciliation per tenant at most this often (off when absent). */
   reconcileEveryMs?: number;
@@ -64,6 +66,10 @@ export function createWorker(options: WorkerOptions): Worker {
     reorgWindowSeconds: options.reorgWindowSeconds ?? 3_600,
     unknownEscalateAfterMs: options.unknownEscalateAfterMs ?? 15 * 60_000,
     escalationOwner: options.escalationOwner ?? 'ops-oncall',
+    ...(options.broadcastAlertAfterMs ? { broadcastAlertAfterMs: options.broadcastAlertAfterMs } : {}),
+    ...(options.broadcastEscalateAfterMs
+      ? { broadcastEscalateAfterMs: options.broadcastEscalateAfterMs }
+      : {}),
     ...(options.probe ? { probe: options.probe } : {}),
   };
 

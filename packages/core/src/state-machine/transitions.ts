@@ -23,8 +23,12 @@ const withdrawalEdges: Partial<Record<OperationState, Edge[]>> = {
     { to: 'APPROVED', effect: 'none' },
     { to: 'REJECTED', effect: 'release' },
   ],
-  // APPROVED -> SIGNING happens only through `claim`, which sets the lease.
-  APPROVED: [{ to: 'SIGNING', effect: 'none' }],
+  APPROVED: [
+    // Only through `claim`, which sets the lease.
+    { to: 'SIGNING', effect: 'none' },
+    // Stop before signing (staff/stop-withdrawal.ts): nothing was signed, so the hold goes back.
+    { to: 'REJECTED', effect: 'release' },
+  ],
   SIGNING: [
     { to: 'SIGNED', effect: 'none' },
     // Only while nothing is signed; `releaseClaim` checks the artifact in its WHERE clause.

@@ -49,6 +49,19 @@ export function staffWith(permission: Permission) {
   });
 }
 
+/** A staff procedure any one of several permissions allows (e.g. an action that only lowers risk). */
+export function staffWithAny(...permissions: Permission[]) {
+  return staffProcedure.use(({ ctx, next }) => {
+    if (!permissions.some((permission) => roleAllows(ctx.staff.role, permission))) {
+      throw new IdemError(
+        'FORBIDDEN',
+        `the ${ctx.staff.role} role may not do this (needs ${permissions.join(' or ')})`,
+      );
+    }
+    return next();
+  });
+}
+
 /** A customer of one account, through the session the operator's one-time link opened. */
 export const customerProcedure = publicProcedure.use(async ({ ctx, type, next }) => {
   const web = requireWeb(ctx.web);

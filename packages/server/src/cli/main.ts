@@ -332,6 +332,12 @@ async function runWorker(workerId: string): Promise<number> {
     leaseMs: env.IDEM_WORKER_LEASE_MS,
     unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
     escalationOwner: env.IDEM_ESCALATION_OWNER,
+    ...(env.IDEM_BROADCAST_ALERT_AFTER_MS
+      ? { broadcastAlertAfterMs: env.IDEM_BROADCAST_ALERT_AFTER_MS }
+      : {}),
+    ...(env.IDEM_BROADCAST_ESCALATE_AFTER_MS
+      ? { broadcastEscalateAfterMs: env.IDEM_BROADCAST_ESCALATE_AFTER_MS }
+      : {}),
     ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
   });
   worker.start(env.IDEM_WORKER_INTERVAL_MS);

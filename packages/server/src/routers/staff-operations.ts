@@ -11,6 +11,7 @@ import {
   staffOperationPageSchema,
   staffOperationViewSchema,
   staffWithdrawInputSchema,
+  stopWithdrawalInputSchema,
   withdrawOutputSchema,
 } from '@idem/contracts';
 import {
@@ -21,11 +22,12 @@ import {
   listAttentionQueue,
   operationTimeline,
   searchOperations,
+  stopWithdrawal,
   submitWebWithdrawal,
   toStaffView,
   toView,
 } from '@idem/core';
-import { staffWith } from '../auth/procedures.ts';
+import { staffWith, staffWithAny } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /** The staff screens' operation procedures. Every action records its actor as `staff:<user id>`. */
@@ -79,6 +81,29 @@ export const staffOperationsRouter = router({
     .mutation(({ ctx, input }) =>
       ctx.inTenant(async (tx) =>
         toStaffView(tx, await escalateOperation(tx, { tenantId: ctx.tenantId, ...input, actor: ctx.actor })),
+      ),
+    ),
+
+  /**
+   * Stop before signing (issue 12): an APPROVED withdrawal no worker has claimed goes to REJECTED
+   * with its hold released, recorded with who and why. Stopping only lowers risk, so one person
+   * with either the decide or the operate permission suffices (no four eyes). A claimed one is
+   * refused (INVALID_TRANSITION): core locks the row and requires APPROVED in the write.
+   */
+  stop: staffWithAny('decide', 'operate')
+    .input(stopWithdrawalInputSchema)
+    .output(staffOperationViewSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant(async (tx) =>
+        toStaffView(
+          tx,
+          await stopWithdrawal(tx, {
+            tenantId: ctx.tenantId,
+            operationId: input.operationId,
+            actor: ctx.actor,
+            reason: input.reason,
+          }),
+        ),
       ),
     ),
 

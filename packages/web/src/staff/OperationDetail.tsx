@@ -21,6 +21,7 @@ import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.t
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { RunbookActions } from './AttentionQueue.tsx';
 import { useStaff } from './StaffApp.tsx';
+import { StopWithdrawal } from './StopWithdrawal.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 /** One operation as staff see it, with its full history: actor, reason and evidence of each step. */
@@ -109,6 +110,7 @@ export function OperationDetail({ operationId }: { operationId: string }) {
       {operation.state === 'UNKNOWN' || operation.state === 'FAILED_TERMINAL' ? (
         <RunbookActions item={operation} />
       ) : null}
+      <StopWithdrawal operation={operation} />
       <ManualResolution operation={operation} />
       <Title order={2} size="h3">
         History

@@ -12,6 +12,7 @@ import {
   type Database,
   openDatabase,
   recordDeposit,
+  reviewWithdrawal,
   type StaffRole,
   setRiskPolicy,
   withTenant,
@@ -40,6 +41,8 @@ export interface TenantFixture {
   staff: Record<'admin' | 'approver1' | 'approver2' | 'support' | 'operator', StaffFixture>;
   /** A BTC withdrawal of account cust-9 left UNKNOWN that never reached the custodian (manual resolution). */
   stuckOperationId: string;
+  /** An ETH withdrawal of account cust-8 approved by the review and never claimed (no worker runs): stop before signing. */
+  approvedOperationId: string;
 }
 
 /**
@@ -110,8 +113,35 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
     const stuck = await strandWithdrawal(tx, operation, 'UNKNOWN', { txHash: null });
     return stuck.operationId;
   });
+  const approvedOperationId = await withTenant(db, tenantId, async (tx) => {
+    await recordDeposit(tx, {
+      tenantId,
+      deposit: {
+        reference: `seed-8-${tenantId}`,
+        accountId: 'cust-8',
+        asset: 'ETH',
+        amountMinor: ETH.toString(),
+      },
+      idempotencyKey: `seed-8-${tenantId}`,
+      actor: 'test',
+    });
+    const { operation } = await createWithdrawal(tx, {
+      tenantId,
+      request: {
+        withdrawalId: `approved-${tenantId}`,
+        accountId: 'cust-8',
+        asset: 'ETH',
+        destination: '0x7777777777777777777777777777777777777777',
+        amountMinor: (ETH / 2n).toString(),
+      },
+      idempotencyKey: `withdrawal-approved-${tenantId}`,
+    });
+    const approved = await reviewWithdrawal(tx, operation);
+    if (approved.state !== 'APPROVED') throw new Error(`fixture withdrawal is ${approved.state}`);
+    return approved.operationId;
+  });
   const { apiKey } = await createApiKey(db, tenantId);
-  return { tenantId, apiKey, staff, stuckOperationId };
+  return { tenantId, apiKey, staff, stuckOperationId, approvedOperationId };
 }
 
 export interface Stack {

@@ -6,6 +6,7 @@ import type { WorkerContext } from '../context.ts';
 import { routeFor } from '../rails.ts';
 import { gatherEvidence, type Verdict } from './evidence.ts';
 import { sendStoredArtifact } from './send.ts';
+import { checkBroadcastAge } from './stuck.ts';
 
 const { operationTransitions } = schema;
 
@@ -25,11 +26,10 @@ async function forEachCandidate(
     try {
       verdict = await gatherEvidence(ctx, op);
     } catch (error) {
-      // No answer is no evidence: nothing changes.
-      ctx.log.warn(
-        { tenantId, operationId, stage, message: scrubbedError(error, 200) },
-        'rail could not be asked',
-      );
+      // No answer is no evidence: no state changes. Escalation by age alone goes on (issue 12).
+      const message = scrubbedError(error, 200);
+      ctx.log.warn({ tenantId, operationId, stage, message }, 'rail could not be asked');
+      await WITHOUT_AN_ANSWER[stage]?.(ctx, op, { rail: 'no answer', message });
       continue;
     }
     await decide(op, verdict);
@@ -80,6 +80,8 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         );
         return;
       case 'in_progress':
+        // Mined but not yet deep enough is progress; pending in the pool is not.
+        if (verdict.evidence.found !== 'mined') await checkBroadcastAge(ctx, op, verdict.evidence);
         return;
       case 'failed_on_rail':
         await moveIfCurrent(
@@ -106,6 +108,7 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
             { tenantId, operationId: op.operationId, outcome: resent.sent },
             'transaction missing from the chain; stored bytes resent',
           );
+          await checkBroadcastAge(ctx, op, { ...verdict.evidence, resend: resent.sent });
           return;
         }
         await moveIfCurrent(
@@ -252,6 +255,18 @@ async function escalateIfDue(
     'ALERT UNKNOWN withdrawal escalated',
   );
 }
+
+/**
+ * What a stage still does when the rail cannot be asked: what depends on time alone. An UNKNOWN
+ * past its window gets its owner, and a BROADCAST past its ages its alert and owner, whether or
+ * not the node or custodian answers (docs/RUNBOOK.md).
+ */
+const WITHOUT_AN_ANSWER: Partial<
+  Record<Stage, (ctx: WorkerContext, op: Operation, evidence: Record<string, unknown>) => Promise<void>>
+> = {
+  watch: checkBroadcastAge,
+  reconcile: (ctx, op, evidence) => escalateIfDue(ctx, op, evidence),
+};
 
 /** Whether the send that made this operation UNKNOWN was a clean refusal by the rail. */
 async function lastSendWasRefused(ctx: WorkerContext, op: Operation): Promise<boolean> {

@@ -1,0 +1,191 @@
+import { Writable } from 'node:stream';
+import {
+  claim,
+  createStaffUser,
+  getBalances,
+  getOperation,
+  reviewWithdrawal,
+  setRiskPolicy,
+  withTenant,
+} from '@idem/core';
+import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningServer, startServer } from '../src/app.ts';
+import { hashPassword } from '../src/auth/password.ts';
+import { readEnv } from '../src/env.ts';
+import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+
+/**
+ * Issue 12, stop before signing, over real HTTP: the server runs with no worker, so an APPROVED
+ * withdrawal stays unclaimed until the test claims it.
+ */
+const PASSWORD = 'a long enough test password';
+const STAFF = ['support', 'approver', 'operator'] as const;
+type Who = (typeof STAFF)[number];
+
+let database: TestDatabase;
+let server: RunningServer;
+let base: string;
+let tenant: TenantFixture;
+
+interface Body {
+  result?: { data: unknown };
+  error?: { data: { code: string; detail: string } };
+}
+interface Session {
+  cookie: string;
+  csrf: string;
+}
+
+async function call(path: string, options: { input?: unknown; session?: Session; mutation?: boolean } = {}) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
+  if (options.session) {
+    headers.cookie = options.session.cookie;
+    headers['x-csrf-token'] = options.session.csrf;
+  }
+  const response = options.mutation
+    ? await fetch(`${base}/trpc/${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(options.input ?? null),
+      })
+    : await fetch(`${base}/trpc/${path}?input=${encodeURIComponent(JSON.stringify(options.input ?? null))}`, {
+        headers,
+      });
+  return { status: response.status, body: (await response.json()) as Body, response };
+}
+
+const sessions = new Map<Who, Session>();
+async function signIn(who: Who): Promise<Session> {
+  const known = sessions.get(who);
+  if (known) return known;
+  const answer = await call('staffAuth.signIn', {
+    mutation: true,
+    input: { tenantId: tenant.tenantId, email: `${who}@stop.invalid`, password: PASSWORD },
+  });
+  const cookie = answer.response.headers.getSetCookie()[0]?.split(';')[0];
+  if (answer.status !== 200 || !cookie || !answer.body.result) {
+    throw new Error(`sign-in failed: ${JSON.stringify(answer.body)}`);
+  }
+  const session = { cookie, csrf: (answer.body.result.data as { csrfToken: string }).csrfToken };
+  sessions.set(who, session);
+  return session;
+}
+
+const stop = async (who: Who, operationId: string, reason = 'customer asked us to stop it, ticket 4711') =>
+  call('staff.stop', { mutation: true, session: await signIn(who), input: { operationId, reason } });
+
+beforeAll(async () => {
+  database = await createTestDatabase({ maxConnections: 5 });
+  const passwordHash = await hashPassword(PASSWORD);
+  tenant = await provisionTenant(database.db, { name: 'Stop' });
+  await withTenant(database.db, tenant.tenantId, async (tx) => {
+    await setRiskPolicy(tx, {
+      tenantId: tenant.tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
+      velocityMaxPerHour: 1000,
+      actor: 'test:setup',
+    });
+    for (const role of STAFF) {
+      await createStaffUser(tx, {
+        tenantId: tenant.tenantId,
+        email: `${role}@stop.invalid`,
+        role,
+        passwordHash,
+      });
+    }
+  });
+  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
+  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
+    database,
+    logDestination: silent,
+    announce: () => {},
+  });
+  base = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await database?.dispose();
+});
+
+/** A withdrawal submitted through the API and approved by the risk review (no worker runs). */
+async function approvedWithdrawal(amountMinor = ETH / 10n) {
+  const sdk = createIdemClient({ baseUrl: base, apiKey: tenant.apiKey });
+  const id = uniqueId('wd');
+  const { withdrawal } = await sdk.withdrawals.submit(
+    {
+      withdrawalId: id,
+      accountId: 'cust-7',
+      asset: 'ETH',
+      destination: evmAddress(),
+      amountMinor: `${amountMinor}`,
+    },
+    withdrawalKey(id),
+  );
+  const reviewed = await withTenant(database.db, tenant.tenantId, async (tx) =>
+    reviewWithdrawal(tx, await getOperation(tx, tenant.tenantId, withdrawal.operationId)),
+  );
+  expect(reviewed.state).toBe('APPROVED');
+  return reviewed;
+}
+
+const ethBalance = async () =>
+  (await withTenant(database.db, tenant.tenantId, (tx) => getBalances(tx, tenant.tenantId, 'cust-7'))).find(
+    (b) => b.asset === 'ETH',
+  );
+
+describe('I12-STUCK stop before signing through the staff API', () => {
+  it('I12-STUCK an operator stops an APPROVED withdrawal: REJECTED, hold released, who and why in the history', async () => {
+    const before = await ethBalance();
+    const op = await approvedWithdrawal();
+    expect((await ethBalance())?.held).toBe((BigInt(before?.held ?? 0) + ETH / 10n).toString());
+    const answer = await stop('operator', op.operationId);
+    expect(answer.status).toBe(200);
+    const view = answer.body.result?.data as { state: string; rejectionCode: string | null };
+    expect([view.state, view.rejectionCode]).toEqual(['REJECTED', 'STOPPED_BY_STAFF']);
+    expect(await ethBalance()).toEqual(before);
+    const detail = await call('staff.get', {
+      session: await signIn('operator'),
+      input: { operationId: op.operationId },
+    });
+    const data = detail.body.result?.data as
+      | { timeline: { toState: string; actor: string; reason: string }[] }
+      | undefined;
+    const last = data?.timeline.at(-1);
+    expect(last?.toState).toBe('REJECTED');
+    expect(last?.actor).toMatch(/^staff:/);
+    expect(last?.reason).toContain('customer asked us to stop it, ticket 4711');
+    // Again: refused, nothing released twice.
+    const again = await stop('approver', op.operationId);
+    expect([again.status, again.body.error?.data.code]).toEqual([409, 'INVALID_TRANSITION']);
+    expect(await ethBalance()).toEqual(before);
+  });
+
+  it('I12-STUCK an approver may stop too; support may not; a reason under 10 characters is refused', async () => {
+    const op = await approvedWithdrawal();
+    const bySupport = await stop('support', op.operationId);
+    expect([bySupport.status, bySupport.body.error?.data.code]).toEqual([403, 'FORBIDDEN']);
+    const short = await stop('approver', op.operationId, 'fraud');
+    expect([short.status, short.body.error?.data.code]).toEqual([400, 'VALIDATION']);
+    const byApprover = await stop('approver', op.operationId);
+    expect(byApprover.status).toBe(200);
+  });
+
+  it('I12-STUCK a withdrawal a worker has claimed is refused as being signed; it stays SIGNING', async () => {
+    const op = await approvedWithdrawal();
+    await withTenant(database.db, tenant.tenantId, (tx) =>
+      claim(tx, { operation: op, workerId: 'w-test', leaseMs: 30_000 }),
+    );
+    const answer = await stop('operator', op.operationId);
+    expect([answer.status, answer.body.error?.data.code]).toEqual([409, 'INVALID_TRANSITION']);
+    expect(answer.body.error?.data.detail).toMatch(/being signed/);
+    const stored = await withTenant(database.db, tenant.tenantId, (tx) =>
+      getOperation(tx, tenant.tenantId, op.operationId),
+    );
+    expect(stored.state).toBe('SIGNING');
+  });
+});
