@@ -18,6 +18,8 @@ export interface WorkerContext {
   reorgWindowSeconds: number;
   /** After this long in UNKNOWN an operation gets a named owner and an alert (C15). */
   unknownEscalateAfterMs: number;
+  /** The least time between the two chain passes a VERIFIED_NOT_SENT verdict needs (issue 12). */
+  notSentConfirmIntervalMs: number;
   /** Who owns escalations. */
   escalationOwner: string;
   probe?: (step: SendStep, operationId: string) => Promise<void>;

@@ -22,6 +22,8 @@ export interface WorkerOptions {
   batchSize?: number;
   reorgWindowSeconds?: number;
   unknownEscalateAfterMs?: number;
+  /** The least time between the two chain passes a VERIFIED_NOT_SENT verdict needs (default 60 s). */
+  notSentConfirmIntervalMs?: number;
   escalationOwner?: string;
   probe?: (step: SendStep, operationId: string) => Promise<void>;
   /** Run three-way reconciliation per tenant at most this often (off when absent). */
@@ -63,6 +65,7 @@ export function createWorker(options: WorkerOptions): Worker {
     batchSize: options.batchSize ?? 20,
     reorgWindowSeconds: options.reorgWindowSeconds ?? 3_600,
     unknownEscalateAfterMs: options.unknownEscalateAfterMs ?? 15 * 60_000,
+    notSentConfirmIntervalMs: options.notSentConfirmIntervalMs ?? 60_000,
     escalationOwner: options.escalationOwner ?? 'ops-oncall',
     ...(options.probe ? { probe: options.probe } : {}),
   };
