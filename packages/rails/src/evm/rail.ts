@@ -396,7 +396,10 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
       (t) => t.from.toLowerCase() === sender.toLowerCase() && t.nonce === nonce,
     );
     if (!taken || !block.hash) {
-      throw new IdemError('INTERNAL', `the node shows nonce ${nonce} consumed in block ${at} without its transaction`);
+      throw new IdemError(
+        'INTERNAL',
+        `the node shows nonce ${nonce} consumed in block ${at} without its transaction`,
+      );
     }
     return { txHash: taken.hash, blockNumber: at, blockHash: block.hash };
   }

@@ -213,7 +213,8 @@ function lagView(call: RpcCall, height: number): LagView {
   /** The tag as the lagging node reads it, or null when it names a block it does not have. */
   const tag = (value: unknown): unknown => {
     if (value === undefined || (typeof value === 'string' && movingTags.has(value))) return hex(height);
-    if (typeof value === 'string' && value.startsWith('0x')) return Number(BigInt(value)) > height ? null : value;
+    if (typeof value === 'string' && value.startsWith('0x'))
+      return Number(BigInt(value)) > height ? null : value;
     return value;
   };
   const above = (value: unknown) => typeof value === 'string' && Number(BigInt(value)) > height;

@@ -107,7 +107,8 @@ export async function confirmNotSent(
       return null;
     }
     // A view lower than the first pass's, or too soon: wait for a later pass.
-    if (pass.pinnedBlock < first.pinnedBlock || Number(first.ageMs) < ctx.notSentConfirmIntervalMs) return null;
+    if (pass.pinnedBlock < first.pinnedBlock || Number(first.ageMs) < ctx.notSentConfirmIntervalMs)
+      return null;
     return {
       ...hint,
       reason: pass.reason,
