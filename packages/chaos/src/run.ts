@@ -258,6 +258,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       IDEM_WORKER_LEASE_MS: '4000',
       // Short, so an UNKNOWN nobody can resolve gets its named owner inside the quiet phase.
       IDEM_UNKNOWN_ESCALATE_AFTER_MS: '5000',
+      // Two chain passes prove a withdrawal not sent; short, so both fit in the run.
+      IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: '1000',
     };
     const workers = Array.from({ length: options.workers }, (_, w) =>
       workerProcess(`worker-${w}`, workerEnv, outDir),

@@ -40,6 +40,8 @@ export {
   markObservation,
   observationsIn,
   observeDeposit,
+  recordCanonical,
+  recordReplaced,
   registerDepositAddress,
   scanCursor,
 } from './deposits/watch.ts';

@@ -77,6 +77,7 @@ export async function startBoundary(
       workerId: `server-${process.pid}`,
       leaseMs: env.IDEM_WORKER_LEASE_MS,
       unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
+      notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
       escalationOwner: env.IDEM_ESCALATION_OWNER,
       ...(env.IDEM_BROADCAST_ALERT_AFTER_MS
         ? { broadcastAlertAfterMs: env.IDEM_BROADCAST_ALERT_AFTER_MS }

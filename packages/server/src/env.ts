@@ -89,6 +89,11 @@ const envSchema = z.object({
     .int()
     .min(1_000)
     .default(15 * 60_000),
+  /**
+   * The least time between the two chain passes that must both prove an EVM withdrawal was never
+   * sent (its nonce taken at depth by another transaction) before its hold is released (issue 12).
+   */
+  IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
   IDEM_ESCALATION_OWNER: z.string().min(1).max(100).default('ops-oncall'),
   /**
    * Per network, how long a BROADCAST may stay unmined before an alert, then before it is escalated

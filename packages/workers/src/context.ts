@@ -19,6 +19,8 @@ export interface WorkerContext {
   reorgWindowSeconds: number;
   /** After this long in UNKNOWN an operation gets a named owner and an alert (C15). */
   unknownEscalateAfterMs: number;
+  /** The least time between the two chain passes a VERIFIED_NOT_SENT verdict needs (issue 12). */
+  notSentConfirmIntervalMs: number;
   /** Who owns escalations. */
   escalationOwner: string;
   /** Per network: a BROADCAST not mined after this long raises an alert (defaults in steps/settle.ts). */

@@ -88,7 +88,13 @@ async function chainAttestation(
   if (op.signedArtifact && (!op.txHash || op.chainNonce === null)) {
     return { verdict: 'UNPROVEN', txHash: null, detail: { reason: 'stored_artifact_incomplete' } };
   }
-  const ours = op.signedArtifact ? { txHash: op.txHash as Hex, nonce: op.chainNonce as number } : null;
+  const ours = op.signedArtifact
+    ? {
+        txHash: op.txHash as Hex,
+        nonce: op.chainNonce as number,
+        attempts: ourTransactionHashes(op),
+      }
+    : null;
   const found: EvmSettlementEvidence = await deps.rails.evmReader().settlement({
     sender: wallet.address as Address,
     ours,
@@ -109,9 +115,24 @@ async function chainAttestation(
       ourNonce: op.chainNonce,
       minedNonceAtPin: found.minedNonceAtPin,
       blockNumber: found.blockNumber?.toString() ?? null,
+      consumer: found.consumer
+        ? {
+            txHash: found.consumer.txHash,
+            blockNumber: found.consumer.blockNumber.toString(),
+            blockHash: found.consumer.blockHash,
+          }
+        : null,
       ...(found.claimCheck ? { claimCheck: found.claimCheck } : {}),
     },
   };
+}
+
+/**
+ * Every transaction hash we signed for the withdrawal's nonce: a nonce taken by any of them was
+ * taken by us. Today the one stored transaction; signed attempts (fee bumps, cancels) join it here.
+ */
+export function ourTransactionHashes(op: Operation): Hex[] {
+  return op.txHash ? [op.txHash as Hex] : [];
 }
 
 async function custodianAttestation(deps: { rails: RailRegistry }, op: Operation): Promise<Answer> {

@@ -22,6 +22,8 @@ export interface WorkerOptions {
   batchSize?: number;
   reorgWindowSeconds?: number;
   unknownEscalateAfterMs?: number;
+  /** The least time between the two chain passes a VERIFIED_NOT_SENT verdict needs (default 60 s). */
+  notSentConfirmIntervalMs?: number;
   escalationOwner?: string;
   broadcastAlertAfterMs?: WorkerContext['broadcastAlertAfterMs'];
   broadcastEscalateAfterMs?: WorkerContext['broadcastEscalateAfterMs'];
@@ -65,6 +67,7 @@ export function createWorker(options: WorkerOptions): Worker {
     batchSize: options.batchSize ?? 20,
     reorgWindowSeconds: options.reorgWindowSeconds ?? 3_600,
     unknownEscalateAfterMs: options.unknownEscalateAfterMs ?? 15 * 60_000,
+    notSentConfirmIntervalMs: options.notSentConfirmIntervalMs ?? 60_000,
     escalationOwner: options.escalationOwner ?? 'ops-oncall',
     ...(options.broadcastAlertAfterMs ? { broadcastAlertAfterMs: options.broadcastAlertAfterMs } : {}),
     ...(options.broadcastEscalateAfterMs

@@ -164,7 +164,11 @@ describe('ambiguous sends and reconciliation on a real chain', () => {
     });
     await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
     await env.mine(1);
-    await worker.runOnce();
+    // Proven at a pinned block on two passes (issue 12); no interval between them here.
+    const reconciler = env.worker({ notSentConfirmIntervalMs: 0 });
+    await reconciler.runOnce();
+    expect((await env.operation(op.operationId)).state).toBe('UNKNOWN');
+    await reconciler.runOnce();
     expect((await env.operation(op.operationId)).state).toBe('VERIFIED_NOT_SENT');
     await expectHoldsCovered();
     expect(await env.balanceOf(op.destination ?? '')).toBe(0n);

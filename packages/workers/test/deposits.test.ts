@@ -69,6 +69,9 @@ describe('deposits seen on a real chain', () => {
         await rpc(env.anvil.rpcUrl, 'anvil_dropTransaction', [tx.hash]);
     }
     await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
+    // A reorganisation is acted on when seen again on a later pass, with the chain moved on (issue 12).
+    await worker.runOnce();
+    await env.mine(1);
     await worker.runOnce();
     expect(await depositedEth()).toBe(before);
     const breaks = await withTenant(env.t.db, env.tenantId, (tx) =>

@@ -40,6 +40,7 @@ beforeAll(async () => {
     batchSize: 20,
     reorgWindowSeconds: 3_600,
     unknownEscalateAfterMs: 60_000,
+    notSentConfirmIntervalMs: 60_000,
     escalationOwner: 'ops-oncall',
   };
 });

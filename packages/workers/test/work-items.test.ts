@@ -116,6 +116,7 @@ describe('I11-F9 what a worker stores and logs about a failure is scrubbed', () 
       batchSize: 10,
       reorgWindowSeconds: 3_600,
       unknownEscalateAfterMs: 60_000,
+      notSentConfirmIntervalMs: 60_000,
       escalationOwner: 'ops',
     };
     const [viaProvider, viaQuery] = await withTenant(env.t.db, env.tenantId, async (tx) => [

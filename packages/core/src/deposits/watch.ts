@@ -1,5 +1,5 @@
 import { IdemError, isValidDestination, type Network } from '@idem/contracts';
-import { and, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { chainCursors, depositAddresses, depositObservations } from '../db/schema/index.ts';
 
@@ -58,16 +58,90 @@ export async function advanceCursor(
     );
 }
 
-/** Records a deposit seen on chain. Seeing it again changes nothing (the id is the chain's). */
+/**
+ * Records a deposit seen on chain. Seeing it again changes nothing (the id is the chain's), except
+ * for an orphaned one: its transaction reappeared, so it is seen again, at its new block, and
+ * waits for depth like any other (issue 12). True when inserted or seen again.
+ */
 export async function observeDeposit(
   tx: Tx,
   input: Omit<
     typeof depositObservations.$inferInsert,
-    'status' | 'operationId' | 'firstSeenAt' | 'updatedAt'
+    'status' | 'operationId' | 'firstSeenAt' | 'updatedAt' | 'mismatchHead' | 'mismatchHash'
   >,
 ): Promise<boolean> {
-  const inserted = await tx.insert(depositObservations).values(input).onConflictDoNothing().returning();
+  const inserted = await tx
+    .insert(depositObservations)
+    .values(input)
+    .onConflictDoUpdate({
+      target: [depositObservations.tenantId, depositObservations.depositId],
+      set: {
+        status: 'seen',
+        blockNumber: input.blockNumber,
+        blockHash: input.blockHash,
+        mismatchHead: null,
+        mismatchHash: null,
+        updatedAt: sql`now()`,
+      },
+      setWhere: eq(depositObservations.status, 'orphaned'),
+    })
+    .returning();
   return inserted.length === 1;
+}
+
+/**
+ * The watcher's reading of an observation's block, when the node gave a positive answer:
+ * - `canonical`: its transaction is in the canonical block it names (`at`, moved there when it was
+ *   re-mined elsewhere); any earlier sighting of a reorganisation is cleared.
+ * - `replaced`: the canonical block at its height has another hash and its transaction is in no
+ *   canonical block. The first such sighting is only recorded (`mismatch_head`); a later one, at a
+ *   higher head, is the reorganisation. Returns whether to act on it now.
+ * A read that failed or timed out is no reading: the caller changes nothing.
+ */
+export async function recordCanonical(
+  tx: Tx,
+  observation: DepositObservation,
+  at: { blockNumber: number; blockHash: string },
+): Promise<void> {
+  if (
+    observation.blockNumber === at.blockNumber &&
+    observation.blockHash === at.blockHash &&
+    observation.mismatchHead === null
+  )
+    return;
+  await tx
+    .update(depositObservations)
+    .set({ ...at, mismatchHead: null, mismatchHash: null, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(depositObservations.tenantId, observation.tenantId),
+        eq(depositObservations.depositId, observation.depositId),
+        eq(depositObservations.status, observation.status),
+      ),
+    );
+}
+
+export async function recordReplaced(
+  tx: Tx,
+  observation: DepositObservation,
+  seen: { head: number; otherHash: string },
+): Promise<boolean> {
+  // Seen before, by a pass when the chain was lower: this is the second, later sighting.
+  if (observation.mismatchHead !== null && seen.head > observation.mismatchHead) return true;
+  if (observation.mismatchHead === null) {
+    await tx
+      .update(depositObservations)
+      .set({ mismatchHead: seen.head, mismatchHash: seen.otherHash, updatedAt: sql`now()` })
+      .where(
+        and(
+          eq(depositObservations.tenantId, observation.tenantId),
+          eq(depositObservations.depositId, observation.depositId),
+          eq(depositObservations.status, observation.status),
+          isNull(depositObservations.mismatchHead),
+        ),
+      );
+  }
+  return false;
 }
 
 export async function observationsIn(

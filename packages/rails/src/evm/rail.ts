@@ -75,6 +75,11 @@ export interface EvmRail {
 
 const requestTimeoutMsDefault = 5_000;
 const gasLimitMaxDefault = 300_000n;
+/** Whether `txHash` is one of `ours` (every hash we signed for a nonce: the original, bumps, cancels). */
+function isOneOf(txHash: Hex, ours: readonly Hex[]): boolean {
+  return ours.some((hash) => hash.toLowerCase() === txHash.toLowerCase());
+}
+
 const maxFeePerGasMaxDefault = 1_000_000_000_000n;
 const scanBlocksMaxDefault = 1_000;
 const nativeTransferGas = 21_000n;
@@ -278,14 +283,22 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
         minedNonceAtPin: null,
         blockNumber: null,
         claimCheck: null,
+        consumer: null,
       };
     }
     const ours = request.ours;
-    // The nonce first, then our receipt: had our transaction been mined at or below the pinned
-    // block, its receipt exists now, so a passed nonce without it was taken by someone else.
     const minedNonceAtPin = ours
       ? await client.getTransactionCount({ address: request.sender, blockNumber: pinned })
       : null;
+    // Which transaction took our nonce, found in the block where the sender's count passed it, by
+    // reads at explicit blocks at or below the pinned one. A lagging node cannot fake this answer
+    // (it refuses blocks it lacks), where a receipt it has not seen yet would look "absent".
+    const consumer =
+      ours && minedNonceAtPin !== null && minedNonceAtPin > ours.nonce
+        ? await nonceConsumer(request.sender, ours.nonce, pinned, minedNonceAtPin)
+        : null;
+    const consumerIsOurs =
+      consumer !== null && ours !== null && isOneOf(consumer.txHash, [ours.txHash, ...(ours.attempts ?? [])]);
     const ourReceipt = ours ? await canonicalReceipt(ours.txHash) : null;
     const ourDeep = ourReceipt !== null && ourReceipt.blockNumber <= pinned;
     const answer = (
@@ -301,14 +314,12 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
       minedNonceAtPin,
       blockNumber,
       claimCheck: null,
+      consumer,
     });
 
     // Can our stored bytes still be mined? Not if nothing was signed, if they were mined, or if
-    // their nonce was consumed at depth.
-    const oursSpent =
-      ours === null ||
-      ourDeep ||
-      (minedNonceAtPin !== null && minedNonceAtPin > ours.nonce && ourReceipt === null);
+    // their nonce was consumed at depth by a transaction that is not ours.
+    const oursSpent = ours === null || ourDeep || (consumer !== null && !consumerIsOurs);
 
     /** Proven not sent, or why not. */
     const notSent = (): EvmSettlementEvidence | string => {
@@ -319,9 +330,10 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
           ? answer('not_sent', 'reverted_at_depth', ours.txHash, ourReceipt.blockNumber)
           : 'reverted_not_deep_enough';
       }
-      return minedNonceAtPin !== null && minedNonceAtPin > ours.nonce
-        ? answer('not_sent', 'nonce_consumed_by_other', null, null)
-        : 'nonce_not_consumed_at_depth';
+      if (!consumer) return 'nonce_not_consumed_at_depth';
+      // Ours took it, though its receipt is not (yet) visible here: it was sent.
+      if (consumerIsOurs) return 'nonce_consumed_by_ours';
+      return answer('not_sent', 'nonce_consumed_by_other', null, null);
     };
     const paid = async (): Promise<EvmSettlementEvidence> => {
       const claimed = request.claimedTxHash ?? ours?.txHash ?? null;
@@ -357,6 +369,39 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     // Not paid as claimed, but proven never able to pay: say so, and why the claim failed.
     const other = notSent();
     return typeof other === 'string' ? proven : { ...other, claimCheck: proven.reason };
+  }
+
+  /**
+   * The transaction of `sender` with `nonce`, mined at or below `pinned` (where the sender's count
+   * is `countAtPin` > nonce): the first block whose count passes the nonce holds it. Every read
+   * names its block. Throws when the node cannot answer or contradicts itself.
+   */
+  async function nonceConsumer(
+    sender: Address,
+    nonce: number,
+    pinned: bigint,
+    countAtPin: number,
+  ): Promise<{ txHash: Hex; blockNumber: bigint; blockHash: Hex }> {
+    if (countAtPin <= nonce) throw new Error('nonce not consumed at the pinned block');
+    let below = -1n;
+    let at = pinned;
+    while (at - below > 1n) {
+      const middle = below + (at - below) / 2n;
+      const count = await client.getTransactionCount({ address: sender, blockNumber: middle });
+      if (count > nonce) at = middle;
+      else below = middle;
+    }
+    const block = await client.getBlock({ blockNumber: at, includeTransactions: true });
+    const taken = block.transactions.find(
+      (t) => t.from.toLowerCase() === sender.toLowerCase() && t.nonce === nonce,
+    );
+    if (!taken || !block.hash) {
+      throw new IdemError(
+        'INTERNAL',
+        `the node shows nonce ${nonce} consumed in block ${at} without its transaction`,
+      );
+    }
+    return { txHash: taken.hash, blockNumber: at, blockHash: block.hash };
   }
 
   /** Null when the mined transaction moved exactly the terms from the sender; else what differs. */

@@ -157,8 +157,12 @@ export type EvmTransferTerms =
 export interface EvmSettlementRequest {
   /** The hot wallet: the sender of our transaction. */
   readonly sender: Address;
-  /** Our stored signed transaction; null when nothing was ever signed (no bytes exist to be mined). */
-  readonly ours: { readonly txHash: Hex; readonly nonce: number } | null;
+  /**
+   * Our stored signed transaction; null when nothing was ever signed (no bytes exist to be mined).
+   * `attempts`: every other hash we signed for the same nonce (fee bumps, cancels); a nonce taken
+   * by any of them was taken by us.
+   */
+  readonly ours: { readonly txHash: Hex; readonly nonce: number; readonly attempts?: readonly Hex[] } | null;
   /** The transaction said to have paid; ours when not named. */
   readonly claimedTxHash: Hex | null;
   readonly terms: EvmTransferTerms;
@@ -173,7 +177,9 @@ export interface EvmSettlementRequest {
  * - paid: `txHash` is mined at or below the pinned block, succeeded, was sent by the hot wallet and
  *   moved exactly the terms; and if it is not our stored transaction, ours can no longer be mined.
  * - not_sent: nothing of ours can still pay: our nonce was consumed at the pinned block by a
- *   transaction that is not ours (`nonce_consumed_by_other`), our own transaction reverted at depth
+ *   transaction that is not ours (`nonce_consumed_by_other`: that transaction found, by reads at
+ *   explicit blocks, in the block where the sender's count passed our nonce; never inferred from a
+ *   receipt a lagging node has not seen), our own transaction reverted at depth
  *   (`reverted_at_depth`), or nothing was ever signed (`never_signed`).
  * - unproven: anything else, with the reason. Throws when the node cannot be asked.
  */
@@ -189,4 +195,6 @@ export interface EvmSettlementEvidence {
   readonly blockNumber: bigint | null;
   /** Why the transaction claimed to have paid did not prove it, when the answer is another. */
   readonly claimCheck: string | null;
+  /** The transaction that took our nonce at or below the pinned block, when it was taken. */
+  readonly consumer: { readonly txHash: Hex; readonly blockNumber: bigint; readonly blockHash: Hex } | null;
 }

@@ -1,30 +1,66 @@
 /**
- * A real HTTP proxy in front of a real node that loses answers on purpose. Every fault forwards
- * the request first, so the node really receives the transaction and only the answer is lost:
- * exactly the "provider accepted, caller saw an error" case the ambiguous class exists for.
+ * A real HTTP proxy in front of a real node that misbehaves on purpose, in two ways:
+ * - `fault`: every request is forwarded first and only the answer is lost (hang, 502, reset):
+ *   exactly the "provider accepted, caller saw an error" case the ambiguous class exists for.
+ * - `addRule`: per-call JSON-RPC rules, as a node behind a load balancer misbehaves: answer HTTP
+ *   429 without forwarding, hang until the caller's deadline, or serve a lagging node's view
+ *   (an older head: block tags rewritten to the lag height, blocks, receipts and transactions
+ *   above it unknown, state reads above it refused). The first matching rule applies.
+ * Kept here, under `@idem/rails/testing`, so workers tests and the chaos run use the same one.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type ProxyFault = 'none' | 'forward-then-hang' | 'forward-then-502' | 'forward-then-reset';
+
+export type RpcFaultMode = '429' | 'hang' | 'lag';
+
+export interface RpcFaultRule {
+  /** The JSON-RPC methods the rule applies to. */
+  methods: readonly string[];
+  mode: RpcFaultMode;
+  /** For `lag`: the block height the lagging node is at. */
+  lagHeight?: number;
+  /** Only calls whose params satisfy this (e.g. blocks read without their transactions). */
+  when?: (params: readonly unknown[]) => boolean;
+  /** How many calls it hits before it is spent; unlimited when absent. */
+  times?: number;
+}
+
+/** A rule in force; `hits` counts the calls it actually changed (a test asserts the fault happened). */
+export interface ActiveRule {
+  readonly rule: RpcFaultRule;
+  readonly hits: number;
+}
 
 export interface FaultProxy {
   readonly url: string;
   fault: ProxyFault;
   /** How many requests reached the upstream through this proxy. */
   readonly forwarded: number;
+  addRule(rule: RpcFaultRule): ActiveRule;
+  clearRules(): void;
   close(): Promise<void>;
 }
 
+interface RpcCall {
+  jsonrpc?: string;
+  id?: unknown;
+  method: string;
+  params?: unknown[];
+}
+
 const bodyBytesMax = 1024 * 1024;
+/** A hung call is released after this long, so no socket outlives a test. */
+const hangMsMax = 30_000;
 
 export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
   let forwarded = 0;
   const state: { fault: ProxyFault } = { fault: 'none' };
   const hanging = new Set<IncomingMessage>();
+  let rules: { rule: RpcFaultRule; hits: number; left: number }[] = [];
 
-  const server: Server = createServer(async (request, response) => {
-    const body = await readBody(request);
+  const forward = async (body: string): Promise<{ status: number; text: string }> => {
     const upstream = await fetch(upstreamUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -33,9 +69,72 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     });
     const text = await upstream.text();
     forwarded++;
+    return { status: upstream.status, text };
+  };
+
+  const ruleFor = (call: RpcCall) => {
+    const active = rules.find(
+      (r) => r.left > 0 && r.rule.methods.includes(call.method) && (r.rule.when?.(call.params ?? []) ?? true),
+    );
+    if (!active) return null;
+    active.left -= 1;
+    active.hits += 1;
+    return active.rule;
+  };
+
+  const hang = (request: IncomingMessage) => {
+    // Never answer; the caller's deadline decides. close() (or the cap) releases the socket.
+    hanging.add(request);
+    setTimeout(() => {
+      hanging.delete(request);
+      request.socket.destroy();
+    }, hangMsMax).unref();
+  };
+
+  /** One call as a lagging node would answer it. */
+  const lagging = async (call: RpcCall, height: number): Promise<unknown> => {
+    const view = lagView(call, height);
+    if ('answer' in view) return { jsonrpc: '2.0', id: call.id, ...view.answer };
+    const { text } = await forward(JSON.stringify({ ...call, params: view.params }));
+    const reply = JSON.parse(text) as { result?: unknown };
+    if (view.after && reply.result !== undefined) reply.result = view.after(reply.result);
+    return reply;
+  };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    const body = await readBody(request);
+    let parsed: RpcCall | RpcCall[] | null = null;
+    try {
+      parsed = JSON.parse(body) as RpcCall | RpcCall[];
+    } catch {
+      parsed = null;
+    }
+    const calls = parsed === null ? [] : Array.isArray(parsed) ? parsed : [parsed];
+    const hit = calls.map((call) => ({ call, rule: ruleFor(call) }));
+    if (hit.some((h) => h.rule?.mode === '429')) {
+      // A rate limiter answers before the node sees anything.
+      response
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32005, message: 'rate limited' } }));
+      return;
+    }
+    if (hit.some((h) => h.rule?.mode === 'hang')) return hang(request);
+    if (hit.some((h) => h.rule?.mode === 'lag')) {
+      const replies = await Promise.all(
+        hit.map(async ({ call, rule }) =>
+          rule?.mode === 'lag'
+            ? lagging(call, rule.lagHeight ?? 0)
+            : JSON.parse((await forward(JSON.stringify(call))).text),
+        ),
+      );
+      const out = Array.isArray(parsed) ? replies : replies[0];
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+      return;
+    }
+    const upstream = await forward(body);
     switch (state.fault) {
       case 'none':
-        response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text);
+        response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(upstream.text);
         return;
       case 'forward-then-502':
         response.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway');
@@ -44,10 +143,16 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
         request.socket.destroy();
         return;
       case 'forward-then-hang':
-        // Never answer; the caller's deadline decides. close() releases the socket.
         hanging.add(request);
         return;
     }
+  };
+
+  const server: Server = createServer((request, response) => {
+    handle(request, response).catch(() => {
+      if (!response.headersSent) response.writeHead(502).end();
+      else request.socket.destroy();
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -63,12 +168,94 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     get forwarded() {
       return forwarded;
     },
+    addRule(rule) {
+      const active = { rule, hits: 0, left: rule.times ?? Number.POSITIVE_INFINITY };
+      rules.push(active);
+      return {
+        rule,
+        get hits() {
+          return active.hits;
+        },
+      };
+    },
+    clearRules() {
+      rules = [];
+    },
     async close() {
       for (const request of hanging) request.socket.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+type LagView =
+  | { answer: { result: unknown } | { error: { code: number; message: string } } }
+  | { params: unknown[]; after?: (result: unknown) => unknown };
+
+const movingTags = new Set(['latest', 'pending', 'safe', 'finalized']);
+/** Where each state read carries its block tag. */
+const stateReadTagIndex: Record<string, number> = {
+  eth_getTransactionCount: 1,
+  eth_getBalance: 1,
+  eth_getCode: 1,
+  eth_call: 1,
+  eth_getStorageAt: 2,
+};
+
+/**
+ * How a node whose head is `height` answers `call`: moving tags mean `height`, anything mined
+ * above it does not exist yet, and state above it cannot be read ("header not found", as geth).
+ */
+function lagView(call: RpcCall, height: number): LagView {
+  const params = [...(call.params ?? [])];
+  const hex = (n: number) => `0x${n.toString(16)}`;
+  /** The tag as the lagging node reads it, or null when it names a block it does not have. */
+  const tag = (value: unknown): unknown => {
+    if (value === undefined || (typeof value === 'string' && movingTags.has(value))) return hex(height);
+    if (typeof value === 'string' && value.startsWith('0x'))
+      return Number(BigInt(value)) > height ? null : value;
+    return value;
+  };
+  const above = (value: unknown) => typeof value === 'string' && Number(BigInt(value)) > height;
+  const unknownAbove = (result: unknown) => {
+    const mined = (result as { blockNumber?: unknown; number?: unknown } | null) ?? null;
+    return mined && (above(mined.blockNumber) || above(mined.number)) ? null : result;
+  };
+  switch (call.method) {
+    case 'eth_blockNumber':
+      return { answer: { result: hex(height) } };
+    case 'eth_getBlockByNumber': {
+      const at = tag(params[0]);
+      if (at === null) return { answer: { result: null } };
+      params[0] = at;
+      return { params };
+    }
+    case 'eth_getBlockByHash':
+    case 'eth_getTransactionReceipt':
+    case 'eth_getTransactionByHash':
+      return { params, after: unknownAbove };
+    case 'eth_getLogs': {
+      const filter = { ...((params[0] as Record<string, unknown> | undefined) ?? {}) };
+      if (filter.fromBlock !== undefined && above(tag(filter.fromBlock) ?? filter.fromBlock)) {
+        return { answer: { result: [] } };
+      }
+      if (!filter.blockHash) filter.toBlock = tag(filter.toBlock) ?? hex(height);
+      params[0] = filter;
+      return {
+        params,
+        after: (logs) => (logs as { blockNumber?: string }[]).filter((log) => !above(log.blockNumber)),
+      };
+    }
+    default: {
+      const index = stateReadTagIndex[call.method];
+      if (index === undefined) return { params };
+      const at = tag(params[index]);
+      if (at === null) return { answer: { error: { code: -32000, message: 'header not found' } } };
+      params[index] = at;
+      return { params };
+    }
+  }
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {

@@ -1,3 +1,10 @@
 /** Test helpers other packages use against the real rails: a fault proxy and the simulator process. */
-export { type FaultProxy, type ProxyFault, startFaultProxy } from './fault-proxy.ts';
+export {
+  type ActiveRule,
+  type FaultProxy,
+  type ProxyFault,
+  type RpcFaultMode,
+  type RpcFaultRule,
+  startFaultProxy,
+} from './fault-proxy.ts';
 export { type SimulatorProcess, spawnSimulator } from './simulator-process.ts';

@@ -331,6 +331,7 @@ async function runWorker(workerId: string): Promise<number> {
     workerId,
     leaseMs: env.IDEM_WORKER_LEASE_MS,
     unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
+    notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
     escalationOwner: env.IDEM_ESCALATION_OWNER,
     ...(env.IDEM_BROADCAST_ALERT_AFTER_MS
       ? { broadcastAlertAfterMs: env.IDEM_BROADCAST_ALERT_AFTER_MS }
@@ -373,6 +374,7 @@ async function runReconcile(tenantId: string, json: boolean): Promise<number> {
         batchSize: 20,
         reorgWindowSeconds: 3_600,
         unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
+        notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
         escalationOwner: env.IDEM_ESCALATION_OWNER,
       },
       tenantId,

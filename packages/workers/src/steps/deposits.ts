@@ -6,14 +6,22 @@ import {
   markObservation,
   observationsIn,
   observeDeposit,
+  recordCanonical,
   recordDeposit,
+  recordReplaced,
   reverseDeposit,
   scanCursor,
   schema,
   withTenant,
 } from '@idem/core';
 import { and, eq } from 'drizzle-orm';
-import type { Address, Hex } from 'viem';
+import {
+  type Address,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+  TransactionReceiptNotFoundError,
+} from 'viem';
 import type { WorkerContext } from '../context.ts';
 import { NATIVE_ASSETS } from '../rails.ts';
 
@@ -27,7 +35,10 @@ const REORG_WINDOW_BLOCKS = 256;
  * The on-chain deposit watcher. Transfers to registered deposit addresses are observed as they are
  * mined, credited (as deposit operations, through the same identity path as everything else, C24)
  * only once their block is as deep as the asset's confirmation policy, and reversed by a
- * compensating entry with a break if a reorganisation removes them after crediting (C17).
+ * compensating entry with a break if a reorganisation removes them after crediting (C17). A
+ * reorganisation is a positive answer seen on two passes (issue 12): a failed, slow or lagging
+ * node is no evidence and changes nothing; an orphaned deposit whose transaction reappears is
+ * seen again and credited at depth.
  */
 export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promise<number> {
   const evm = ctx.rails.config.evm;
@@ -85,27 +96,52 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
   }
 
   const depth = new Map(setup.tokens.map((a) => [a.code, a.confirmations]));
-  const canonical = async (observation: DepositObservation): Promise<boolean> => {
-    const block = await chain.getBlock({ blockNumber: BigInt(observation.blockNumber) }).catch(() => null);
-    if (block?.hash === observation.blockHash) return true;
-    // Re-mined elsewhere after a reorganisation still counts; gone does not.
-    const txHash = observation.depositId.split(':')[0] as Hex;
-    const receipt = await chain.getTransactionReceipt({ hash: txHash }).catch(() => null);
-    return receipt?.status === 'success';
-  };
+  const read = (observation: DepositObservation) => readBlock(chain, observation);
+  const deepEnough = (assetCode: string, blockNumber: number) =>
+    head - blockNumber + 1 >= (depth.get(assetCode) ?? Number.MAX_SAFE_INTEGER);
+
+  // Orphaned, but its transaction is in a canonical block again: seen again, at that block.
+  const orphaned = await withTenant(ctx.db, tenantId, (tx) =>
+    observationsIn(tx, tenantId, ['orphaned'], head - REORG_WINDOW_BLOCKS),
+  );
+  for (const observation of orphaned) {
+    const reading = await read(observation);
+    if (reading.kind !== 'canonical') continue;
+    await withTenant(ctx.db, tenantId, (tx) =>
+      observeDeposit(tx, {
+        tenantId,
+        depositId: observation.depositId,
+        network: observation.network,
+        accountRef: observation.accountRef,
+        assetCode: observation.assetCode,
+        amountMinor: observation.amountMinor,
+        blockNumber: reading.blockNumber,
+        blockHash: reading.blockHash,
+      }),
+    );
+    ctx.log.info({ tenantId, depositId: observation.depositId }, 'orphaned deposit is on chain again');
+  }
 
   const pending = await withTenant(ctx.db, tenantId, (tx) => observationsIn(tx, tenantId, ['seen']));
   for (const observation of pending) {
-    if (!(await canonical(observation))) {
-      await withTenant(ctx.db, tenantId, (tx) => markObservation(tx, observation, 'orphaned'));
-      ctx.log.info(
-        { tenantId, depositId: observation.depositId },
-        'deposit reorganised out before crediting',
-      );
+    const reading = await read(observation);
+    // No answer (an error, a timeout, a node without that block) is no evidence: nothing changes.
+    if (reading.kind === 'no_answer') continue;
+    if (reading.kind === 'replaced') {
+      const act = await withTenant(ctx.db, tenantId, async (tx) => {
+        if (!(await recordReplaced(tx, observation, { head, otherHash: reading.otherHash }))) return false;
+        return markObservation(tx, observation, 'orphaned');
+      });
+      if (act) {
+        ctx.log.info(
+          { tenantId, depositId: observation.depositId },
+          'deposit reorganised out before crediting',
+        );
+      }
       continue;
     }
-    if (head - observation.blockNumber + 1 < (depth.get(observation.assetCode) ?? Number.MAX_SAFE_INTEGER))
-      continue;
+    await withTenant(ctx.db, tenantId, (tx) => recordCanonical(tx, observation, reading));
+    if (!deepEnough(observation.assetCode, reading.blockNumber)) continue;
     await withTenant(ctx.db, tenantId, async (tx) => {
       const claim = await recordDeposit(tx, {
         tenantId,
@@ -117,7 +153,7 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
         },
         idempotencyKey: `deposit-chain-${observation.depositId}`,
         actor: 'chain-watcher',
-        evidence: { blockNumber: observation.blockNumber, blockHash: observation.blockHash },
+        evidence: { blockNumber: reading.blockNumber, blockHash: reading.blockHash },
       });
       await markObservation(tx, observation, 'credited', claim.operation.operationId);
     });
@@ -131,21 +167,81 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     observationsIn(tx, tenantId, ['credited'], head - REORG_WINDOW_BLOCKS),
   );
   for (const observation of credited) {
-    if (await canonical(observation)) continue;
-    await withTenant(ctx.db, tenantId, async (tx) => {
+    const reading = await read(observation);
+    if (reading.kind === 'no_answer') continue;
+    if (reading.kind === 'canonical') {
+      await withTenant(ctx.db, tenantId, (tx) => recordCanonical(tx, observation, reading));
+      continue;
+    }
+    const reversed = await withTenant(ctx.db, tenantId, async (tx) => {
+      // The first sighting is only recorded; a later pass at a higher head must see it again.
+      if (!(await recordReplaced(tx, observation, { head, otherHash: reading.otherHash }))) return false;
       const deposit = await getOperation(tx, tenantId, observation.operationId ?? '');
-      if (deposit.state !== 'CONFIRMED') return;
+      if (deposit.state !== 'CONFIRMED') return false;
       await reverseDeposit(tx, {
         deposit,
         actor: 'chain-watcher',
-        evidence: { depositId: observation.depositId, blockHash: observation.blockHash },
+        evidence: {
+          depositId: observation.depositId,
+          blockHash: observation.blockHash,
+          replacedBy: reading.otherHash,
+          firstSeenAtHead: observation.mismatchHead,
+          seenAgainAtHead: head,
+        },
       });
       await markObservation(tx, observation, 'reversed');
+      return true;
     });
+    if (!reversed) continue;
     ctx.log.warn(
       { alert: true, tenantId, depositId: observation.depositId },
       'ALERT credited deposit removed by a reorganisation',
     );
   }
   return observed;
+}
+
+/**
+ * What the node positively says about an observation's block (issue 12). Only two answers act:
+ * its transaction in a canonical block (where it was, or re-mined elsewhere with the same transfer),
+ * or another block at its height with the transaction in none. Anything else (an error, a timeout,
+ * a node that does not have the block yet, a node contradicting itself) is no answer.
+ */
+type BlockReading =
+  | { kind: 'canonical'; blockNumber: number; blockHash: string }
+  | { kind: 'replaced'; otherHash: string }
+  | { kind: 'no_answer' };
+
+async function readBlock(chain: PublicClient, observation: DepositObservation): Promise<BlockReading> {
+  try {
+    const block = await chain.getBlock({ blockNumber: BigInt(observation.blockNumber) });
+    if (!block.hash) return { kind: 'no_answer' };
+    if (block.hash === observation.blockHash)
+      return { kind: 'canonical', blockNumber: observation.blockNumber, blockHash: block.hash };
+    const [txHash, part] = observation.depositId.split(':') as [Hex, string];
+    const receipt = await chain.getTransactionReceipt({ hash: txHash }).catch((error: unknown) => {
+      if (error instanceof TransactionReceiptNotFoundError) return null;
+      throw error;
+    });
+    if (!receipt) return { kind: 'replaced', otherHash: block.hash };
+    const at = await chain.getBlock({ blockNumber: receipt.blockNumber });
+    if (at.hash !== receipt.blockHash) return { kind: 'no_answer' };
+    if (receipt.status === 'success' && sameTransfer(receipt, part, observation.amountMinor)) {
+      return { kind: 'canonical', blockNumber: Number(receipt.blockNumber), blockHash: receipt.blockHash };
+    }
+    // Mined elsewhere without this transfer (reverted, or the token transfer at another log index,
+    // which the scan records as a deposit of its own): this one is gone.
+    return { kind: 'replaced', otherHash: block.hash };
+  } catch {
+    return { kind: 'no_answer' };
+  }
+}
+
+const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+
+/** Native: the same transaction is the same transfer. A token: the same Transfer at the same log index. */
+function sameTransfer(receipt: TransactionReceipt, part: string, amountMinor: string): boolean {
+  if (part === 'native') return true;
+  const log = receipt.logs.find((l) => l.logIndex === Number(part));
+  return log?.topics[0] === TRANSFER_TOPIC && log.data !== '0x' && BigInt(log.data) === BigInt(amountMinor);
 }

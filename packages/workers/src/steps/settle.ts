@@ -5,6 +5,7 @@ import { candidateIds, lockOne, type Stage } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
 import { routeFor } from '../rails.ts';
 import { gatherEvidence, type Verdict } from './evidence.ts';
+import { confirmNotSent } from './not-sent.ts';
 import { sendStoredArtifact } from './send.ts';
 import { checkBroadcastAge } from './stuck.ts';
 
@@ -184,16 +185,23 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
         );
         return;
       case 'failed_on_rail':
-      case 'not_sent':
+      case 'not_sent': {
+        // The chain's "not sent" must be proven at a pinned block, twice (issue 12).
+        const evidence =
+          verdict.kind === 'not_sent' && routeFor(op.network).kind === 'evm'
+            ? await confirmNotSent(ctx, op, verdict.evidence)
+            : verdict.evidence;
+        if (!evidence) return;
         await moveIfCurrent(
           ctx,
           op,
           'reconcile',
           'VERIFIED_NOT_SENT',
           'reconciled: authoritative evidence of no transfer',
-          verdict.evidence,
+          evidence,
         );
         return;
+      }
       case 'not_found': {
         if (routeFor(op.network).kind === 'custodian' && (await lastSendWasRefused(ctx, op))) {
           await moveIfCurrent(

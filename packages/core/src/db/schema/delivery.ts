@@ -58,9 +58,19 @@ export const depositObservations = pgTable(
     amountMinor: numeric('amount_minor', { precision: 78, scale: 0 }).notNull(),
     blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
     blockHash: text('block_hash').notNull(),
-    /** seen: waiting for depth; credited: a deposit operation exists; orphaned: reorganised out before crediting. */
+    /**
+     * seen: waiting for depth; credited: a deposit operation exists; orphaned: reorganised out
+     * before crediting (seen again if its transaction reappears); reversed: reorganised out after.
+     */
     status: text('status').notNull().default('seen'),
     operationId: uuid('operation_id'),
+    /**
+     * A reorganisation is acted on only when seen twice (issue 12): the head at which the node
+     * first showed another block at this height, and that block's hash. Cleared when the block is
+     * seen canonical again; a failed or timed-out read changes neither.
+     */
+    mismatchHead: bigint('mismatch_head', { mode: 'number' }),
+    mismatchHash: text('mismatch_hash'),
     firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -2,6 +2,7 @@ export * from './access.ts';
 export * from './balances.ts';
 export * from './boundary.ts';
 export * from './delivery.ts';
+export * from './evidence.ts';
 export * from './inbox.ts';
 export * from './journal.ts';
 export * from './operations.ts';
