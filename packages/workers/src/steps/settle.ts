@@ -81,6 +81,16 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         return;
       case 'in_progress':
         return;
+      case 'cancelled':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'watch',
+          'VERIFIED_NOT_SENT',
+          'our approved cancel is mined at depth; the payment can never be mined',
+          verdict.evidence,
+        );
+        return;
       case 'failed_on_rail':
         await moveIfCurrent(
           ctx,
@@ -100,7 +110,7 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         return;
       case 'not_found':
         if (routeFor(op.network).kind === 'evm') {
-          // Dropped from the pool: the same stored bytes go out again, never a new signature (C12).
+          // Dropped from the pool: the newest recorded bytes go out again, never an unrecorded signature (C12).
           const resent = await sendStoredArtifact(ctx, op);
           ctx.log.warn(
             { tenantId, operationId: op.operationId, outcome: resent.sent },
@@ -182,6 +192,7 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
         return;
       case 'failed_on_rail':
       case 'not_sent':
+      case 'cancelled':
         await moveIfCurrent(
           ctx,
           op,

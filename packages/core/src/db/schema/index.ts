@@ -11,3 +11,4 @@ export * from './proposals.ts';
 export * from './sign-in.ts';
 export * from './staff.ts';
 export * from './tenants.ts';
+export * from './attempts.ts';
