@@ -1,9 +1,10 @@
 import type { Database } from '@idem/core';
 import type { Logger } from 'pino';
 import type { RailRegistry } from './rails.ts';
+import type { ReplacePolicy } from './steps/replace.ts';
 
 /** Points in the send path where a fault-injection probe may run (tests kill the process there). */
-export type SendStep = 'signed' | 'broadcast-returned';
+export type SendStep = 'signed' | 'broadcast-returned' | 'replacement-signed' | 'replacement-recorded';
 
 export interface WorkerContext {
   db: Database;
@@ -21,4 +22,6 @@ export interface WorkerContext {
   /** Who owns escalations. */
   escalationOwner: string;
   probe?: (step: SendStep, operationId: string) => Promise<void>;
+  /** Automatic fee bumps per network (issue 12); networks not named use the defaults. */
+  replacePolicies?: Record<string, ReplacePolicy>;
 }
