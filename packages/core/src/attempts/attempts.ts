@@ -269,3 +269,30 @@ export async function openBumpRequest(
     .limit(1);
   return rows[0] ?? null;
 }
+
+/**
+ * Writes a history row for something decided about a withdrawal that moves no state (a cancel or a
+ * new fee cap approved): the version advances by one, conditionally on the version read.
+ */
+export async function noteOnHistory(
+  tx: Tx,
+  op: Operation,
+  note: { actor: string; reason: string; evidence: Record<string, unknown> },
+): Promise<Operation> {
+  const rows = await tx
+    .update(operations)
+    .set({ version: sql`${operations.version} + 1` })
+    .where(
+      and(
+        eq(operations.tenantId, op.tenantId),
+        eq(operations.operationId, op.operationId),
+        eq(operations.version, op.version),
+        eq(operations.payloadHash, op.payloadHash),
+      ),
+    )
+    .returning();
+  const next = rows[0] as Operation | undefined;
+  if (!next) throw new IdemError('STALE_WRITE', 'the withdrawal changed while this was being recorded');
+  await recordTransition(tx, next, op.state, { ...note, notify: false });
+  return next;
+}

@@ -45,16 +45,23 @@ async function chainVerdict(ctx: WorkerContext, op: Operation): Promise<Verdict>
   // Newest first: the highest fee is the likeliest to be mined.
   const newestFirst = [...ours].reverse();
   let pending = false;
+  let newestAbsent = false;
   let absent: Extract<EvmLookupEvidence, { found: 'absent' }> | null = null;
-  for (const attempt of newestFirst) {
+  for (const [index, attempt] of newestFirst.entries()) {
     const found = await look(attempt);
     if (found.found === 'mined') return minedVerdict(found, attempt, asset.confirmations, ourHashes);
     if (found.found === 'pending') pending = true;
-    else if (!absent || found.nonceConsumed) absent = found;
+    else {
+      if (index === 0) newestAbsent = true;
+      if (!absent || found.nonceConsumed) absent = found;
+    }
   }
   const head = absent?.headBlockNumber ?? 0n;
   if (pending || !absent) {
-    return { kind: 'in_progress', evidence: { rail: 'evm', found: 'pending', head: head.toString(), ourHashes } };
+    // An older attempt is in the pool but the newest is not (a worker died between recording and
+    // broadcasting it): the watch step sends the newest recorded bytes.
+    const evidence = { rail: 'evm', found: 'pending', head: head.toString(), ourHashes, newestAbsent };
+    return { kind: 'in_progress', evidence };
   }
   const evidence: Record<string, unknown> = {
     rail: 'evm',

@@ -80,6 +80,14 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         );
         return;
       case 'in_progress':
+        if (verdict.evidence.newestAbsent === true) {
+          // The newest recorded attempt never reached the node: send it (recorded bytes only).
+          const resent = await sendStoredArtifact(ctx, op);
+          ctx.log.warn(
+            { tenantId, operationId: op.operationId, outcome: resent.sent },
+            'newest recorded attempt missing from the pool; sent',
+          );
+        }
         return;
       case 'cancelled':
         await moveIfCurrent(
