@@ -1,4 +1,5 @@
 export * from './amount.ts';
+export * from './attempts.ts';
 export * from './api.ts';
 export * from './errors.ts';
 export * from './key.ts';

@@ -30,6 +30,7 @@ export {
   requestFeeBump,
   type SignedAttempt,
 } from './attempts/attempts.ts';
+export { listHotWallets, operationAttempts, walletNonceView } from './attempts/views.ts';
 export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export {

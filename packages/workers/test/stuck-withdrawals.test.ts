@@ -6,9 +6,12 @@ import {
   listAttempts,
   type Operation,
   propose,
+  requestFeeBump,
   schema,
+  walletNonceView,
   withTenant,
 } from '@idem/core';
+import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
 import { onPostgres } from '@idem/core/testing';
 import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
@@ -205,7 +208,63 @@ describe.skipIf(!onPostgres)('stuck withdrawals: fee bump, cancel, nonce gaps (r
     expect(await minedNonce()).toBe(nonceBefore + 1);
     expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
   });
+
+  it('I12-GAP a dropped transaction blocks every later nonce; the nonce view shows it and a staff bump closes it', async () => {
+    const { op: first, nonceBefore } = await stuckWithdrawal(ETH / 60n);
+    // A later withdrawal, signed at a fee the chain takes, waits behind the dropped nonce.
+    const second = await env.withdraw(ETH / 70n);
+    await env.worker().runOnce();
+    await env.mine(2);
+    const waiting = await env.operation(second.operationId);
+    expect(waiting.state).toBe('BROADCAST');
+    expect(waiting.chainNonce).toBe((first.chainNonce ?? 0) + 1);
+    expect(await minedNonce()).toBe(nonceBefore);
+
+    const view = await nonceView();
+    expect(view.chainLatest).toBe(nonceBefore);
+    expect(view.blocking).toEqual({ nonce: first.chainNonce, operationId: first.operationId, state: 'BROADCAST' });
+    expect(view.operations.map((o) => o.operationId)).toEqual([first.operationId, second.operationId]);
+    expect(view.missing).toEqual([]);
+
+    // A staff member asks for a bump (operate permission, within the cap); the worker signs it.
+    await withTenant(env.t.db, env.tenantId, (tx) =>
+      requestFeeBump(tx, {
+        tenantId: env.tenantId,
+        operationId: first.operationId,
+        actor: 'staff:carol',
+        reason: 'nonce gap blocks the queue',
+      }),
+    );
+    const worker = lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 });
+    await worker.runOnce();
+    expect((await attemptsOf(first)).map((a) => [a.kind, a.requestedBy])).toEqual([
+      ['original', null],
+      ['replacement', 'staff:carol'],
+    ]);
+    await env.mine(3);
+    await worker.runOnce();
+    expect((await env.operation(first.operationId)).state).toBe('CONFIRMED');
+    expect((await env.operation(second.operationId)).state).toBe('CONFIRMED');
+    expect(await minedNonce()).toBe(nonceBefore + 2);
+    expect((await nonceView()).blocking).toBeNull();
+  });
 });
+
+/** The nonce view of the test wallet, with the chain's counts read by the rail. */
+async function nonceView() {
+  const rail = createEvmRail({
+    rpcUrl: env.rpcUrl,
+    chainId: CHAIN_ID,
+    privateKey: anvilDevPrivateKeys[1] as Hex,
+  });
+  const counts = await rail.readNonces(env.hotWallet);
+  const views = await withTenant(env.t.db, env.tenantId, (tx) =>
+    walletNonceView(tx, env.tenantId, { ethereum: counts }),
+  );
+  const view = views[0];
+  if (!view) throw new Error('no wallet view');
+  return view;
+}
 
 async function held(): Promise<bigint> {
   const rows = await withTenant(env.t.db, env.tenantId, (tx) => getBalances(tx, env.tenantId, 'acct-1'));
