@@ -19,6 +19,7 @@ import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { Attempts } from './Attempts.tsx';
 import { RunbookActions } from './AttentionQueue.tsx';
 import { useStaff } from './StaffApp.tsx';
 import { useStaffAssets } from './shared.tsx';
@@ -110,6 +111,7 @@ export function OperationDetail({ operationId }: { operationId: string }) {
         <RunbookActions item={operation} />
       ) : null}
       <ManualResolution operation={operation} />
+      {operation.kind === 'withdrawal' && operation.txHash ? <Attempts operation={operation} /> : null}
       <Title order={2} size="h3">
         History
       </Title>
