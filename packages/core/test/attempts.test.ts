@@ -2,14 +2,19 @@ import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   attemptHashes,
+  feeCapInForce,
   leaseForReplacement,
   listAttempts,
   recordAttempt,
   requestFeeBump,
 } from '../src/attempts/attempts.ts';
+import { rowsOf } from '../src/db/rows.ts';
 import { signedAttempts } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
+import { payloadHash } from '../src/payload/payload-hash.ts';
+import { decideProposal } from '../src/proposals/decide.ts';
+import { propose } from '../src/proposals/propose.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
 import { databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
@@ -51,7 +56,12 @@ async function broadcastWithdrawal(): Promise<Operation> {
   });
 }
 
-async function replace(op: Operation, kind: 'replacement' | 'cancel', txHash: string, nonceOf = op.chainNonce) {
+async function replace(
+  op: Operation,
+  kind: 'replacement' | 'cancel',
+  txHash: string,
+  nonceOf = op.chainNonce,
+) {
   return withTenant(t.db, tenantId, async (tx) => {
     const current = await getOperation(tx, tenantId, op.operationId);
     const leased = await leaseForReplacement(tx, {
@@ -120,9 +130,14 @@ describe('signed attempts (issue 12)', () => {
         withTenant(t.db, tenantId, (tx) => tx.update(signedAttempts).set({ maxFeePerGas: '1' }).where(where)),
       ),
     ).toMatch(/append-only|permission denied/);
-    expect(await databaseRefusal(t.db.update(signedAttempts).set({ txHash: hash(9) }).where(where))).toMatch(
-      /append-only/,
-    );
+    expect(
+      await databaseRefusal(
+        t.db
+          .update(signedAttempts)
+          .set({ txHash: hash(9) })
+          .where(where),
+      ),
+    ).toMatch(/append-only/);
     expect(await databaseRefusal(t.db.delete(signedAttempts).where(where))).toMatch(/append-only/);
     expect(await databaseRefusal(t.db.execute(sql`truncate signed_attempts`))).toMatch(/append-only/);
   });
@@ -157,9 +172,19 @@ describe('signed attempts (issue 12)', () => {
     // A live lease blocks a second replacer.
     const blocked = await withTenant(t.db, tenantId, async (tx) => {
       const current = await getOperation(tx, tenantId, op.operationId);
-      const first = await leaseForReplacement(tx, { operation: current, workerId: 'a', leaseMs: 30_000, reason: 'x' });
+      const first = await leaseForReplacement(tx, {
+        operation: current,
+        workerId: 'a',
+        leaseMs: 30_000,
+        reason: 'x',
+      });
       const again = first
-        ? await leaseForReplacement(tx, { operation: first.operation, workerId: 'b', leaseMs: 30_000, reason: 'y' })
+        ? await leaseForReplacement(tx, {
+            operation: first.operation,
+            workerId: 'b',
+            leaseMs: 30_000,
+            reason: 'y',
+          })
         : 'lost';
       return again;
     });
@@ -223,5 +248,94 @@ describe('signed attempts (issue 12)', () => {
       ),
     );
     expect(refused.code).toBe('INVALID_TRANSITION');
+  });
+
+  it('I12-BUMP a fee cap above the approved one needs a raise_fee_cap proposal, four eyes; the history records the new cap and payload hash version', async () => {
+    const op = await broadcastWithdrawal();
+    const request = {
+      kind: 'raise_fee_cap',
+      idempotencyKey: `cap-${op.operationId}`,
+      payload: {
+        operationId: op.operationId,
+        feeCapMinor: '5000000000000000',
+        reason: 'base fee spiked for hours',
+      },
+    };
+    const result = await withTenant(t.db, tenantId, async (tx) => {
+      const { proposal } = await propose(tx, { tenantId, actor: 'staff:alice', request });
+      const self = await refusal(
+        decideProposal(tx, {
+          tenantId,
+          proposalId: proposal.proposalId,
+          staffId: 'staff:alice',
+          payloadHash: proposal.payloadHash,
+          decision: 'approve',
+        }),
+      );
+      expect(self.code).toBe('FORBIDDEN');
+      return proposal;
+    });
+    const before = await withTenant(t.db, tenantId, (tx) => feeCapInForce(tx, op));
+    expect(before).toEqual({ capMinor: null, version: 0, proposalId: null });
+    await withTenant(t.db, tenantId, (tx) =>
+      decideProposal(tx, {
+        tenantId,
+        proposalId: result.proposalId,
+        staffId: 'staff:bob',
+        payloadHash: result.payloadHash,
+        decision: 'approve',
+      }),
+    );
+    const after = await withTenant(t.db, tenantId, async (tx) => {
+      const current = await getOperation(tx, tenantId, op.operationId);
+      return { cap: await feeCapInForce(tx, current), current };
+    });
+    expect(after.cap).toEqual({
+      capMinor: 5_000_000_000_000_000n,
+      version: 1,
+      proposalId: result.proposalId,
+    });
+    // The operation's approved payload and hash are untouched; the history holds the new version.
+    expect(after.current.payloadHash).toBe(op.payloadHash);
+    expect(after.current.feeCapMinor).toBe(op.feeCapMinor);
+    const history = await withTenant(t.db, tenantId, (tx) =>
+      tx.execute(
+        sql`select evidence from operation_transitions where tenant_id = ${tenantId} and operation_id = ${op.operationId} order by seq desc limit 1`,
+      ),
+    );
+    const evidence = rowsOf<{ evidence: Record<string, unknown> }>(history)[0]?.evidence;
+    expect(evidence).toMatchObject({
+      feeCapMinor: '5000000000000000',
+      payloadHashVersion: 1,
+      originalPayloadHash: op.payloadHash,
+      payloadHash: payloadHash({
+        tenantId,
+        kind: op.kind,
+        reference: op.reference,
+        accountRef: op.accountRef,
+        assetCode: op.assetCode,
+        network: op.network,
+        destination: op.destination,
+        memo: op.memo,
+        amountMinor: op.amountMinor,
+        feeCapMinor: '5000000000000000',
+        policyVersion: op.policyVersion,
+      }),
+    });
+    // A lower or equal cap than the one in force is refused.
+    const lower = await refusal(
+      withTenant(t.db, tenantId, (tx) =>
+        propose(tx, {
+          tenantId,
+          actor: 'staff:alice',
+          request: {
+            ...request,
+            idempotencyKey: `cap2-${op.operationId}`,
+            payload: { ...request.payload, feeCapMinor: '1' },
+          },
+        }),
+      ),
+    );
+    expect(lower.code).toBe('VALIDATION');
   });
 });

@@ -9,8 +9,8 @@ import { deliverNotifications } from './steps/deliver.ts';
 import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
 import { processInbox } from './steps/inbox.ts';
-import { expireSettledKeys, KEY_RETENTION_RUN_EVERY_MS } from './steps/retention.ts';
 import { DEFAULT_REPLACE_POLICIES, type ReplacePolicy, replaceStuck } from './steps/replace.ts';
+import { expireSettledKeys, KEY_RETENTION_RUN_EVERY_MS } from './steps/retention.ts';
 import { reviewPending } from './steps/review.ts';
 import { recheckConfirmed, reconcileUnknown, watchBroadcast } from './steps/settle.ts';
 

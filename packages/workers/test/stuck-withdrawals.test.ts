@@ -11,8 +11,8 @@ import {
   walletNonceView,
   withTenant,
 } from '@idem/core';
-import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
 import { onPostgres } from '@idem/core/testing';
+import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
 import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,165 +90,179 @@ async function stuckWithdrawal(amount: bigint, spike = true) {
   return { op: stuck, nonceBefore };
 }
 
-describe.skipIf(!onPostgres)('stuck withdrawals: fee bump, cancel, nonce gaps (real anvil, real PostgreSQL)', () => {
-  it('I12-BUMP a withdrawal stuck under a rising base fee is bumped automatically and mined once', async () => {
-    const { op, nonceBefore } = await stuckWithdrawal(ETH / 10n);
-    const worker = lowFeeWorker();
-    await worker.runOnce();
-    const attempts = await attemptsOf(op);
-    expect(attempts.map((a) => a.kind)).toEqual(['original', 'replacement']);
-    const [original, bump] = attempts;
-    expect(bump?.nonce).toBe(op.chainNonce);
-    // At least +12.5% on both fees, and enough for the current base fee.
-    expect(BigInt(bump?.maxFeePerGas ?? 0)).toBeGreaterThanOrEqual((BigInt(original?.maxFeePerGas ?? 0) * 9n) / 8n);
-    expect(BigInt(bump?.maxPriorityFeePerGas ?? 0)).toBeGreaterThanOrEqual(
-      (BigInt(original?.maxPriorityFeePerGas ?? 0) * 9n) / 8n,
-    );
-    expect(BigInt(bump?.maxFeePerGas ?? 0)).toBeGreaterThan(40n * GWEI);
-    await env.mine(3);
-    await worker.runOnce();
-    const final = await env.operation(op.operationId);
-    expect(final.state).toBe('CONFIRMED');
-    // The original bytes stay; the replacement is the settled transaction.
-    expect(final.signedArtifact).toBe(op.signedArtifact);
-    expect(final.txHash).toBe(op.txHash);
-    const confirmed = await lastTransition(op);
-    expect(confirmed?.evidence).toMatchObject({ settledTxHash: bump?.txHash, settledAttemptNo: 2 });
-    // Exactly one transfer: one nonce consumed, the destination paid once.
-    expect(await minedNonce()).toBe(nonceBefore + 1);
-    expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 10n);
-    const receipt = await env.chain.getTransactionReceipt({ hash: bump?.txHash as Hex });
-    expect(receipt.status).toBe('success');
-  });
-
-  it('I12-CANCEL a cancel approved by a second person is mined: VERIFIED_NOT_SENT, hold released, destination unpaid', async () => {
-    const amount = ETH / 20n;
-    const { op, nonceBefore } = await stuckWithdrawal(amount);
-    const heldBefore = await held();
-    await approveCancel(op);
-    const worker = lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 });
-    await worker.runOnce();
-    const attempts = await attemptsOf(op);
-    expect(attempts.map((a) => a.kind)).toEqual(['original', 'cancel']);
-    const cancel = attempts[1];
-    expect(cancel?.requestedBy).toMatch(/^proposal:/);
-    await env.mine(3);
-    await worker.runOnce();
-    const final = await env.operation(op.operationId);
-    expect(final.state).toBe('VERIFIED_NOT_SENT');
-    expect((await lastTransition(op))?.evidence).toMatchObject({
-      settledTxHash: cancel?.txHash,
-      settledAttemptKind: 'cancel',
+describe.skipIf(!onPostgres)(
+  'stuck withdrawals: fee bump, cancel, nonce gaps (real anvil, real PostgreSQL)',
+  () => {
+    it('I12-BUMP a withdrawal stuck under a rising base fee is bumped automatically and mined once', async () => {
+      const { op, nonceBefore } = await stuckWithdrawal(ETH / 10n);
+      const worker = lowFeeWorker();
+      await worker.runOnce();
+      const attempts = await attemptsOf(op);
+      expect(attempts.map((a) => a.kind)).toEqual(['original', 'replacement']);
+      const [original, bump] = attempts;
+      expect(bump?.nonce).toBe(op.chainNonce);
+      // At least +12.5% on both fees, and enough for the current base fee.
+      expect(BigInt(bump?.maxFeePerGas ?? 0)).toBeGreaterThanOrEqual(
+        (BigInt(original?.maxFeePerGas ?? 0) * 9n) / 8n,
+      );
+      expect(BigInt(bump?.maxPriorityFeePerGas ?? 0)).toBeGreaterThanOrEqual(
+        (BigInt(original?.maxPriorityFeePerGas ?? 0) * 9n) / 8n,
+      );
+      expect(BigInt(bump?.maxFeePerGas ?? 0)).toBeGreaterThan(40n * GWEI);
+      await env.mine(3);
+      await worker.runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('CONFIRMED');
+      // The original bytes stay; the replacement is the settled transaction.
+      expect(final.signedArtifact).toBe(op.signedArtifact);
+      expect(final.txHash).toBe(op.txHash);
+      const confirmed = await lastTransition(op);
+      expect(confirmed?.evidence).toMatchObject({ settledTxHash: bump?.txHash, settledAttemptNo: 2 });
+      // Exactly one transfer: one nonce consumed, the destination paid once.
+      expect(await minedNonce()).toBe(nonceBefore + 1);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 10n);
+      const receipt = await env.chain.getTransactionReceipt({ hash: bump?.txHash as Hex });
+      expect(receipt.status).toBe('success');
     });
-    expect(await held()).toBe(heldBefore - amount);
-    expect(await env.balanceOf(op.destination ?? '')).toBe(0n);
-    // The cancel took the nonce: a zero-value transaction from the hot wallet to itself.
-    expect(await minedNonce()).toBe(nonceBefore + 1);
-    const mined = await env.chain.getTransaction({ hash: cancel?.txHash as Hex });
-    expect(mined.to?.toLowerCase()).toBe(env.hotWallet.toLowerCase());
-    expect(mined.value).toBe(0n);
-    expect(await env.chain.getTransactionReceipt({ hash: op.txHash as Hex }).catch(() => null)).toBeNull();
-  });
 
-  it('I12-CANCEL the original mined after the cancel was approved: CONFIRMED, the cancel never mined', async () => {
-    const amount = ETH / 30n;
-    const { op, nonceBefore } = await stuckWithdrawal(amount, false);
-    expect(await poolHashes()).toEqual([op.txHash?.toLowerCase()]);
-    await approveCancel(op);
-    // A block comes before any worker signs the cancel: the original is mined.
-    await rpc(env.anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [`0x${GWEI.toString(16)}`]);
-    await env.mine(3);
-    await lowFeeWorker().runOnce();
-    const final = await env.operation(op.operationId);
-    expect(final.state).toBe('CONFIRMED');
-    expect((await lastTransition(op))?.evidence).toMatchObject({ settledTxHash: op.txHash, settledAttemptNo: 1 });
-    const cancels = (await attemptsOf(op)).filter((a) => a.kind === 'cancel');
-    for (const cancel of cancels) {
-      expect(await env.chain.getTransactionReceipt({ hash: cancel.txHash as Hex }).catch(() => null)).toBeNull();
-    }
-    await env.mine(2);
-    expect(await minedNonce()).toBe(nonceBefore + 1);
-    expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
-  });
+    it('I12-CANCEL a cancel approved by a second person is mined: VERIFIED_NOT_SENT, hold released, destination unpaid', async () => {
+      const amount = ETH / 20n;
+      const { op, nonceBefore } = await stuckWithdrawal(amount);
+      const heldBefore = await held();
+      await approveCancel(op);
+      const worker = lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 });
+      await worker.runOnce();
+      const attempts = await attemptsOf(op);
+      expect(attempts.map((a) => a.kind)).toEqual(['original', 'cancel']);
+      const cancel = attempts[1];
+      expect(cancel?.requestedBy).toMatch(/^proposal:/);
+      await env.mine(3);
+      await worker.runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('VERIFIED_NOT_SENT');
+      expect((await lastTransition(op))?.evidence).toMatchObject({
+        settledTxHash: cancel?.txHash,
+        settledAttemptKind: 'cancel',
+      });
+      expect(await held()).toBe(heldBefore - amount);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(0n);
+      // The cancel took the nonce: a zero-value transaction from the hot wallet to itself.
+      expect(await minedNonce()).toBe(nonceBefore + 1);
+      const mined = await env.chain.getTransaction({ hash: cancel?.txHash as Hex });
+      expect(mined.to?.toLowerCase()).toBe(env.hotWallet.toLowerCase());
+      expect(mined.value).toBe(0n);
+      expect(await env.chain.getTransactionReceipt({ hash: op.txHash as Hex }).catch(() => null)).toBeNull();
+    });
 
-  it('I12-BUMP a worker killed (SIGKILL) between signing a replacement and recording it: nothing was sent, one nonce, one transfer', async () => {
-    const amount = ETH / 40n;
-    const { op, nonceBefore } = await stuckWithdrawal(amount);
-    await killWorkerAt('replacement-signed');
-    // Signed in memory only: the transaction that would have recorded it rolled back, and the node
-    // has nothing of ours (the fee spike evicted the original).
-    expect((await attemptsOf(op)).map((a) => a.kind)).toEqual(['original']);
-    expect(await poolHashes()).toEqual([]);
-    const worker = lowFeeWorker();
-    await worker.runOnce();
-    await env.mine(3);
-    await worker.runOnce();
-    const final = await env.operation(op.operationId);
-    expect(final.state).toBe('CONFIRMED');
-    expect(await minedNonce()).toBe(nonceBefore + 1);
-    expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
-  });
+    it('I12-CANCEL the original mined after the cancel was approved: CONFIRMED, the cancel never mined', async () => {
+      const amount = ETH / 30n;
+      const { op, nonceBefore } = await stuckWithdrawal(amount, false);
+      expect(await poolHashes()).toEqual([op.txHash?.toLowerCase()]);
+      await approveCancel(op);
+      // A block comes before any worker signs the cancel: the original is mined.
+      await rpc(env.anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [`0x${GWEI.toString(16)}`]);
+      await env.mine(3);
+      await lowFeeWorker().runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('CONFIRMED');
+      expect((await lastTransition(op))?.evidence).toMatchObject({
+        settledTxHash: op.txHash,
+        settledAttemptNo: 1,
+      });
+      const cancels = (await attemptsOf(op)).filter((a) => a.kind === 'cancel');
+      for (const cancel of cancels) {
+        expect(
+          await env.chain.getTransactionReceipt({ hash: cancel.txHash as Hex }).catch(() => null),
+        ).toBeNull();
+      }
+      await env.mine(2);
+      expect(await minedNonce()).toBe(nonceBefore + 1);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
+    });
 
-  it('I12-BUMP a worker killed (SIGKILL) after recording a replacement, before broadcasting it: the recorded bytes are sent', async () => {
-    const amount = ETH / 50n;
-    const { op, nonceBefore } = await stuckWithdrawal(amount);
-    await killWorkerAt('replacement-recorded');
-    const recorded = await attemptsOf(op);
-    expect(recorded.map((a) => a.kind)).toEqual(['original', 'replacement']);
-    expect(await poolHashes()).toEqual([]);
-    // The watch step finds nothing of ours on the node and sends the newest recorded bytes; no new
-    // signature is needed (the policy would not bump again for an hour).
-    await lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 }).runOnce();
-    expect(await poolHashes()).toEqual([recorded[1]?.txHash.toLowerCase()]);
-    await env.mine(3);
-    await lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 }).runOnce();
-    const final = await env.operation(op.operationId);
-    expect(final.state).toBe('CONFIRMED');
-    expect((await attemptsOf(op)).length).toBe(2);
-    expect(await minedNonce()).toBe(nonceBefore + 1);
-    expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
-  });
+    it('I12-BUMP a worker killed (SIGKILL) between signing a replacement and recording it: nothing was sent, one nonce, one transfer', async () => {
+      const amount = ETH / 40n;
+      const { op, nonceBefore } = await stuckWithdrawal(amount);
+      await killWorkerAt('replacement-signed');
+      // Signed in memory only: the transaction that would have recorded it rolled back, and the node
+      // has nothing of ours (the fee spike evicted the original).
+      expect((await attemptsOf(op)).map((a) => a.kind)).toEqual(['original']);
+      expect(await poolHashes()).toEqual([]);
+      const worker = lowFeeWorker();
+      await worker.runOnce();
+      await env.mine(3);
+      await worker.runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('CONFIRMED');
+      expect(await minedNonce()).toBe(nonceBefore + 1);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
+    });
 
-  it('I12-GAP a dropped transaction blocks every later nonce; the nonce view shows it and a staff bump closes it', async () => {
-    const { op: first, nonceBefore } = await stuckWithdrawal(ETH / 60n);
-    // A later withdrawal, signed at a fee the chain takes, waits behind the dropped nonce.
-    const second = await env.withdraw(ETH / 70n);
-    await env.worker().runOnce();
-    await env.mine(2);
-    const waiting = await env.operation(second.operationId);
-    expect(waiting.state).toBe('BROADCAST');
-    expect(waiting.chainNonce).toBe((first.chainNonce ?? 0) + 1);
-    expect(await minedNonce()).toBe(nonceBefore);
+    it('I12-BUMP a worker killed (SIGKILL) after recording a replacement, before broadcasting it: the recorded bytes are sent', async () => {
+      const amount = ETH / 50n;
+      const { op, nonceBefore } = await stuckWithdrawal(amount);
+      await killWorkerAt('replacement-recorded');
+      const recorded = await attemptsOf(op);
+      expect(recorded.map((a) => a.kind)).toEqual(['original', 'replacement']);
+      expect(await poolHashes()).toEqual([]);
+      // The watch step finds nothing of ours on the node and sends the newest recorded bytes; no new
+      // signature is needed (the policy would not bump again for an hour).
+      await lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 }).runOnce();
+      expect(await poolHashes()).toEqual([recorded[1]?.txHash.toLowerCase()]);
+      await env.mine(3);
+      await lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 }).runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('CONFIRMED');
+      expect((await attemptsOf(op)).length).toBe(2);
+      expect(await minedNonce()).toBe(nonceBefore + 1);
+      expect(await env.balanceOf(op.destination ?? '')).toBe(amount);
+    });
 
-    const view = await nonceView();
-    expect(view.chainLatest).toBe(nonceBefore);
-    expect(view.blocking).toEqual({ nonce: first.chainNonce, operationId: first.operationId, state: 'BROADCAST' });
-    expect(view.operations.map((o) => o.operationId)).toEqual([first.operationId, second.operationId]);
-    expect(view.missing).toEqual([]);
+    it('I12-GAP a dropped transaction blocks every later nonce; the nonce view shows it and a staff bump closes it', async () => {
+      const { op: first, nonceBefore } = await stuckWithdrawal(ETH / 60n);
+      // A later withdrawal, signed at a fee the chain takes, waits behind the dropped nonce.
+      const second = await env.withdraw(ETH / 70n);
+      await env.worker().runOnce();
+      await env.mine(2);
+      const waiting = await env.operation(second.operationId);
+      expect(waiting.state).toBe('BROADCAST');
+      expect(waiting.chainNonce).toBe((first.chainNonce ?? 0) + 1);
+      expect(await minedNonce()).toBe(nonceBefore);
 
-    // A staff member asks for a bump (operate permission, within the cap); the worker signs it.
-    await withTenant(env.t.db, env.tenantId, (tx) =>
-      requestFeeBump(tx, {
-        tenantId: env.tenantId,
+      const view = await nonceView();
+      expect(view.chainLatest).toBe(nonceBefore);
+      expect(view.blocking).toEqual({
+        nonce: first.chainNonce,
         operationId: first.operationId,
-        actor: 'staff:carol',
-        reason: 'nonce gap blocks the queue',
-      }),
-    );
-    const worker = lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 });
-    await worker.runOnce();
-    expect((await attemptsOf(first)).map((a) => [a.kind, a.requestedBy])).toEqual([
-      ['original', null],
-      ['replacement', 'staff:carol'],
-    ]);
-    await env.mine(3);
-    await worker.runOnce();
-    expect((await env.operation(first.operationId)).state).toBe('CONFIRMED');
-    expect((await env.operation(second.operationId)).state).toBe('CONFIRMED');
-    expect(await minedNonce()).toBe(nonceBefore + 2);
-    expect((await nonceView()).blocking).toBeNull();
-  });
-});
+        state: 'BROADCAST',
+      });
+      expect(view.operations.map((o) => o.operationId)).toEqual([first.operationId, second.operationId]);
+      expect(view.missing).toEqual([]);
+
+      // A staff member asks for a bump (operate permission, within the cap); the worker signs it.
+      await withTenant(env.t.db, env.tenantId, (tx) =>
+        requestFeeBump(tx, {
+          tenantId: env.tenantId,
+          operationId: first.operationId,
+          actor: 'staff:carol',
+          reason: 'nonce gap blocks the queue',
+        }),
+      );
+      const worker = lowFeeWorker({ bumpAfterMs: 60 * 60_000, maxBumps: 3 });
+      await worker.runOnce();
+      expect((await attemptsOf(first)).map((a) => [a.kind, a.requestedBy])).toEqual([
+        ['original', null],
+        ['replacement', 'staff:carol'],
+      ]);
+      await env.mine(3);
+      await worker.runOnce();
+      expect((await env.operation(first.operationId)).state).toBe('CONFIRMED');
+      expect((await env.operation(second.operationId)).state).toBe('CONFIRMED');
+      expect(await minedNonce()).toBe(nonceBefore + 2);
+      expect((await nonceView()).blocking).toBeNull();
+    });
+  },
+);
 
 /** The nonce view of the test wallet, with the chain's counts read by the rail. */
 async function nonceView() {
@@ -299,7 +313,9 @@ async function poolHashes(): Promise<string[]> {
   const content = (await rpc(env.anvil.rpcUrl, 'txpool_content')) as {
     pending: Record<string, Record<string, { hash: string }>>;
   };
-  const ours = Object.entries(content.pending).find(([from]) => from.toLowerCase() === env.hotWallet.toLowerCase());
+  const ours = Object.entries(content.pending).find(
+    ([from]) => from.toLowerCase() === env.hotWallet.toLowerCase(),
+  );
   return Object.values(ours?.[1] ?? {}).map((tx) => tx.hash.toLowerCase());
 }
 

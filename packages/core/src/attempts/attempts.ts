@@ -180,7 +180,11 @@ export interface FeeCap {
  */
 export async function feeCapInForce(tx: Executor, op: Operation): Promise<FeeCap> {
   const raises = await executedProposals(tx, op, 'raise_fee_cap');
-  let cap: FeeCap = { capMinor: op.feeCapMinor ? BigInt(op.feeCapMinor) : null, version: 0, proposalId: null };
+  let cap: FeeCap = {
+    capMinor: op.feeCapMinor ? BigInt(op.feeCapMinor) : null,
+    version: 0,
+    proposalId: null,
+  };
   raises.forEach((raise, index) => {
     const value = BigInt(String(raise.payload.feeCapMinor));
     if (cap.capMinor === null || value > cap.capMinor) {

@@ -54,7 +54,9 @@ export async function operationAttempts(
     feeCap: { capMinor: cap.capMinor?.toString() ?? null, version: cap.version, proposalId: cap.proposalId },
     cancelApproved: (await approvedCancel(tx, op)) !== null,
     replaceable:
-      (REPLACEABLE_STATES as readonly string[]).includes(op.state) && op.chainNonce !== null && op.txHash !== null,
+      (REPLACEABLE_STATES as readonly string[]).includes(op.state) &&
+      op.chainNonce !== null &&
+      op.txHash !== null,
   };
 }
 
@@ -144,7 +146,10 @@ export async function walletNonceView(
 }
 
 /** A tenant's hot wallets (network and address; never the key reference's secret). */
-export async function listHotWallets(tx: Tx, tenantId: string): Promise<{ network: string; address: string }[]> {
+export async function listHotWallets(
+  tx: Tx,
+  tenantId: string,
+): Promise<{ network: string; address: string }[]> {
   return tx
     .select({ network: hotWallets.network, address: hotWallets.address })
     .from(hotWallets)

@@ -188,7 +188,10 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     const previousMax = parsed.maxFeePerGas ?? 0n;
     const previousTip = parsed.maxPriorityFeePerGas ?? 0n;
     if (fees.maxFeePerGas <= previousMax || fees.maxPriorityFeePerGas <= previousTip) {
-      throw new IdemError('VALIDATION', 'a replacement must raise both maxFeePerGas and maxPriorityFeePerGas');
+      throw new IdemError(
+        'VALIDATION',
+        'a replacement must raise both maxFeePerGas and maxPriorityFeePerGas',
+      );
     }
     if (fees.maxFeePerGas > maxFeePerGasMax) {
       throw new IdemError('VALIDATION', `maxFeePerGas is above the rail's cap of ${maxFeePerGasMax} wei`);

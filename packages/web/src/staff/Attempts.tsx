@@ -1,5 +1,17 @@
 import type { StaffOperationView } from '@idem/contracts';
-import { Badge, Button, Code, Group, Loader, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Badge,
+  Button,
+  Code,
+  Group,
+  Loader,
+  Paper,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
@@ -16,7 +28,9 @@ function gwei(wei: string): string {
   const value = BigInt(wei);
   const whole = value / GWEI;
   const milli = ((value % GWEI) * 1000n) / GWEI;
-  return milli === 0n ? `${whole} gwei` : `${whole}.${milli.toString().padStart(3, '0').replace(/0+$/, '')} gwei`;
+  return milli === 0n
+    ? `${whole} gwei`
+    : `${whole}.${milli.toString().padStart(3, '0').replace(/0+$/, '')} gwei`;
 }
 
 const STATUS_COLORS: Record<string, string> = {
@@ -85,7 +99,10 @@ export function Attempts({ operation }: { operation: StaffOperationView }) {
           </Table.Tbody>
         </Table>
         <Text size="sm">
-          Fee cap in force: {data.feeCap.capMinor === null ? 'none (the rail’s limit applies)' : `${data.feeCap.capMinor} wei total`}
+          Fee cap in force:{' '}
+          {data.feeCap.capMinor === null
+            ? 'none (the rail’s limit applies)'
+            : `${data.feeCap.capMinor} wei total`}
           {data.feeCap.version > 0 ? ` (raised, version ${data.feeCap.version})` : ''}
           {data.cancelApproved ? '. A cancel is approved: the worker replaces the payment with it.' : ''}
         </Text>
@@ -170,8 +187,7 @@ function ProposeCancel({ operationId, onDone }: { operationId: string; onDone: (
         </Button>
         {proposeCancel.data ? (
           <Text size="xs" role="status">
-            Cancel proposed; another staff member approves it in{' '}
-            <Link href="/proposals">Proposals</Link>.
+            Cancel proposed; another staff member approves it in <Link href="/proposals">Proposals</Link>.
           </Text>
         ) : null}
         <ProblemAlert error={proposeCancel.error} title="Proposal refused" />

@@ -249,7 +249,10 @@ function payloadRows(proposal: ProposalView, assets: AssetInfo[]): [string, Reac
           </Link>,
         ],
         ...(proposal.kind === 'raise_fee_cap'
-          ? ([['New fee cap (total, wei)', <Code key="cap">{text(p.feeCapMinor)}</Code>]] as [string, ReactNode][])
+          ? ([['New fee cap (total, wei)', <Code key="cap">{text(p.feeCapMinor)}</Code>]] as [
+              string,
+              ReactNode,
+            ][])
           : ([
               ['Action', text('a zero-value transaction to the hot wallet itself, same nonce, higher fee')],
             ] as [string, ReactNode][])),

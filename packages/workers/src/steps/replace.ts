@@ -121,7 +121,10 @@ async function prepareAttempt(
       const waited = Date.now() - last.createdAt.getTime();
       const autoBumps = attempts.filter((a) => a.requestedBy === 'policy').length;
       const policyDue =
-        policy !== undefined && waited >= policy.bumpAfterMs && autoBumps < policy.maxBumps && op.state === 'BROADCAST';
+        policy !== undefined &&
+        waited >= policy.bumpAfterMs &&
+        autoBumps < policy.maxBumps &&
+        op.state === 'BROADCAST';
       let kind: 'replacement' | 'cancel';
       let requestedBy: string;
       if (cancel && last.kind !== 'cancel') {

@@ -1,4 +1,5 @@
 export * from './access.ts';
+export * from './attempts.ts';
 export * from './balances.ts';
 export * from './boundary.ts';
 export * from './delivery.ts';
@@ -11,4 +12,3 @@ export * from './proposals.ts';
 export * from './sign-in.ts';
 export * from './staff.ts';
 export * from './tenants.ts';
-export * from './attempts.ts';

@@ -9,8 +9,8 @@ import { approvedCancel, attemptHashes, feeCapInForce, noteOnHistory } from '../
 import type { Tx } from '../../db/connect.ts';
 import { getOperation, type Operation } from '../../operations/operation-record.ts';
 import { payloadHash } from '../../payload/payload-hash.ts';
-import type { ProposalRecord } from '../record.ts';
 import type { ProposalRule } from '../kinds.ts';
+import type { ProposalRecord } from '../record.ts';
 
 /** Only a signed chain withdrawal that is sent and not settled can be replaced or cancelled. */
 function replaceable(op: Operation): void {
@@ -67,7 +67,11 @@ export const cancelWithdrawalRule: ProposalRule<CancelWithdrawalProposal> = {
     await noteOnHistory(tx, op, {
       actor: proposal.proposedBy,
       reason: `cancel approved, four eyes (${approvers.join(', ')}): ${payload.reason}`,
-      evidence: { proposalId: proposal.proposalId, proposalHash: proposal.payloadHash, approvedBy: approvers },
+      evidence: {
+        proposalId: proposal.proposalId,
+        proposalHash: proposal.payloadHash,
+        approvedBy: approvers,
+      },
     });
     return { operationId: op.operationId, cancel: 'approved; the worker signs and broadcasts it' };
   },
