@@ -28,6 +28,18 @@ export {
   startAnvil,
 } from './evm/anvil.ts';
 export type { DepositScanRequest } from './evm/deposits.ts';
+export {
+  type CapVerdict,
+  type FeePolicy,
+  type FeePolicyInput,
+  type FeeQuote,
+  type Fees,
+  feePolicy,
+  feePolicySchema,
+  feesWithinCap,
+  quoteFees,
+  replacementFees,
+} from './evm/fees.ts';
 export { createEvmRail, type EvmRail, type EvmRailConfig, type EvmRailLimits } from './evm/rail.ts';
 export { testTokenAbi, testTokenBytecode } from './evm/test-token.artifact.ts';
 export { type DeployTestTokenOptions, deployTestToken } from './evm/test-token.ts';
