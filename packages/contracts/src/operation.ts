@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
-import { networkSchema } from './network.ts';
+import { feeCapProblem, networkSchema } from './network.ts';
 
 /** The states of seed 000's state machine. Deposits and adjustments use a subset (see core). */
 export const operationStates = [
@@ -37,7 +37,13 @@ export const withdrawalRequestSchema = z.strictObject({
   destination: z.string().min(1).max(128),
   memo: memoSchema.optional(),
   amountMinor: amountMinorSchema,
+  /** The most the network fee may cost, in the network's native minor units (wei of ETH); see FEE_CAP_RULES. */
   feeCapMinor: amountMinorSchema.optional(),
+}).superRefine((request, check) => {
+  // With the network named, the cap is checked here; otherwise at creation, once the asset's network is known.
+  if (request.network === undefined || request.feeCapMinor === undefined) return;
+  const problem = feeCapProblem(request.network, request.feeCapMinor);
+  if (problem) check.addIssue({ code: 'custom', path: ['feeCapMinor'], message: problem });
 });
 export type WithdrawalRequest = z.infer<typeof withdrawalRequestSchema>;
 
@@ -61,6 +67,8 @@ export const operationViewSchema = z.object({
   state: operationStateSchema,
   rejectionCode: z.string().nullable(),
   txHash: z.string().nullable(),
+  /** Why an APPROVED withdrawal is not being signed yet (e.g. its fee cap cannot pay the base fee). */
+  waitingReason: z.string().nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

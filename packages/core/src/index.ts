@@ -165,6 +165,7 @@ export {
   takeOverSigned,
 } from './state-machine/claim.ts';
 export { type TransitionContext, transition } from './state-machine/transition.ts';
+export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
 export {
   allowedNext,
   findEdge,
