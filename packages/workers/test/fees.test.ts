@@ -281,6 +281,29 @@ describe('I12-FEES fees from the node, the fee cap in native units, the gas paid
     expect((await read(env.tenantId, ethOp.operationId)).state).toBe('CONFIRMED');
     expect(await netPosted(env.tenantId, ethOp.operationId, '@network_fees', 'ETH')).toBe(-ethFee);
   });
+
+  it('I12-FEES reconciliation reports a confirmed withdrawal whose posted network fee does not explain the hot wallet balance', async () => {
+    const op = await withdraw(env.tenantId, { asset: 'ETH', amountMinor: ETH / 40n });
+    const worker = env.worker();
+    await worker.runOnce();
+    await env.mine(2);
+    // Confirmed the way the old code did: the settle alone, no fee entry.
+    const broadcast = await read(env.tenantId, op.operationId);
+    expect(broadcast.state).toBe('BROADCAST');
+    await withTenant(env.t.db, env.tenantId, (tx) =>
+      transition(tx, broadcast, 'CONFIRMED', { actor: 'test', reason: 'confirmed without its fee' }),
+    );
+    const receipt = await env.chain.getTransactionReceipt({ hash: broadcast.txHash as Hex });
+    const report = await reconcileTenant(workerContext(), env.tenantId, { timingGraceMs: 0 });
+    const finding = report.findings.find((f) => f.subject === `operation:${op.operationId}`);
+    expect(finding).toMatchObject({
+      breakClass: 'genuine_variance',
+      assetCode: 'ETH',
+      ledgerAmountMinor: '0',
+      observedAmountMinor: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
+    });
+    expect(finding?.reason).toMatch(/network fee/);
+  });
 });
 
 async function tokenBalance(address: Address): Promise<bigint> {
