@@ -33,7 +33,8 @@ export const FEE_CAP_RULES: Record<Network, { nativeAsset: string; min: bigint; 
 /** Why a fee cap is not acceptable on a network, or null when it is. */
 export function feeCapProblem(network: Network, feeCapMinor: string): string | null {
   const rule = FEE_CAP_RULES[network];
-  if (!rule) return `feeCapMinor is not accepted on ${network}: the custodian sets and charges the network fee`;
+  if (!rule)
+    return `feeCapMinor is not accepted on ${network}: the custodian sets and charges the network fee`;
   const cap = BigInt(feeCapMinor);
   if (cap < rule.min || cap > rule.max) {
     return `feeCapMinor on ${network} is the total fee in wei of ${rule.nativeAsset}, from ${rule.min} to ${rule.max}`;

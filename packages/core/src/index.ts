@@ -165,7 +165,6 @@ export {
   takeOverSigned,
 } from './state-machine/claim.ts';
 export { type TransitionContext, transition } from './state-machine/transition.ts';
-export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
 export {
   allowedNext,
   findEdge,
@@ -173,4 +172,5 @@ export {
   IN_FLIGHT_STATES,
   SETTLED_STATES,
 } from './state-machine/transitions.ts';
+export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
 export { type AssetConfig, createTenant, DEFAULT_ASSETS } from './tenants/provision.ts';

@@ -58,7 +58,8 @@ describe('I12-FEES quoteFees reads the node', () => {
     }
     expect((await quoteFees(client, feePolicy({ historyBlocks: 3 }))).maxPriorityFeePerGas).toBe(3n * GWEI);
     expect(
-      (await quoteFees(client, feePolicy({ historyBlocks: 3, maxPriorityFeeWei: GWEI }))).maxPriorityFeePerGas,
+      (await quoteFees(client, feePolicy({ historyBlocks: 3, maxPriorityFeeWei: GWEI })))
+        .maxPriorityFeePerGas,
     ).toBe(GWEI);
   });
 });
@@ -76,7 +77,7 @@ describe('I12-FEES fees under a cap and replacement fees', () => {
     expect(capped).toEqual({ ok: true, fees: { maxFeePerGas: 15n * GWEI, maxPriorityFeePerGas: GWEI } });
     const waiting = feesWithinCap(q, policy, { gasLimit: 100_000n, feeCapWei: 100_000n * 12n * GWEI });
     expect(waiting.ok).toBe(false);
-    if (!waiting.ok) expect(waiting.detail.requiredMaxFeePerGas).toBe((12_300_000_000n).toString());
+    if (!waiting.ok) expect(waiting.detail.requiredMaxFeePerGas).toBe(12_300_000_000n.toString());
     // The network ceiling applies with no cap at all.
     const spike = feesWithinCap(quote(1_000n * GWEI, GWEI), policy, { gasLimit: 21_000n, feeCapWei: null });
     expect(spike.ok).toBe(false);
@@ -94,7 +95,9 @@ describe('I12-FEES fees under a cap and replacement fees', () => {
       fees: { maxFeePerGas: 42n * GWEI, maxPriorityFeePerGas: 2n * GWEI },
     });
     // Rounded up: 10% of 15 wei is 1.5, so 17.
-    expect(replacementFees({ maxFeePerGas: 15n, maxPriorityFeePerGas: 15n }, quote(0n, 0n), policy).fees).toEqual({
+    expect(
+      replacementFees({ maxFeePerGas: 15n, maxPriorityFeePerGas: 15n }, quote(0n, 0n), policy).fees,
+    ).toEqual({
       maxFeePerGas: 17n,
       maxPriorityFeePerGas: 17n,
     });

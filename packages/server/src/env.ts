@@ -139,5 +139,7 @@ export function evmFeePolicy(env: Env): FeePolicyInput {
     maxFeePerGasWei: env.IDEM_EVM_MAX_FEE_PER_GAS_WEI,
     replacementBumpPercent: env.IDEM_EVM_FEE_REPLACEMENT_BUMP_PERCENT,
   };
-  return Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined)) as FeePolicyInput;
+  return Object.fromEntries(
+    Object.entries(entries).filter(([, value]) => value !== undefined),
+  ) as FeePolicyInput;
 }

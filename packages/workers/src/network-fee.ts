@@ -25,7 +25,10 @@ export async function paidNetworkFee(
   const hash = typeof evidence.txHash === 'string' ? evidence.txHash : op.txHash;
   if (!assetCode || !hash) throw new Error(`no native asset or transaction for operation ${op.operationId}`);
   const receipt = await ctx.rails.chain().getTransactionReceipt({ hash: hash as Hex });
-  if (typeof evidence.blockHash === 'string' && evidence.blockHash.toLowerCase() !== receipt.blockHash.toLowerCase()) {
+  if (
+    typeof evidence.blockHash === 'string' &&
+    evidence.blockHash.toLowerCase() !== receipt.blockHash.toLowerCase()
+  ) {
     throw new Error('the receipt is from another block than the confirmation evidence');
   }
   return { assetCode, amountMinor: receipt.gasUsed * receipt.effectiveGasPrice };

@@ -288,7 +288,11 @@ async function compareChain(
 }
 
 /** The network fee each operation has expensed, net of reversals (positive: an expense). */
-async function postedNetworkFees(ctx: WorkerContext, tenantId: string, ops: Operation[]): Promise<Map<string, bigint>> {
+async function postedNetworkFees(
+  ctx: WorkerContext,
+  tenantId: string,
+  ops: Operation[],
+): Promise<Map<string, bigint>> {
   if (ops.length === 0) return new Map();
   const ids = `{${ops.map((op) => op.operationId).join(',')}}`;
   const rows = await withTenant(ctx.db, tenantId, async (tx) =>

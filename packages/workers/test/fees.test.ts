@@ -143,7 +143,11 @@ describe('I12-FEES fees from the node, the fee cap in native units, the gas paid
   it("I12-FEES a USDC withdrawal's fee cap is in wei of ETH: the transaction may cost at most feeCapMinor wei in total", async () => {
     // An operator who reads the cap as "5 USDC" writes 5,000,000; in wei of ETH that cannot pay
     // 100,000 gas at any base fee, so nothing may be signed (the old code signed at 50 wei per gas).
-    const tooLow = await withdraw(usdc.tenantId, { asset: 'USDC', amountMinor: 1_000_000n, feeCapMinor: 5_000_000n });
+    const tooLow = await withdraw(usdc.tenantId, {
+      asset: 'USDC',
+      amountMinor: 1_000_000n,
+      feeCapMinor: 5_000_000n,
+    });
     await env.worker().runOnce();
     const waiting = await read(usdc.tenantId, tooLow.operationId);
     expect(waiting.state).toBe('APPROVED');
@@ -164,12 +168,12 @@ describe('I12-FEES fees from the node, the fee cap in native units, the gas paid
   });
 
   it('I12-FEES a fee cap is validated per network at submission', async () => {
-    await expect(withdraw(env.tenantId, { asset: 'ETH', amountMinor: 1n, feeCapMinor: 20_999n })).rejects.toMatchObject(
-      { code: 'VALIDATION' },
-    );
-    await expect(withdraw(env.tenantId, { asset: 'BTC', amountMinor: 1000n, feeCapMinor: 5000n })).rejects.toMatchObject(
-      { code: 'VALIDATION', message: expect.stringMatching(/bitcoin/) },
-    );
+    await expect(
+      withdraw(env.tenantId, { asset: 'ETH', amountMinor: 1n, feeCapMinor: 20_999n }),
+    ).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(
+      withdraw(env.tenantId, { asset: 'BTC', amountMinor: 1000n, feeCapMinor: 5000n }),
+    ).rejects.toMatchObject({ code: 'VALIDATION', message: expect.stringMatching(/bitcoin/) });
   });
 
   it('I12-FEES a cap too low for the current base fee keeps the withdrawal APPROVED with the reason visible and nothing signed; it proceeds after the base fee falls', async () => {
@@ -187,7 +191,9 @@ describe('I12-FEES fees from the node, the fee cap in native units, the gas paid
     expect(waiting.state).toBe('APPROVED');
     expect(waiting.signedArtifact).toBeNull();
     expect(waiting.chainNonce).toBeNull();
-    const nonceAfter = await withTenant(env.t.db, env.tenantId, (tx) => getHotWallet(tx, env.tenantId, 'ethereum'));
+    const nonceAfter = await withTenant(env.t.db, env.tenantId, (tx) =>
+      getHotWallet(tx, env.tenantId, 'ethereum'),
+    );
     expect(nonceAfter.nextNonce).toBe(nonceBefore.nextNonce);
     const staff = await withTenant(env.t.db, env.tenantId, (tx) => toStaffView(tx, waiting));
     expect(staff.waitingReason).toMatch(/fee cap/);

@@ -2,8 +2,8 @@ import type { OperationState } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { and, eq, type SQL, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
-import { operations, operationTransitions } from '../db/schema/index.ts';
 import { rowsOf } from '../db/rows.ts';
+import { operations, operationTransitions } from '../db/schema/index.ts';
 import { type Posting, postEntry, SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 import { findOperation, type Operation } from '../operations/operation-record.ts';
 import { enqueue } from '../outbox/enqueue.ts';
@@ -166,7 +166,12 @@ async function postNetworkFee(
     operationId: op.operationId,
     kind: 'network_fee',
     postings: [
-      { account: SYSTEM_ACCOUNTS.custody, bucket: 'control', assetCode: fee.assetCode, amount: fee.amountMinor },
+      {
+        account: SYSTEM_ACCOUNTS.custody,
+        bucket: 'control',
+        assetCode: fee.assetCode,
+        amount: fee.amountMinor,
+      },
       {
         account: SYSTEM_ACCOUNTS.networkFees,
         bucket: 'control',
@@ -196,7 +201,12 @@ async function reverseNetworkFees(tx: Tx, op: Operation): Promise<void> {
       operationId: op.operationId,
       kind: 'network_fee_reversal',
       postings: [
-        { account: SYSTEM_ACCOUNTS.networkFees, bucket: 'control', assetCode: row.asset_code, amount: expensed },
+        {
+          account: SYSTEM_ACCOUNTS.networkFees,
+          bucket: 'control',
+          assetCode: row.asset_code,
+          amount: expensed,
+        },
         { account: SYSTEM_ACCOUNTS.custody, bucket: 'control', assetCode: row.asset_code, amount: -expensed },
       ],
     });

@@ -16,13 +16,18 @@ export async function markWaiting(
   op: Operation,
   input: { reason: string; actor: string; evidence?: Record<string, unknown> },
 ): Promise<Operation> {
-  if (op.state !== 'APPROVED') throw new Error(`only an APPROVED withdrawal waits; ${op.operationId} is ${op.state}`);
+  if (op.state !== 'APPROVED')
+    throw new Error(`only an APPROVED withdrawal waits; ${op.operationId} is ${op.state}`);
   if (op.waitingReason === input.reason) return op;
   return setWaiting(tx, op, input.reason, { ...input, reason: `waiting: ${input.reason}` });
 }
 
 /** The wait is over (fees fell within the cap): cleared in the transaction that goes on to sign. */
-export async function clearWaiting(tx: Tx, op: Operation, input: { actor: string; reason: string }): Promise<Operation> {
+export async function clearWaiting(
+  tx: Tx,
+  op: Operation,
+  input: { actor: string; reason: string },
+): Promise<Operation> {
   if (op.waitingReason === null) return op;
   return setWaiting(tx, op, null, input);
 }
@@ -46,7 +51,8 @@ async function setWaiting(
     )
     .returning();
   const next = updated[0] as Operation | undefined;
-  if (!next) throw new IdemError('STALE_WRITE', 'operation changed since it was read; waiting reason not recorded');
+  if (!next)
+    throw new IdemError('STALE_WRITE', 'operation changed since it was read; waiting reason not recorded');
   await recordTransition(tx, next, op.state, { ...history, notify: false });
   return next;
 }

@@ -74,7 +74,10 @@ export interface Fees {
  * One `eth_feeHistory` call: its last base fee is the pending block's (the one our transaction
  * would enter), and its rewards give the priority fee. One call, so both come from one node's view.
  */
-export async function quoteFees(client: Pick<PublicClient, 'getFeeHistory'>, policy: FeePolicy): Promise<FeeQuote> {
+export async function quoteFees(
+  client: Pick<PublicClient, 'getFeeHistory'>,
+  policy: FeePolicy,
+): Promise<FeeQuote> {
   const history = await client.getFeeHistory({
     blockCount: policy.historyBlocks,
     blockTag: 'latest',
@@ -90,11 +93,11 @@ export async function quoteFees(client: Pick<PublicClient, 'getFeeHistory'>, pol
   const observed = rewards.length > 0 ? (rewards[Math.floor(rewards.length / 2)] ?? 0n) : 0n;
   const priority = clamp(observed, policy.minPriorityFeeWei, policy.maxPriorityFeeWei);
   const wanted = (baseFeePerGas * BigInt(policy.baseFeeMultiplierPercent)) / 100n + priority;
-  const maxFeePerGas = wanted < policy.maxFeePerGasWei ? wanted : policy.maxFeePerGasWei;
+  const maxFeePerGas = min(wanted, policy.maxFeePerGasWei);
   return {
     baseFeePerGas,
     maxFeePerGas,
-    maxPriorityFeePerGas: priority < maxFeePerGas ? priority : maxFeePerGas,
+    maxPriorityFeePerGas: min(priority, maxFeePerGas),
     blockNumber: history.oldestBlock + BigInt(history.baseFeePerGas.length - 2),
   };
 }
@@ -126,9 +129,9 @@ export function feesWithinCap(
   limit: { gasLimit: bigint; feeCapWei: bigint | null },
 ): CapVerdict {
   const capPerGas = limit.feeCapWei === null ? null : limit.feeCapWei / limit.gasLimit;
-  const ceiling =
-    capPerGas !== null && capPerGas < policy.maxFeePerGasWei ? capPerGas : policy.maxFeePerGasWei;
-  const required = (quote.baseFeePerGas * BigInt(policy.minHeadroomPercent) + 99n) / 100n + quote.maxPriorityFeePerGas;
+  const ceiling = capPerGas === null ? policy.maxFeePerGasWei : min(capPerGas, policy.maxFeePerGasWei);
+  const required =
+    (quote.baseFeePerGas * BigInt(policy.minHeadroomPercent) + 99n) / 100n + quote.maxPriorityFeePerGas;
   if (ceiling < required) {
     const byCap = capPerGas !== null && capPerGas < policy.maxFeePerGasWei;
     return {
@@ -145,7 +148,7 @@ export function feesWithinCap(
       },
     };
   }
-  const maxFeePerGas = quote.maxFeePerGas < ceiling ? quote.maxFeePerGas : ceiling;
+  const maxFeePerGas = min(quote.maxFeePerGas, ceiling);
   return { ok: true, fees: { maxFeePerGas, maxPriorityFeePerGas: quote.maxPriorityFeePerGas } };
 }
 
@@ -166,16 +169,24 @@ export function replacementFees(
   const maxFee = max(bump(previous.maxFeePerGas), quote.maxFeePerGas, priority);
   const fees = { maxFeePerGas: maxFee, maxPriorityFeePerGas: priority };
   const capPerGas = limit?.feeCapWei != null ? limit.feeCapWei / limit.gasLimit : null;
-  const ceilingPerGas =
-    capPerGas !== null && capPerGas < policy.maxFeePerGasWei ? capPerGas : policy.maxFeePerGasWei;
+  const ceilingPerGas = capPerGas === null ? policy.maxFeePerGasWei : min(capPerGas, policy.maxFeePerGasWei);
   if (maxFee > ceilingPerGas) return { ok: false, reason: 'above_cap', fees, ceilingPerGas };
   return { ok: true, fees };
 }
 
+/** Math.min and Math.max take no bigints. */
 function clamp(value: bigint, low: bigint, high: bigint): bigint {
-  return value < low ? low : value > high ? high : value;
+  if (value < low) return low;
+  if (value > high) return high;
+  return value;
+}
+
+function min(a: bigint, b: bigint): bigint {
+  return b < a ? b : a;
 }
 
 function max(...values: bigint[]): bigint {
-  return values.reduce((a, b) => (a > b ? a : b));
+  let largest = values[0] ?? 0n;
+  for (const value of values) if (value > largest) largest = value;
+  return largest;
 }
