@@ -6,11 +6,22 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type ProxyFault = 'none' | 'forward-then-hang' | 'forward-then-502' | 'forward-then-reset';
+export type ProxyFault =
+  | 'none'
+  | 'forward-then-hang'
+  | 'forward-then-502'
+  | 'forward-then-reset'
+  /** The request never reaches the node: the connection is reset before anything is forwarded. */
+  | 'reset-without-forward';
 
 export interface FaultProxy {
   readonly url: string;
   fault: ProxyFault;
+  /**
+   * JSON-RPC methods the fault never applies to (default none). Fees are read from the node before
+   * signing, so a test that means to lose a send and what follows it spares `eth_feeHistory`.
+   */
+  spareMethods: string[];
   /** How many requests reached the upstream through this proxy. */
   readonly forwarded: number;
   close(): Promise<void>;
@@ -20,11 +31,16 @@ const bodyBytesMax = 1024 * 1024;
 
 export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
   let forwarded = 0;
-  const state: { fault: ProxyFault } = { fault: 'none' };
+  const state: { fault: ProxyFault; spareMethods: string[] } = { fault: 'none', spareMethods: [] };
   const hanging = new Set<IncomingMessage>();
 
   const server: Server = createServer(async (request, response) => {
     const body = await readBody(request);
+    const fault = spared(body, state.spareMethods) ? 'none' : state.fault;
+    if (fault === 'reset-without-forward') {
+      request.socket.destroy();
+      return;
+    }
     const upstream = await fetch(upstreamUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -33,7 +49,7 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     });
     const text = await upstream.text();
     forwarded++;
-    switch (state.fault) {
+    switch (fault) {
       case 'none':
         response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text);
         return;
@@ -60,6 +76,12 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     set fault(value: ProxyFault) {
       state.fault = value;
     },
+    get spareMethods() {
+      return state.spareMethods;
+    },
+    set spareMethods(value: string[]) {
+      state.spareMethods = value;
+    },
     get forwarded() {
       return forwarded;
     },
@@ -69,6 +91,17 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Whether every call of a request (one call or a batch) is of a spared method. */
+function spared(body: string, methods: string[]): boolean {
+  if (methods.length === 0) return false;
+  try {
+    const parsed = JSON.parse(body) as { method?: string } | { method?: string }[];
+    return (Array.isArray(parsed) ? parsed : [parsed]).every((call) => methods.includes(call.method ?? ''));
+  } catch {
+    return false;
+  }
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {
