@@ -1,3 +1,4 @@
+import { withdrawalRequestSchema } from '@idem/contracts';
 import {
   createTenant,
   createWithdrawal,
@@ -174,6 +175,13 @@ describe('I12-FEES fees from the node, the fee cap in native units, the gas paid
     await expect(
       withdraw(env.tenantId, { asset: 'BTC', amountMinor: 1000n, feeCapMinor: 5000n }),
     ).rejects.toMatchObject({ code: 'VALIDATION', message: expect.stringMatching(/bitcoin/) });
+    // With the network named, the contract schema refuses it before any database is asked.
+    const base = { withdrawalId: 'w', accountId: 'a', asset: 'USDC', destination: 'x', amountMinor: '1' };
+    const parses = (network: string, feeCapMinor: string) =>
+      withdrawalRequestSchema.safeParse({ ...base, network, feeCapMinor }).success;
+    expect(parses('ethereum', '20999')).toBe(false);
+    expect(parses('bitcoin', '5000')).toBe(false);
+    expect(parses('ethereum', '21000')).toBe(true);
   });
 
   it('I12-FEES a cap too low for the current base fee keeps the withdrawal APPROVED with the reason visible and nothing signed; it proceeds after the base fee falls', async () => {
