@@ -17,3 +17,27 @@ export function isValidDestination(network: Network, destination: string): boole
       return validateBitcoin(destination);
   }
 }
+
+/**
+ * What a withdrawal's `feeCapMinor` means on each network, checked at submission.
+ * - ethereum: the most the transaction may cost, in wei of ETH (the network's native asset),
+ *   whatever asset is withdrawn: gasLimit * maxFeePerGas <= feeCapMinor. At least 21,000 (one
+ *   plain transfer at 1 wei per gas; anything less can never pay), at most 10^20 (100 ETH).
+ * - bitcoin: not accepted; the custodian chooses and charges the network fee.
+ */
+export const FEE_CAP_RULES: Record<Network, { nativeAsset: string; min: bigint; max: bigint } | null> = {
+  ethereum: { nativeAsset: 'ETH', min: 21_000n, max: 10n ** 20n },
+  bitcoin: null,
+};
+
+/** Why a fee cap is not acceptable on a network, or null when it is. */
+export function feeCapProblem(network: Network, feeCapMinor: string): string | null {
+  const rule = FEE_CAP_RULES[network];
+  if (!rule)
+    return `feeCapMinor is not accepted on ${network}: the custodian sets and charges the network fee`;
+  const cap = BigInt(feeCapMinor);
+  if (cap < rule.min || cap > rule.max) {
+    return `feeCapMinor on ${network} is the total fee in wei of ${rule.nativeAsset}, from ${rule.min} to ${rule.max}`;
+  }
+  return null;
+}

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
-import { networkSchema } from './network.ts';
+import { feeCapProblem, networkSchema } from './network.ts';
 
 /** The states of seed 000's state machine. Deposits and adjustments use a subset (see core). */
 export const operationStates = [
@@ -28,17 +28,25 @@ export type OperationKind = z.infer<typeof operationKindSchema>;
 export const memoSchema = z.string().max(128, { error: 'memo is longer than 128 characters' });
 
 /** What an integrator submits. The tenant never comes from here: it comes from the credential. */
-export const withdrawalRequestSchema = z.strictObject({
-  withdrawalId: referenceSchema,
-  accountId: referenceSchema,
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/, { error: 'asset must be an asset code such as ETH' }),
-  /** Optional; when given it must be the asset's network, so a caller's mistaken assumption is caught. */
-  network: networkSchema.optional(),
-  destination: z.string().min(1).max(128),
-  memo: memoSchema.optional(),
-  amountMinor: amountMinorSchema,
-  feeCapMinor: amountMinorSchema.optional(),
-});
+export const withdrawalRequestSchema = z
+  .strictObject({
+    withdrawalId: referenceSchema,
+    accountId: referenceSchema,
+    asset: z.string().regex(/^[A-Z0-9]{2,12}$/, { error: 'asset must be an asset code such as ETH' }),
+    /** Optional; when given it must be the asset's network, so a caller's mistaken assumption is caught. */
+    network: networkSchema.optional(),
+    destination: z.string().min(1).max(128),
+    memo: memoSchema.optional(),
+    amountMinor: amountMinorSchema,
+    /** The most the network fee may cost, in the network's native minor units (wei of ETH); see FEE_CAP_RULES. */
+    feeCapMinor: amountMinorSchema.optional(),
+  })
+  .superRefine((request, check) => {
+    // With the network named, the cap is checked here; otherwise at creation, once the asset's network is known.
+    if (request.network === undefined || request.feeCapMinor === undefined) return;
+    const problem = feeCapProblem(request.network, request.feeCapMinor);
+    if (problem) check.addIssue({ code: 'custom', path: ['feeCapMinor'], message: problem });
+  });
 export type WithdrawalRequest = z.infer<typeof withdrawalRequestSchema>;
 
 export const submitWithdrawalInputSchema = z.strictObject({
@@ -61,6 +69,8 @@ export const operationViewSchema = z.object({
   state: operationStateSchema,
   rejectionCode: z.string().nullable(),
   txHash: z.string().nullable(),
+  /** Why an APPROVED withdrawal is not being signed yet (e.g. its fee cap cannot pay the base fee). */
+  waitingReason: z.string().nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -192,4 +192,5 @@ export {
   IN_FLIGHT_STATES,
   SETTLED_STATES,
 } from './state-machine/transitions.ts';
+export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
 export { type AssetConfig, createTenant, DEFAULT_ASSETS } from './tenants/provision.ts';

@@ -29,6 +29,18 @@ export {
 } from './evm/anvil.ts';
 export type { DepositScanRequest } from './evm/deposits.ts';
 export {
+  type CapVerdict,
+  type FeePolicy,
+  type FeePolicyInput,
+  type FeeQuote,
+  type Fees,
+  feePolicy,
+  feePolicySchema,
+  feesWithinCap,
+  quoteFees,
+  replacementFees,
+} from './evm/fees.ts';
+export {
   createEvmRail,
   type EvmRail,
   type EvmRailConfig,

@@ -97,6 +97,7 @@ describe('retries', () => {
             state: 'REQUESTED',
             rejectionCode: null,
             txHash: null,
+            waitingReason: null,
             createdAt: 'x',
             updatedAt: 'x',
           },

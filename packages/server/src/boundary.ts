@@ -10,7 +10,7 @@ import {
 } from '@idem/rails';
 import { createWorker, RailRegistry, type RailsConfig, type Worker } from '@idem/workers';
 import type { Logger } from 'pino';
-import type { Env } from './env.ts';
+import { type Env, evmFeePolicy } from './env.ts';
 
 /**
  * The money rails and the worker that drives them. With URLs configured, it connects to a real EVM
@@ -38,7 +38,7 @@ export async function startBoundary(
 
   let anvil: AnvilInstance | null = null;
   if (env.IDEM_EVM_RPC_URL) {
-    config.evm = { rpcUrl: env.IDEM_EVM_RPC_URL, chainId: env.IDEM_EVM_CHAIN_ID };
+    config.evm = { rpcUrl: env.IDEM_EVM_RPC_URL, chainId: env.IDEM_EVM_CHAIN_ID, fees: evmFeePolicy(env) };
   } else if (embedded) {
     anvil = await startAnvil({
       chainId: env.IDEM_EVM_CHAIN_ID,
@@ -46,7 +46,7 @@ export async function startBoundary(
       statePath: join(env.IDEM_DATA_DIR, 'anvil-state.json'),
     });
     stops.push(() => (anvil as AnvilInstance).stop());
-    config.evm = { rpcUrl: anvil.rpcUrl, chainId: anvil.chainId };
+    config.evm = { rpcUrl: anvil.rpcUrl, chainId: anvil.chainId, fees: evmFeePolicy(env) };
     describe.push(`local EVM chain (anvil) at ${anvil.rpcUrl}`);
   }
 
@@ -67,6 +67,8 @@ export async function startBoundary(
   }
 
   const rails = new RailRegistry(config);
+  // A fee policy the environment got wrong stops the start, not the first signature.
+  if (config.evm) rails.feePolicy();
   const inProcess = env.IDEM_WORKER_IN_PROCESS ?? embedded;
   let worker: Worker | null = null;
   if (inProcess) {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { type Network, networkSchema } from '@idem/contracts';
+import type { FeePolicyInput } from '@idem/rails';
 import { z } from 'zod';
 
 /** The repository root, so the default data directory is the same whoever starts the process. */
@@ -74,6 +75,22 @@ const envSchema = z.object({
   /** An EVM node's JSON-RPC URL. Without it, embedded mode starts a local anvil chain. */
   IDEM_EVM_RPC_URL: z.string().url().optional(),
   IDEM_EVM_CHAIN_ID: z.coerce.number().int().min(1).default(31337),
+  /**
+   * The EVM network's fee policy (packages/rails/src/evm/fees.ts; defaults there). Fees are read
+   * from the node at every signature: the pending base fee times IDEM_EVM_FEE_BASE_MULTIPLIER_PERCENT
+   * plus the IDEM_EVM_FEE_PERCENTILE priority fee of the last IDEM_EVM_FEE_HISTORY_BLOCKS blocks,
+   * bounded by the priority minimum and maximum and the per-gas ceiling, all in wei.
+   */
+  IDEM_EVM_FEE_PERCENTILE: z.coerce.number().int().min(1).max(99).optional(),
+  IDEM_EVM_FEE_HISTORY_BLOCKS: z.coerce.number().int().min(1).max(1024).optional(),
+  IDEM_EVM_FEE_BASE_MULTIPLIER_PERCENT: z.coerce.number().int().min(100).max(1_000).optional(),
+  /** The least base-fee headroom a withdrawal's cap must leave, else it waits in APPROVED. */
+  IDEM_EVM_FEE_MIN_HEADROOM_PERCENT: z.coerce.number().int().min(100).max(1_000).optional(),
+  IDEM_EVM_PRIORITY_FEE_MIN_WEI: z.coerce.bigint().min(0n).optional(),
+  IDEM_EVM_PRIORITY_FEE_MAX_WEI: z.coerce.bigint().min(0n).optional(),
+  IDEM_EVM_MAX_FEE_PER_GAS_WEI: z.coerce.bigint().positive().optional(),
+  /** A fee replacement's raise over the previous attempt, on both fees (at least 10). */
+  IDEM_EVM_FEE_REPLACEMENT_BUMP_PERCENT: z.coerce.number().int().min(10).max(1_000).optional(),
   /** The custodian's API. Without it, embedded mode starts the custodian simulator in process. */
   IDEM_CUSTODIAN_URL: z.string().url().optional(),
   IDEM_CUSTODIAN_API_KEY: z.string().optional(),
@@ -143,4 +160,21 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
     throw new Error(`invalid environment:\n  ${problems.join('\n  ')}`);
   }
   return parsed.data;
+}
+
+/** The EVM fee policy the environment sets; unset entries take the policy's defaults. */
+export function evmFeePolicy(env: Env): FeePolicyInput {
+  const entries = {
+    rewardPercentile: env.IDEM_EVM_FEE_PERCENTILE,
+    historyBlocks: env.IDEM_EVM_FEE_HISTORY_BLOCKS,
+    baseFeeMultiplierPercent: env.IDEM_EVM_FEE_BASE_MULTIPLIER_PERCENT,
+    minHeadroomPercent: env.IDEM_EVM_FEE_MIN_HEADROOM_PERCENT,
+    minPriorityFeeWei: env.IDEM_EVM_PRIORITY_FEE_MIN_WEI,
+    maxPriorityFeeWei: env.IDEM_EVM_PRIORITY_FEE_MAX_WEI,
+    maxFeePerGasWei: env.IDEM_EVM_MAX_FEE_PER_GAS_WEI,
+    replacementBumpPercent: env.IDEM_EVM_FEE_REPLACEMENT_BUMP_PERCENT,
+  };
+  return Object.fromEntries(
+    Object.entries(entries).filter(([, value]) => value !== undefined),
+  ) as FeePolicyInput;
 }

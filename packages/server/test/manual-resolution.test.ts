@@ -13,6 +13,7 @@ import {
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
+import { startFaultProxy } from '@idem/rails/testing';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import { createPublicClient, createWalletClient, type Hex, http } from 'viem';
@@ -110,17 +111,25 @@ async function signedNeverSent(): Promise<Operation> {
       idempotencyKey: `withdrawal-${randomUUID()}`,
     }),
   );
+  // Fees are read from the node before signing (I12-FEES); nothing else reaches it, the send included.
+  const proxy = await startFaultProxy(anvil.rpcUrl);
+  proxy.fault = 'reset-without-forward';
+  proxy.spareMethods = ['eth_feeHistory'];
   const cut = createWorker({
     db: database.db,
     rails: new RailRegistry({
-      evm: { rpcUrl: 'http://127.0.0.1:9', chainId: CHAIN_ID, requestTimeoutMs: 500 },
+      evm: { rpcUrl: proxy.url, chainId: CHAIN_ID, requestTimeoutMs: 500 },
     }),
     log: pino({ level: 'silent' }),
     workerId: 'cut-off-worker',
     leaseMs: 5_000,
   });
-  for (let i = 0; i < 3 && (await operation(created.operation.operationId)).state !== 'UNKNOWN'; i++) {
-    await cut.runOnce();
+  try {
+    for (let i = 0; i < 3 && (await operation(created.operation.operationId)).state !== 'UNKNOWN'; i++) {
+      await cut.runOnce();
+    }
+  } finally {
+    await proxy.close();
   }
   const stuck = await operation(created.operation.operationId);
   expect(stuck.state).toBe('UNKNOWN');

@@ -1,6 +1,16 @@
 import { IdemError } from '@idem/contracts';
 import type { HotWallet } from '@idem/core';
-import { anvilDevPrivateKeys, type CustodianAdapter, createEvmRail, type EvmRail } from '@idem/rails';
+import {
+  anvilDevPrivateKeys,
+  type CustodianAdapter,
+  createEvmRail,
+  type EvmRail,
+  type FeePolicy,
+  type FeePolicyInput,
+  type FeeQuote,
+  feePolicy,
+  quoteFees,
+} from '@idem/rails';
 import { createPublicClient, type Hex, http, type PublicClient } from 'viem';
 import { readKeystore } from './keystore.ts';
 
@@ -10,11 +20,16 @@ import { readKeystore } from './keystore.ts';
  * through the custodian, which holds the keys.
  */
 export interface RailsConfig {
-  evm?: { rpcUrl: string; chainId: number; requestTimeoutMs?: number };
+  evm?: {
+    rpcUrl: string;
+    chainId: number;
+    requestTimeoutMs?: number;
+    /** This network's fee policy (packages/rails/src/evm/fees.ts); defaults when absent. */
+    fees?: FeePolicyInput;
+  };
   custodian?: CustodianAdapter;
   /** Resolves a hot wallet's `keyRef` to a private key. Never logged. */
   resolveKey?: (keyRef: string) => Hex;
-  fees?: { maxFeePerGasWei: bigint; maxPriorityFeePerGasWei: bigint };
 }
 
 export type Route = { kind: 'evm' } | { kind: 'custodian' };
@@ -57,6 +72,7 @@ export function defaultKeyResolver(keyRef: string): Hex {
 export class RailRegistry {
   private readonly evmRails = new Map<string, EvmRail>();
   private chainClient: PublicClient | undefined;
+  private policy: FeePolicy | undefined;
   constructor(readonly config: RailsConfig) {}
 
   /** The EVM rail signing as this hot wallet (one viem client per wallet, reused). */
@@ -112,7 +128,16 @@ export class RailRegistry {
     return this.config.custodian;
   }
 
-  fees(): { maxFeePerGasWei: bigint; maxPriorityFeePerGasWei: bigint } {
-    return this.config.fees ?? { maxFeePerGasWei: 100n * 10n ** 9n, maxPriorityFeePerGasWei: 10n ** 9n };
+  /** The EVM network's fee policy, validated once. */
+  feePolicy(): FeePolicy {
+    const evm = this.config.evm;
+    if (!evm) throw new IdemError('VALIDATION', 'no EVM node is configured');
+    this.policy ??= feePolicy(evm.fees ?? {});
+    return this.policy;
+  }
+
+  /** What the node says a transaction should offer now (asked each time a transaction is signed). */
+  quoteFees(): Promise<FeeQuote> {
+    return quoteFees(this.chain(), this.feePolicy());
   }
 }

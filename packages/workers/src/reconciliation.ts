@@ -5,6 +5,7 @@ import {
   type Operation,
   openBreak,
   rowsOf,
+  SYSTEM_ACCOUNTS,
   schema,
   withTenant,
 } from '@idem/core';
@@ -13,7 +14,7 @@ import { and, eq, gt, inArray, sql } from 'drizzle-orm';
 import { decodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { assetOf } from './candidates.ts';
 import type { WorkerContext } from './context.ts';
-import { routeFor } from './rails.ts';
+import { NATIVE_ASSETS, routeFor } from './rails.ts';
 
 const { operations } = schema;
 
@@ -224,6 +225,7 @@ async function compareChain(
   if (!evm || ops.length === 0) return [];
   const chain = ctx.rails.chain();
   const findings: Finding[] = [];
+  const fees = await postedNetworkFees(ctx, tenantId, ops);
   for (const op of ops) {
     const subject = `operation:${op.operationId}`;
     const base = { subject, assetCode: op.assetCode, ledgerAmountMinor: op.amountMinor };
@@ -231,15 +233,29 @@ async function compareChain(
     const attempts = await withTenant(ctx.db, tenantId, (tx) => listAttempts(tx, tenantId, op.operationId));
     const payments =
       attempts.length > 0 ? attempts.filter((a) => a.kind !== 'cancel').map((a) => a.txHash) : [op.txHash];
-    let paidHash: Hex | null = null;
+    let receipt: Awaited<ReturnType<typeof chain.getTransactionReceipt>> | null = null;
     for (const hash of payments) {
-      const receipt = await chain.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
-      if (receipt?.status === 'success') {
-        paidHash = hash as Hex;
+      const found = await chain.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
+      if (found?.status === 'success') {
+        receipt = found;
         break;
       }
     }
-    const mined = paidHash !== null;
+    const mined = receipt !== null;
+    // The hot wallet's native balance falls by the gas of every mined transaction: the ledger
+    // explains it only if each confirmation posted exactly its receipt's fee (and nothing else did).
+    const posted = fees.get(op.operationId) ?? 0n;
+    const paid = receipt && op.state === 'CONFIRMED' ? receipt.gasUsed * receipt.effectiveGasPrice : 0n;
+    if (receipt && posted !== paid) {
+      findings.push({
+        subject,
+        breakClass: young(op) ? 'timing' : 'genuine_variance',
+        reason: `the network fee posted for this withdrawal (${posted} wei) differs from its receipt's gasUsed * effectiveGasPrice`,
+        assetCode: NATIVE_ASSETS[op.network] ?? null,
+        ledgerAmountMinor: posted.toString(),
+        observedAmountMinor: paid.toString(),
+      });
+    }
     if (op.state === 'CONFIRMED' && !mined) {
       findings.push({
         ...base,
@@ -258,10 +274,10 @@ async function compareChain(
       });
       continue;
     }
-    if (!paidHash) continue;
+    if (!receipt) continue;
     // The transaction on chain must be exactly the approved transfer.
     const [transaction, wallet, asset] = await Promise.all([
-      chain.getTransaction({ hash: paidHash }),
+      chain.getTransaction({ hash: receipt.transactionHash }),
       withTenant(ctx.db, tenantId, (tx) => getHotWallet(tx, tenantId, op.network)),
       withTenant(ctx.db, tenantId, (tx) => assetOf(tx, op)),
     ]);
@@ -281,6 +297,28 @@ async function compareChain(
     }
   }
   return findings;
+}
+
+/** The network fee each operation has expensed, net of reversals (positive: an expense). */
+async function postedNetworkFees(
+  ctx: WorkerContext,
+  tenantId: string,
+  ops: Operation[],
+): Promise<Map<string, bigint>> {
+  if (ops.length === 0) return new Map();
+  const ids = `{${ops.map((op) => op.operationId).join(',')}}`;
+  const rows = await withTenant(ctx.db, tenantId, async (tx) =>
+    rowsOf<{ operation_id: string; expensed: string }>(
+      await tx.execute(sql`
+        select e.operation_id::text, (-sum(p.amount))::text as expensed
+          from journal_entries e
+          join postings p on p.tenant_id = e.tenant_id and p.entry_id = e.entry_id
+         where e.tenant_id = ${tenantId}::uuid and e.operation_id = any(${ids}::uuid[])
+           and p.account = ${SYSTEM_ACCOUNTS.networkFees}
+         group by e.operation_id`),
+    ),
+  );
+  return new Map(rows.map((row) => [row.operation_id, BigInt(row.expensed)]));
 }
 
 function observedTransfer(

@@ -14,6 +14,8 @@ beforeAll(async () => {
   env = await startEnvironment({
     rpcUrl: async (anvilUrl) => {
       proxy = await startFaultProxy(anvilUrl);
+      // Fees are read from the node before signing (I12-FEES): the faults start with the send.
+      proxy.spareMethods = ['eth_feeHistory'];
       return proxy.url;
     },
   });

@@ -4,7 +4,7 @@
  * asset's confirmation depth, or answers UNPROVEN.
  */
 import { anvilDevPrivateKeys, createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator, startFaultProxy } from '@idem/rails/testing';
 import { createWalletClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -60,11 +60,19 @@ async function sendFromHotWallet(request: { to: string; value: bigint; nonce?: n
 /** A withdrawal signed with the hot wallet's next nonce whose broadcast never reached a node: UNKNOWN. */
 async function signedNeverSent(amountWei: bigint) {
   const op = await env.withdraw(amountWei);
+  // Fees are read from the node (I12-FEES); nothing else reaches it, the send included.
+  const proxy = await startFaultProxy(env.anvil.rpcUrl);
+  proxy.fault = 'reset-without-forward';
+  proxy.spareMethods = ['eth_feeHistory'];
   const cut = env.worker({
-    rails: { evm: { rpcUrl: CLOSED_PORT_URL, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
+    rails: { evm: { rpcUrl: proxy.url, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
   });
-  for (let i = 0; i < 3 && (await env.operation(op.operationId)).state !== 'UNKNOWN'; i++)
-    await cut.runOnce();
+  try {
+    for (let i = 0; i < 3 && (await env.operation(op.operationId)).state !== 'UNKNOWN'; i++)
+      await cut.runOnce();
+  } finally {
+    await proxy.close();
+  }
   const unknown = await env.operation(op.operationId);
   expect(unknown.state).toBe('UNKNOWN');
   expect(unknown.signedArtifact).toMatch(/^0x/);

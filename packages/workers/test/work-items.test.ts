@@ -78,7 +78,27 @@ describe('I11-F9 what a worker stores and logs about a failure is scrubbed', () 
   let providerUrl: string;
   beforeAll(async () => {
     // A node provider that refuses every call, reached at a URL whose path is the account's key.
-    provider = createServer((_req, res) => {
+    provider = createServer(async (req, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      // Fees are read before signing (I12-FEES): that one call is answered, so the send is what fails.
+      if (body.includes('"eth_feeHistory"')) {
+        const { id } = JSON.parse(body) as { id: number };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            result: {
+              oldestBlock: '0x1',
+              baseFeePerGas: ['0x3b9aca00', '0x3b9aca00'],
+              gasUsedRatio: [0],
+              reward: [['0x0']],
+            },
+          }),
+        );
+        return;
+      }
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end('{"error":"upstream unavailable"}');
     });

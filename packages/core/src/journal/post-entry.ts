@@ -14,9 +14,26 @@ export interface Posting {
   amount: bigint;
 }
 
-export type EntryKind = 'hold' | 'release' | 'settle' | 'unsettle' | 'credit' | 'debit' | 'reverse_credit';
+export type EntryKind =
+  | 'hold'
+  | 'release'
+  | 'settle'
+  | 'unsettle'
+  | 'credit'
+  | 'debit'
+  | 'reverse_credit'
+  | 'network_fee'
+  | 'network_fee_reversal';
 
-export const SYSTEM_ACCOUNTS = { custody: '@custody', adjustments: '@adjustments' } as const;
+/**
+ * '@network_fees' is the tenant's network-fee expense: the gas its hot wallets paid, in the
+ * network's native asset, taken out of custody when a withdrawal confirms (docs/LEDGER.md).
+ */
+export const SYSTEM_ACCOUNTS = {
+  custody: '@custody',
+  adjustments: '@adjustments',
+  networkFees: '@network_fees',
+} as const;
 
 export type PostResult = { ok: true; entryId: string } | { ok: false; code: 'INSUFFICIENT_FUNDS' };
 

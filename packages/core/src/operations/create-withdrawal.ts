@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  feeCapProblem,
   IdemError,
   idempotencyKeySchema,
   isValidDestination,
@@ -130,6 +131,8 @@ function prepareWithdrawal(
   if (!isValidDestination(network, request.destination)) {
     throw validation('request.destination', `destination is not a valid ${network} address`);
   }
+  const feeCap = request.feeCapMinor === undefined ? null : feeCapProblem(network, request.feeCapMinor);
+  if (feeCap) throw validation('request.feeCapMinor', feeCap);
   const payload = withdrawalPayload(tenantId, request, network, context.policyVersion);
   return { operationId: randomUUID(), payload, hash: payloadHash(payload) };
 }

@@ -87,6 +87,7 @@ export function toView(op: Operation): OperationView {
     state: op.state,
     rejectionCode: op.rejectionCode,
     txHash: op.txHash,
+    waitingReason: op.state === 'APPROVED' ? op.waitingReason : null,
     createdAt: op.createdAt.toISOString(),
     updatedAt: op.updatedAt.toISOString(),
   };

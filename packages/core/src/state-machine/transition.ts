@@ -2,6 +2,7 @@ import type { OperationState } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { and, eq, type SQL, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
+import { rowsOf } from '../db/rows.ts';
 import { operations, operationTransitions } from '../db/schema/index.ts';
 import { type Posting, postEntry, SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 import { findOperation, type Operation } from '../operations/operation-record.ts';
@@ -23,6 +24,11 @@ export interface TransitionContext {
   };
   /** Extra conditions for the conditional UPDATE (e.g. "nothing signed yet"). */
   where?: SQL[];
+  /**
+   * The gas the mined transaction paid (receipt: gasUsed * effectiveGasPrice), in the network's
+   * native asset. Posted with a settle from custody to '@network_fees' (docs/LEDGER.md).
+   */
+  networkFee?: { assetCode: string; amountMinor: bigint };
 }
 
 /**
@@ -74,6 +80,8 @@ export async function transition(
   }
   await recordTransition(tx, next, op.state, ctx);
   await applyLedgerEffect(tx, next, edge.effect);
+  if (edge.effect === 'settle' && ctx.networkFee) await postNetworkFee(tx, next, ctx.networkFee);
+  if (edge.effect === 'unsettle') await reverseNetworkFees(tx, next);
   return next;
 }
 
@@ -139,4 +147,68 @@ async function applyLedgerEffect(tx: Tx, op: Operation, effect: LedgerEffect): P
   // The hold covers every non-settled withdrawal, so releasing or settling it cannot fail; if it
   // does, the ledger is inconsistent and the transaction must not commit.
   throw new Error(`ledger effect ${effect} refused for operation ${op.operationId}: hold missing`);
+}
+
+/**
+ * The gas paid for a confirmed withdrawal: custody gave it up (what we hold on chain fell by it)
+ * and the tenant's network-fee expense took it. Once per confirmation: the database refuses a
+ * second fee entry for an operation that has not been reversed (migration network_fees_integrity).
+ */
+async function postNetworkFee(
+  tx: Tx,
+  op: Operation,
+  fee: { assetCode: string; amountMinor: bigint },
+): Promise<void> {
+  if (fee.amountMinor < 0n) throw new Error(`negative network fee for operation ${op.operationId}`);
+  if (fee.amountMinor === 0n) return;
+  await postEntry(tx, {
+    tenantId: op.tenantId,
+    operationId: op.operationId,
+    kind: 'network_fee',
+    postings: [
+      {
+        account: SYSTEM_ACCOUNTS.custody,
+        bucket: 'control',
+        assetCode: fee.assetCode,
+        amount: fee.amountMinor,
+      },
+      {
+        account: SYSTEM_ACCOUNTS.networkFees,
+        bucket: 'control',
+        assetCode: fee.assetCode,
+        amount: -fee.amountMinor,
+      },
+    ],
+  });
+}
+
+/** A reorganisation undid the confirmation: the fee posted for it is reversed by a compensating entry. */
+async function reverseNetworkFees(tx: Tx, op: Operation): Promise<void> {
+  const rows = rowsOf<{ asset_code: string; net: string }>(
+    await tx.execute(sql`
+      select p.asset_code, sum(p.amount)::text as net
+        from postings p
+        join journal_entries e on e.tenant_id = p.tenant_id and e.entry_id = p.entry_id
+       where e.tenant_id = ${op.tenantId}::uuid and e.operation_id = ${op.operationId}::uuid
+         and p.account = ${SYSTEM_ACCOUNTS.networkFees}
+       group by p.asset_code
+      having sum(p.amount) <> 0`),
+  );
+  for (const row of rows) {
+    const expensed = -BigInt(row.net);
+    await postEntry(tx, {
+      tenantId: op.tenantId,
+      operationId: op.operationId,
+      kind: 'network_fee_reversal',
+      postings: [
+        {
+          account: SYSTEM_ACCOUNTS.networkFees,
+          bucket: 'control',
+          assetCode: row.asset_code,
+          amount: expensed,
+        },
+        { account: SYSTEM_ACCOUNTS.custody, bucket: 'control', assetCode: row.asset_code, amount: -expensed },
+      ],
+    });
+  }
 }

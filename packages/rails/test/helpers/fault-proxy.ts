@@ -11,7 +11,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type ProxyFault = 'none' | 'forward-then-hang' | 'forward-then-502' | 'forward-then-reset';
+export type ProxyFault =
+  | 'none'
+  | 'forward-then-hang'
+  | 'forward-then-502'
+  | 'forward-then-reset'
+  /** The request never reaches the node: the connection is reset before anything is forwarded. */
+  | 'reset-without-forward';
 
 export type RpcFaultMode = '429' | 'hang' | 'lag';
 
@@ -36,6 +42,11 @@ export interface ActiveRule {
 export interface FaultProxy {
   readonly url: string;
   fault: ProxyFault;
+  /**
+   * JSON-RPC methods the fault never applies to (default none). Fees are read from the node before
+   * signing, so a test that means to lose a send and what follows it spares `eth_feeHistory`.
+   */
+  spareMethods: string[];
   /** How many requests reached the upstream through this proxy. */
   readonly forwarded: number;
   addRule(rule: RpcFaultRule): ActiveRule;
@@ -56,7 +67,7 @@ const hangMsMax = 30_000;
 
 export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
   let forwarded = 0;
-  const state: { fault: ProxyFault } = { fault: 'none' };
+  const state: { fault: ProxyFault; spareMethods: string[] } = { fault: 'none', spareMethods: [] };
   const hanging = new Set<IncomingMessage>();
   let rules: { rule: RpcFaultRule; hits: number; left: number }[] = [];
 
@@ -131,8 +142,14 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
       return;
     }
+    const fault = spared(body, state.spareMethods) ? 'none' : state.fault;
+    if (fault === 'reset-without-forward') {
+      // The request never reaches the node.
+      request.socket.destroy();
+      return;
+    }
     const upstream = await forward(body);
-    switch (state.fault) {
+    switch (fault) {
       case 'none':
         response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(upstream.text);
         return;
@@ -164,6 +181,12 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     },
     set fault(value: ProxyFault) {
       state.fault = value;
+    },
+    get spareMethods() {
+      return state.spareMethods;
+    },
+    set spareMethods(value: string[]) {
+      state.spareMethods = value;
     },
     get forwarded() {
       return forwarded;
@@ -267,4 +290,15 @@ async function readBody(request: IncomingMessage): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Whether every call of a request (one call or a batch) is of a spared method. */
+function spared(body: string, methods: string[]): boolean {
+  if (methods.length === 0) return false;
+  try {
+    const parsed = JSON.parse(body) as { method?: string } | { method?: string }[];
+    return (Array.isArray(parsed) ? parsed : [parsed]).every((call) => methods.includes(call.method ?? ''));
+  } catch {
+    return false;
+  }
 }

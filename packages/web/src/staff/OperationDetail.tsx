@@ -90,6 +90,16 @@ export function OperationDetail({ operationId }: { operationId: string }) {
               </Table.Td>
             </Table.Tr>
             <Table.Tr>
+              <Table.Th>Fee cap (wei of the network's native asset)</Table.Th>
+              <Table.Td>{operation.feeCapMinor ?? 'none'}</Table.Td>
+            </Table.Tr>
+            {operation.waitingReason ? (
+              <Table.Tr>
+                <Table.Th>Waiting</Table.Th>
+                <Table.Td>{operation.waitingReason}</Table.Td>
+              </Table.Tr>
+            ) : null}
+            <Table.Tr>
               <Table.Th>Owner</Table.Th>
               <Table.Td>{operation.owner ?? 'unassigned'}</Table.Td>
             </Table.Tr>

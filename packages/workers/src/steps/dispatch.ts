@@ -3,12 +3,16 @@ import {
   allocateNonce,
   assertPayloadIntact,
   claim,
+  clearWaiting,
+  findOperation,
+  markWaiting,
   type Operation,
   recordSigned,
   takeOverSigned,
   transition,
   withTenant,
 } from '@idem/core';
+import { type FeeQuote, type Fees, feesWithinCap } from '@idem/rails';
 import { assetOf, candidateIds, lockOne } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
 import { NATIVE_ASSETS, routeFor } from '../rails.ts';
@@ -40,15 +44,61 @@ async function signOne(
   tenantId: string,
   operationId: string,
 ): Promise<{ operation: Operation; leaseGeneration: number } | null> {
+  // Fees come from the node each time a transaction is signed, read before any row is locked.
+  // No answer, no signature this pass: nothing is claimed and no nonce is taken.
+  let quote: FeeQuote | null = null;
+  const peek = await withTenant(ctx.db, tenantId, (tx) => findOperation(tx, tenantId, operationId));
+  if (peek && routeFor(peek.network).kind === 'evm') {
+    try {
+      quote = await ctx.rails.quoteFees();
+    } catch (error) {
+      ctx.log.warn(
+        { tenantId, operationId, message: scrubbedError(error, 200) },
+        'fees could not be read from the node; not signing this pass',
+      );
+      return null;
+    }
+  }
   try {
     return await withTenant(ctx.db, tenantId, async (tx) => {
-      const candidate = await lockOne(tx, tenantId, operationId, 'dispatch', ctx.reorgWindowSeconds);
+      let candidate = await lockOne(tx, tenantId, operationId, 'dispatch', ctx.reorgWindowSeconds);
       if (!candidate) return null;
+      assertPayloadIntact(candidate);
+      let evm: { fees: Fees; gasLimit: bigint; asset: Awaited<ReturnType<typeof assetOf>> } | null = null;
+      if (routeFor(candidate.network).kind === 'evm') {
+        if (!quote) return null;
+        const asset = await assetOf(tx, candidate);
+        const gasLimit = asset.contractAddress ? TOKEN_GAS_LIMIT : NATIVE_GAS_LIMIT;
+        // The approved cap is a total in wei of the native asset, whatever asset is withdrawn.
+        const verdict = feesWithinCap(quote, ctx.rails.feePolicy(), {
+          gasLimit,
+          feeCapWei: candidate.feeCapMinor === null ? null : BigInt(candidate.feeCapMinor),
+        });
+        if (!verdict.ok) {
+          // Signed now it would sit unmined and block every later nonce: it waits, visibly.
+          if (candidate.state === 'APPROVED') {
+            await markWaiting(tx, candidate, {
+              reason: verdict.reason,
+              actor: ctx.workerId,
+              evidence: { ...verdict.detail, quoteBlock: quote.blockNumber.toString() },
+            });
+          }
+          ctx.log.warn({ tenantId, operationId, ...verdict.detail }, verdict.reason);
+          return null;
+        }
+        evm = { fees: verdict.fees, gasLimit, asset };
+        if (candidate.state === 'APPROVED' && candidate.waitingReason !== null) {
+          candidate = await clearWaiting(tx, candidate, {
+            actor: ctx.workerId,
+            reason: 'fees are within the approved cap again; signing',
+          });
+        }
+      }
       const claimed = await claim(tx, { operation: candidate, workerId: ctx.workerId, leaseMs: ctx.leaseMs });
       if (!claimed) return null;
       const op = claimed.operation;
       assertPayloadIntact(op);
-      if (routeFor(op.network).kind === 'custodian') {
+      if (!evm) {
         const operation = await recordSigned(tx, {
           tenantId,
           operationId,
@@ -59,18 +109,12 @@ async function signOne(
         });
         return { operation, leaseGeneration: claimed.leaseGeneration };
       }
-      const asset = await assetOf(tx, op);
+      const { asset, gasLimit, fees } = evm;
       if (!asset.contractAddress && NATIVE_ASSETS[op.network] !== op.assetCode) {
         // A token without its contract would be sent as the native coin: refuse, and roll the claim back.
         throw new IdemError('VALIDATION', `asset ${op.assetCode} has no token contract configured`);
       }
       const { nonce, wallet } = await allocateNonce(tx, tenantId, op.network);
-      const gasLimit = asset.contractAddress ? TOKEN_GAS_LIMIT : NATIVE_GAS_LIMIT;
-      const fees = ctx.rails.fees();
-      // The operation's fee cap, when given, bounds what the transaction may pay in total.
-      const maxFeePerGas = op.feeCapMinor
-        ? minBigint(fees.maxFeePerGasWei, BigInt(op.feeCapMinor) / gasLimit)
-        : fees.maxFeePerGasWei;
       const transfer = asset.contractAddress
         ? {
             asset: 'erc20' as const,
@@ -79,13 +123,12 @@ async function signOne(
             amountMinor: op.amountMinor,
           }
         : { asset: 'native' as const, to: op.destination ?? '', amountMinor: op.amountMinor };
-      const maxPriorityFeePerGas = minBigint(fees.maxPriorityFeePerGasWei, maxFeePerGas);
       const signedTx = await ctx.rails.evmFor(wallet).sign({
         transfer,
         nonce,
         gasLimit,
-        maxFeePerGas,
-        maxPriorityFeePerGas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
       });
       const operation = await recordSigned(tx, {
         tenantId,
@@ -95,9 +138,19 @@ async function signOne(
         txHash: signedTx.txHash,
         chainNonce: nonce,
         workerId: ctx.workerId,
-        fees: { gasLimit, maxFeePerGas, maxPriorityFeePerGas },
+        fees: { gasLimit, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas },
       });
-      ctx.log.info({ tenantId, operationId, nonce }, 'withdrawal signed; bytes persisted before broadcast');
+      ctx.log.info(
+        {
+          tenantId,
+          operationId,
+          nonce,
+          maxFeePerGas: fees.maxFeePerGas.toString(),
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas.toString(),
+          baseFeePerGas: quote?.baseFeePerGas.toString(),
+        },
+        'withdrawal signed; bytes persisted before broadcast',
+      );
       return { operation, leaseGeneration: claimed.leaseGeneration };
     });
   } catch (error) {
@@ -158,8 +211,4 @@ export async function resumeSigned(ctx: WorkerContext, tenantId: string): Promis
     resumed += 1;
   }
   return resumed;
-}
-
-function minBigint(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
 }

@@ -11,7 +11,7 @@ import {
   type SignedAttempt,
   withTenant,
 } from '@idem/core';
-import type { BroadcastOutcome } from '@idem/rails';
+import { type BroadcastOutcome, replacementFees } from '@idem/rails';
 import { type Hex, parseTransaction } from 'viem';
 import { candidateIds, lockOne } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
@@ -28,24 +28,6 @@ export interface ReplacePolicy {
 export const DEFAULT_REPLACE_POLICIES: Record<string, ReplacePolicy> = {
   ethereum: { bumpAfterMs: 10 * 60_000, maxBumps: 5 },
 };
-
-interface Fees {
-  maxFeePerGas: bigint;
-  maxPriorityFeePerGas: bigint;
-}
-
-/**
- * The fees of the next attempt: +12.5% on both fields over the previous attempt (above the 10%
- * geth and anvil require of a replacement), and at least what the node quotes now, so the bump
- * can be mined. One small function, to be swapped for fees.ts's `replacementFees` (issue 12).
- */
-export function replacementFees(previous: Fees, quote: Fees): Fees {
-  const bump = (value: bigint) => value + (value + 7n) / 8n;
-  const max = (a: bigint, b: bigint) => (a > b ? a : b);
-  const maxPriorityFeePerGas = max(bump(previous.maxPriorityFeePerGas), quote.maxPriorityFeePerGas);
-  const maxFeePerGas = max(max(bump(previous.maxFeePerGas), quote.maxFeePerGas), maxPriorityFeePerGas);
-  return { maxFeePerGas, maxPriorityFeePerGas };
-}
 
 /**
  * Sent withdrawals that are not mined get a new signature with the same nonce: a fee bump (same
@@ -148,28 +130,32 @@ async function prepareAttempt(
         }
       }
 
-      const fees = replacementFees(
-        { maxFeePerGas: BigInt(last.maxFeePerGas), maxPriorityFeePerGas: BigInt(last.maxPriorityFeePerGas) },
-        await rail.suggestFees(),
-      );
       const gasLimit = kind === 'cancel' ? 21_000n : BigInt(last.gasLimit);
       // The approved cap bounds the total fee (gasLimit * maxFeePerGas, native minor units): above
       // it, a new cap must be approved first (a raise_fee_cap proposal, four eyes).
       const cap = await feeCapInForce(tx, op);
-      if (cap.capMinor !== null && gasLimit * fees.maxFeePerGas > cap.capMinor) {
+      const next = replacementFees(
+        { maxFeePerGas: BigInt(last.maxFeePerGas), maxPriorityFeePerGas: BigInt(last.maxPriorityFeePerGas) },
+        await ctx.rails.quoteFees(),
+        ctx.rails.feePolicy(),
+        { gasLimit, feeCapWei: cap.capMinor },
+      );
+      if (!next.ok) {
         ctx.log.error(
           {
             alert: true,
             tenantId,
             operationId,
-            needMinor: (gasLimit * fees.maxFeePerGas).toString(),
-            capMinor: cap.capMinor.toString(),
+            needMinor: (gasLimit * next.fees.maxFeePerGas).toString(),
+            capMinor: cap.capMinor?.toString() ?? null,
+            ceilingPerGas: next.ceilingPerGas.toString(),
             capVersion: cap.version,
           },
           'ALERT stuck withdrawal needs a fee above its approved cap: propose raise_fee_cap',
         );
         return null;
       }
+      const fees = next.fees;
       const leased = await leaseForReplacement(tx, {
         operation: op,
         workerId: ctx.workerId,

@@ -3,6 +3,7 @@ import { assignOwner, getOperation, type Operation, schema, transition, withTena
 import { and, desc, eq } from 'drizzle-orm';
 import { candidateIds, lockOne, type Stage } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
+import { type NetworkFee, paidNetworkFee } from '../network-fee.ts';
 import { routeFor } from '../rails.ts';
 import { gatherEvidence, type Verdict } from './evidence.ts';
 import { confirmNotSent } from './not-sent.ts';
@@ -48,6 +49,7 @@ async function moveIfCurrent(
   reason: string,
   evidence: Record<string, unknown>,
   set?: { owner?: string; providerRef?: string },
+  networkFee?: NetworkFee | null,
 ): Promise<Operation | null> {
   return withTenant(ctx.db, op.tenantId, async (tx) => {
     const current = await lockOne(tx, op.tenantId, op.operationId, stage, ctx.reorgWindowSeconds);
@@ -57,6 +59,7 @@ async function moveIfCurrent(
       reason,
       evidence,
       ...(set ? { set } : {}),
+      ...(networkFee ? { networkFee } : {}),
     });
     ctx.log.info(
       { tenantId: op.tenantId, operationId: op.operationId, from: op.state, to, evidence },
@@ -70,16 +73,21 @@ async function moveIfCurrent(
 export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Promise<number> {
   return forEachCandidate(ctx, tenantId, 'watch', async (op, verdict) => {
     switch (verdict.kind) {
-      case 'confirmed':
+      case 'confirmed': {
+        const fee = await feeOrNothing(ctx, op, verdict.evidence);
+        if (fee === undefined) return;
         await moveIfCurrent(
           ctx,
           op,
           'watch',
           'CONFIRMED',
           'confirmed at the required depth',
-          verdict.evidence,
+          { ...verdict.evidence, networkFee: fee?.amountMinor.toString() ?? null },
+          undefined,
+          fee,
         );
         return;
+      }
       case 'in_progress':
         if (verdict.evidence.newestAbsent === true) {
           // The newest recorded attempt never reached the node: send it (recorded bytes only).
@@ -182,16 +190,21 @@ export async function recheckConfirmed(ctx: WorkerContext, tenantId: string): Pr
 export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Promise<number> {
   return forEachCandidate(ctx, tenantId, 'reconcile', async (op, verdict) => {
     switch (verdict.kind) {
-      case 'confirmed':
+      case 'confirmed': {
+        const fee = await feeOrNothing(ctx, op, verdict.evidence);
+        if (fee === undefined) return;
         await moveIfCurrent(
           ctx,
           op,
           'reconcile',
           'CONFIRMED',
           'reconciled: the rail shows the transfer at depth',
-          verdict.evidence,
+          { ...verdict.evidence, networkFee: fee?.amountMinor.toString() ?? null },
+          undefined,
+          fee,
         );
         return;
+      }
       case 'in_progress':
         await moveIfCurrent(
           ctx,
@@ -258,6 +271,26 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
         return;
     }
   });
+}
+
+/**
+ * The gas paid, posted in the same transaction as CONFIRMED (null on a custodian rail). Undefined
+ * when the receipt cannot be read: the confirmation waits for a pass that can post its fee.
+ */
+async function feeOrNothing(
+  ctx: WorkerContext,
+  op: Operation,
+  evidence: Record<string, unknown>,
+): Promise<NetworkFee | null | undefined> {
+  try {
+    return await paidNetworkFee(ctx, op, evidence);
+  } catch (error) {
+    ctx.log.warn(
+      { tenantId: op.tenantId, operationId: op.operationId, message: scrubbedError(error, 200) },
+      'network fee could not be read from the receipt; confirming on a later pass',
+    );
+    return undefined;
+  }
 }
 
 async function escalateIfDue(

@@ -61,6 +61,11 @@ export const operations = pgTable(
     riskFlags: jsonb('risk_flags'),
     /** How many distinct staff approvals this withdrawal needs (0: approved by the system). */
     approvalsRequired: integer('approvals_required'),
+    /**
+     * Why an APPROVED withdrawal is not signed yet (its fee cap cannot pay the current base fee):
+     * shown to staff and the tenant; cleared when it is signed.
+     */
+    waitingReason: text('waiting_reason'),
     /** Who is accountable for an UNKNOWN or FAILED_TERMINAL operation (C15). */
     owner: text('owner'),
     version: bigint('version', { mode: 'number' }).notNull().default(0),

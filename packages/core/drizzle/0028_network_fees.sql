@@ -1,0 +1,1 @@
+ALTER TABLE "operations" ADD COLUMN "waiting_reason" text;
