@@ -267,7 +267,8 @@ export function attributeTransfers(
   const byTerms = new Map<string, string[]>();
   for (const w of withdrawals) {
     for (const hash of w.hashes) byHash.set(hash, w.operationId);
-    if (w.hotWallet && w.nonce !== null) byNonce.set(`${w.hotWallet.toLowerCase()}:${w.nonce}`, w.operationId);
+    if (w.hotWallet && w.nonce !== null)
+      byNonce.set(`${w.hotWallet.toLowerCase()}:${w.nonce}`, w.operationId);
     if (w.destination) {
       const terms = `${w.destination.toLowerCase()}:${w.amountMinor}`;
       byTerms.set(terms, [...(byTerms.get(terms) ?? []), w.operationId]);
@@ -279,7 +280,9 @@ export function attributeTransfers(
     if (hashOwner) return { transfer, operationIds: [hashOwner], by: 'hash', cancel };
     const nonceOwner = byNonce.get(`${transfer.from.toLowerCase()}:${transfer.nonce}`);
     if (nonceOwner) return { transfer, operationIds: [nonceOwner], by: 'nonce', cancel };
-    const termsOwners = cancel ? [] : (byTerms.get(`${transfer.to.toLowerCase()}:${transfer.valueWei}`) ?? []);
+    const termsOwners = cancel
+      ? []
+      : (byTerms.get(`${transfer.to.toLowerCase()}:${transfer.valueWei}`) ?? []);
     if (termsOwners.length > 0)
       return { transfer, operationIds: termsOwners, by: 'destination+amount', cancel };
     return { transfer, operationIds: [], by: null, cancel };
@@ -485,7 +488,9 @@ function ledgerAgreesWithRails(
     if (op && ours.cancels.has(transfer.hash.toLowerCase())) {
       // A mined cancel pays nobody; it only proves the withdrawal was not sent.
       if (op.state === 'CONFIRMED' && !explained(op))
-        violations.push(`withdrawal ${op.operation_id} is CONFIRMED but its cancel ${transfer.hash} was mined`);
+        violations.push(
+          `withdrawal ${op.operation_id} is CONFIRMED but its cancel ${transfer.hash} was mined`,
+        );
       continue;
     }
     // An outflow no withdrawal accounts for is money gone: only an open break may stand for it.

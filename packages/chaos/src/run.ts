@@ -32,12 +32,7 @@ import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { DEPOSIT_FUNDER_KEY, type DepositLog, newDepositLog, runDepositors } from './deposits.ts';
 import { type IntegratorLog, newIntegratorLog, runClient, sleep } from './integrators.ts';
-import {
-  type CheckResult,
-  checkInvariants,
-  type Landed,
-  type TenantInfo,
-} from './invariants.ts';
+import { type CheckResult, checkInvariants, type Landed, type TenantInfo } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { scanChain } from './chain.ts';
 import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
@@ -484,7 +479,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             const receipt = await chain.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
             if (!receipt) evicted += 1;
           }
-          if (evicted > 0) faultsInjected['fee-spike evicted pending'] = (faultsInjected['fee-spike evicted pending'] ?? 0) + evicted;
+          if (evicted > 0)
+            faultsInjected['fee-spike evicted pending'] =
+              (faultsInjected['fee-spike evicted pending'] ?? 0) + evicted;
           return;
         }
       }

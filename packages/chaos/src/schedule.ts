@@ -198,7 +198,8 @@ function eventOf(
     case 'node': {
       const mode = nodeMode ?? prng.pick(NODE_MODES);
       // A lagging view is about reads; a rate limiter or a hang can hit the send too.
-      const methods: NodeMethods = mode === 'lag' ? 'reads' : prng.pick<NodeMethods>(['reads', 'send', 'any']);
+      const methods: NodeMethods =
+        mode === 'lag' ? 'reads' : prng.pick<NodeMethods>(['reads', 'send', 'any']);
       return {
         atMs,
         kind,

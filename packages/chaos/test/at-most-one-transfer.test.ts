@@ -128,7 +128,12 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
       });
       await recordDeposit(tx, {
         tenantId,
-        deposit: { reference: 'seed', accountId: 'acct-1', asset: 'ETH', amountMinor: (100n * ETH).toString() },
+        deposit: {
+          reference: 'seed',
+          accountId: 'acct-1',
+          asset: 'ETH',
+          amountMinor: (100n * ETH).toString(),
+        },
         idempotencyKey: 'seed',
         actor: 'test',
       });
@@ -150,9 +155,15 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
   it('I12-CHAOS I1 a cancel (zero-value transfer to the hot wallet itself) is no payout: two mined cancels pass', async () => {
     const ops = [await broadcastWithdrawal(), await broadcastWithdrawal()];
     for (const op of ops)
-      await sendFromHotWallet({ to: hotWallet.address, value: 0n, nonce: op.chainNonce as number, maxFeeGwei: 300n });
+      await sendFromHotWallet({
+        to: hotWallet.address,
+        value: 0n,
+        nonce: op.chainNonce as number,
+        maxFeeGwei: 300n,
+      });
     await rpc('anvil_mine', ['0x1']);
-    const mined = (await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0')).hotWalletTransfers;
+    const mined = (await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
+      .hotWalletTransfers;
     expect(mined.filter((tx) => tx.valueWei === '0')).toHaveLength(2);
     const result = await check();
     expect(result.violations).toEqual([]);
@@ -160,7 +171,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
     expect(result.detail).toContain('2 cancels');
   });
 
-  it('I12-CHAOS I1 a fee replacement nobody recorded is counted as its withdrawal\'s one transfer, by the wallet\'s nonce', async () => {
+  it("I12-CHAOS I1 a fee replacement nobody recorded is counted as its withdrawal's one transfer, by the wallet's nonce", async () => {
     const op = await broadcastWithdrawal();
     const replacement = await sendFromHotWallet({
       to: op.destination as string,
