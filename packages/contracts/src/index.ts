@@ -1,5 +1,6 @@
 export * from './amount.ts';
 export * from './api.ts';
+export * from './attempts.ts';
 export * from './errors.ts';
 export * from './key.ts';
 export * from './network.ts';

@@ -7,7 +7,13 @@ import { idempotencyKeySchema, referenceSchema } from './key.ts';
  * it (four eyes), bound to the hash of the exact payload and the evidence shown. One mechanism for
  * every such action; each kind below names its payload.
  */
-export const proposalKinds = ['resolve_withdrawal', 'adjustment', 'manual_credit'] as const;
+export const proposalKinds = [
+  'resolve_withdrawal',
+  'adjustment',
+  'manual_credit',
+  'cancel_withdrawal',
+  'raise_fee_cap',
+] as const;
 export const proposalKindSchema = z.enum(proposalKinds);
 export type ProposalKind = z.infer<typeof proposalKindSchema>;
 
@@ -53,6 +59,28 @@ export const resolveWithdrawalProposalSchema = z.strictObject({
 });
 export type ResolveWithdrawalProposal = z.infer<typeof resolveWithdrawalProposalSchema>;
 
+/**
+ * Cancel a sent, unmined chain withdrawal (issue 12): the worker signs a zero-value transfer to
+ * the hot wallet itself with the same nonce and a higher fee. If it is mined, the withdrawal is
+ * VERIFIED_NOT_SENT and the hold released; if the payment is mined first, it settles as usual.
+ */
+export const cancelWithdrawalProposalSchema = z.strictObject({
+  operationId: z.uuid(),
+  reason: auditReason,
+});
+export type CancelWithdrawalProposal = z.infer<typeof cancelWithdrawalProposalSchema>;
+
+/**
+ * A new fee cap for a sent withdrawal whose fee bump needs more than the approved one (issue 12):
+ * the total fee (gas limit x max fee per gas) in the network's native minor units (wei).
+ */
+export const raiseFeeCapProposalSchema = z.strictObject({
+  operationId: z.uuid(),
+  feeCapMinor: amountMinorSchema,
+  reason: auditReason,
+});
+export type RaiseFeeCapProposal = z.infer<typeof raiseFeeCapProposalSchema>;
+
 export const proposeInputSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('adjustment'),
@@ -68,6 +96,16 @@ export const proposeInputSchema = z.discriminatedUnion('kind', [
     kind: z.literal('resolve_withdrawal'),
     idempotencyKey: idempotencyKeySchema,
     payload: resolveWithdrawalProposalSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('cancel_withdrawal'),
+    idempotencyKey: idempotencyKeySchema,
+    payload: cancelWithdrawalProposalSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('raise_fee_cap'),
+    idempotencyKey: idempotencyKeySchema,
+    payload: raiseFeeCapProposalSchema,
   }),
 ]);
 export type ProposeInput = z.infer<typeof proposeInputSchema>;

@@ -14,6 +14,23 @@ export {
   webhookSourceSchema,
 } from './access/webhook-endpoints.ts';
 export { type Decision, type DecisionResult, decideWithdrawal, requesterOf } from './approvals/decide.ts';
+export {
+  type AttemptFees,
+  type AttemptKind,
+  approvedCancel,
+  attemptHashes,
+  type FeeCap,
+  feeCapInForce,
+  leaseForReplacement,
+  listAttempts,
+  openBumpRequest,
+  REPLACEABLE_STATES,
+  recordAttempt,
+  recordOriginalAttempt,
+  requestFeeBump,
+  type SignedAttempt,
+} from './attempts/attempts.ts';
+export { listHotWallets, operationAttempts, walletNonceView } from './attempts/views.ts';
 export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export {

@@ -28,7 +28,13 @@ export {
   startAnvil,
 } from './evm/anvil.ts';
 export type { DepositScanRequest } from './evm/deposits.ts';
-export { createEvmRail, type EvmRail, type EvmRailConfig, type EvmRailLimits } from './evm/rail.ts';
+export {
+  createEvmRail,
+  type EvmRail,
+  type EvmRailConfig,
+  type EvmRailLimits,
+  type ReplacementFees,
+} from './evm/rail.ts';
 export { testTokenAbi, testTokenBytecode } from './evm/test-token.artifact.ts';
 export { type DeployTestTokenOptions, deployTestToken } from './evm/test-token.ts';
 export * from './evm/types.ts';

@@ -1,5 +1,5 @@
 import type { Database, Operation, SettlementAttestation } from '@idem/core';
-import { attestSettlement, type RailRegistry } from '@idem/workers';
+import { attestSettlement, type RailRegistry, routeFor } from '@idem/workers';
 
 /**
  * Where the server asks the authoritative source (the chain, the custodian) about a withdrawal a
@@ -12,6 +12,8 @@ export interface SettlementWitness {
     op: Operation,
     claim: { toState: 'CONFIRMED' | 'VERIFIED_NOT_SENT'; txHash?: string | undefined },
   ): Promise<SettlementAttestation>;
+  /** The chain's nonce counts for a hot wallet (the nonce view, issue 12); null when no node answers. */
+  readNonces?(address: string, network: string): Promise<{ latest: number; pending: number } | null>;
 }
 
 /** The witness of a server with no rail configured: nothing can be proven. */
@@ -27,5 +29,11 @@ export const noRailWitness: SettlementWitness = {
 
 /** The witness of a server with rails: the chain at the asset's depth, or the custodian by reference. */
 export function railWitness(db: Database, rails: RailRegistry): SettlementWitness {
-  return { attest: (op, claim) => attestSettlement({ db, rails }, op, claim) };
+  return {
+    attest: (op, claim) => attestSettlement({ db, rails }, op, claim),
+    readNonces: async (address, network) =>
+      routeFor(network).kind === 'evm' && rails.config.evm
+        ? rails.evmReader().readNonces(address as `0x${string}`)
+        : null,
+  };
 }

@@ -1,12 +1,24 @@
 import { Writable } from 'node:stream';
-import { createStaffUser, getBalances, rowsOf, type StaffRole, withTenant } from '@idem/core';
+import {
+  claim,
+  createStaffUser,
+  createWithdrawal,
+  getBalances,
+  recordDeposit,
+  recordSigned,
+  registerHotWallet,
+  rowsOf,
+  type StaffRole,
+  transition,
+  withTenant,
+} from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
-import { provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
 
 /**
  * Issue 11, finding 5, over real HTTP: adjustments and manual credits are proposed by one signed-in
@@ -230,5 +242,109 @@ describe('staffProposals over HTTP (I11-F5)', () => {
       }),
     );
     expect(cancelled.state).toBe('CANCELLED');
+  });
+});
+
+/** A withdrawal signed at nonce `nonce` and broadcast, as a worker leaves it (attempt 1 recorded). */
+async function broadcastWithdrawal(nonce: number): Promise<string> {
+  const { tenantId } = tenant;
+  return withTenant(database.db, tenantId, async (tx) => {
+    const reference = uniqueId('dep');
+    await recordDeposit(tx, {
+      tenantId,
+      deposit: { reference, accountId: 'cust-i12', asset: 'ETH', amountMinor: '1000000' },
+      idempotencyKey: `deposit-${reference}`,
+      actor: 'test',
+    });
+    const withdrawalId = uniqueId('wd');
+    const created = await createWithdrawal(tx, {
+      tenantId,
+      request: {
+        withdrawalId,
+        accountId: 'cust-i12',
+        asset: 'ETH',
+        destination: evmAddress(),
+        amountMinor: '1000',
+      },
+      idempotencyKey: `withdrawal-${withdrawalId}`,
+    });
+    const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'test', reason: 'ok' });
+    const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+    if (!claimed) throw new Error('claim lost');
+    const signed = await recordSigned(tx, {
+      tenantId,
+      operationId: approved.operationId,
+      leaseGeneration: claimed.leaseGeneration,
+      signedArtifact: `0xbytes${nonce}`,
+      txHash: `0x${nonce.toString(16).padStart(64, 'a')}`,
+      chainNonce: nonce,
+      workerId: 'w',
+      fees: { gasLimit: 21_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n },
+    });
+    await transition(tx, signed, 'BROADCAST', { actor: 'w', reason: 'sent', set: { clearLease: true } });
+    return approved.operationId;
+  });
+}
+
+interface AttemptsView {
+  attempts: { attemptNo: number; kind: string; status: string; maxFeePerGas: string }[];
+  cancelApproved: boolean;
+  replaceable: boolean;
+}
+
+describe('stuck withdrawals over HTTP (issue 12)', () => {
+  it('I12-BUMP staff.attempts shows the attempts; staff.bumpFee needs the operate permission; I12-CANCEL a cancel is four eyes and stops bumps', async () => {
+    await withTenant(database.db, tenant.tenantId, (tx) =>
+      registerHotWallet(tx, {
+        tenantId: tenant.tenantId,
+        network: 'ethereum',
+        address: evmAddress(),
+        keyRef: 'dev:1',
+      }),
+    );
+    const operationId = await broadcastWithdrawal(0);
+    const read = () => call('staff.attempts', { session: sessions.support, input: { operationId } });
+    const view = dataOf<AttemptsView>(await read());
+    expect(view.attempts).toEqual([
+      expect.objectContaining({
+        attemptNo: 1,
+        kind: 'original',
+        status: 'latest',
+        maxFeePerGas: '2000000000',
+      }),
+    ]);
+    expect(view.replaceable).toBe(true);
+
+    const bump = (role: StaffRole) =>
+      call('staff.bumpFee', {
+        mutation: true,
+        session: sessions[role],
+        input: { operationId, reason: 'stuck behind a fee spike' },
+      });
+    expect(errorOf(await bump('support'))).toBe('FORBIDDEN');
+    expect(errorOf(await bump('approver'))).toBe('FORBIDDEN');
+    expect(dataOf<{ requestId: string }>(await bump('operator')).requestId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const input = {
+      kind: 'cancel_withdrawal',
+      idempotencyKey: uniqueId('cancel'),
+      payload: { operationId, reason: 'fraud found after sending' },
+    };
+    expect(errorOf(await proposeAs('support', input))).toBe('FORBIDDEN');
+    const proposed = dataOf<{ proposal: View }>(await proposeAs('operator', input)).proposal;
+    expect(proposed.kind).toBe('cancel_withdrawal');
+    expect(errorOf(await decideAs('operator', proposed))).toBe('FORBIDDEN');
+    const decided = dataOf<{ proposal: View }>(await decideAs('approver', proposed)).proposal;
+    expect(decided.state).toBe('EXECUTED');
+    expect(dataOf<AttemptsView>(await read()).cancelApproved).toBe(true);
+    // Once a cancel is approved, no bump of the payment is signed.
+    expect(errorOf(await bump('operator'))).toBe('INVALID_TRANSITION');
+
+    const nonces = dataOf<
+      { nextNonce: number; chainLatest: number | null; operations: { operationId: string }[] }[]
+    >(await call('staff.nonces', { session: sessions.support }));
+    expect(nonces).toHaveLength(1);
+    expect(nonces[0]?.chainLatest).toBeNull();
+    expect(nonces[0]?.operations.map((o) => o.operationId)).toContain(operationId);
   });
 });

@@ -1,5 +1,5 @@
 import { type Database, type Operation, rowsOf, schema, type Tx, withTenant } from '@idem/core';
-import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 
 const { operations, assets } = schema;
 
@@ -17,7 +17,7 @@ export async function tenantsWithWork(db: Database, reorgWindowSeconds: number):
   });
 }
 
-export type Stage = 'dispatch' | 'resume' | 'watch' | 'reconcile' | 'reorg';
+export type Stage = 'dispatch' | 'resume' | 'watch' | 'reconcile' | 'reorg' | 'replace';
 
 /** Which operations each stage looks at. */
 function stageCondition(stage: Stage, reorgWindowSeconds: number) {
@@ -40,6 +40,13 @@ function stageCondition(stage: Stage, reorgWindowSeconds: number) {
       return eq(operations.state, 'BROADCAST');
     case 'reconcile':
       return eq(operations.state, 'UNKNOWN');
+    case 'replace':
+      // Sent and not settled, signed on a chain, and nobody holding a replacement lease.
+      return and(
+        inArray(operations.state, ['BROADCAST', 'UNKNOWN']),
+        isNotNull(operations.chainNonce),
+        or(isNull(operations.leaseExpiresAt), lt(operations.leaseExpiresAt, sql`now()`)),
+      );
     case 'reorg':
       return and(
         eq(operations.state, 'CONFIRMED'),
@@ -56,7 +63,7 @@ function stageCondition(stage: Stage, reorgWindowSeconds: number) {
  * they are the ones a reorganisation can still undo.
  */
 function stageOrder(stage: Stage) {
-  if (stage === 'reconcile' || stage === 'watch') return sql`random()`;
+  if (stage === 'reconcile' || stage === 'watch' || stage === 'replace') return sql`random()`;
   if (stage === 'reorg') return desc(operations.updatedAt);
   return asc(operations.updatedAt);
 }

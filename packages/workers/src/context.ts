@@ -2,9 +2,10 @@ import type { Network } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import type { Logger } from 'pino';
 import type { RailRegistry } from './rails.ts';
+import type { ReplacePolicy } from './steps/replace.ts';
 
 /** Points in the send path where a fault-injection probe may run (tests kill the process there). */
-export type SendStep = 'signed' | 'broadcast-returned';
+export type SendStep = 'signed' | 'broadcast-returned' | 'replacement-signed' | 'replacement-recorded';
 
 export interface WorkerContext {
   db: Database;
@@ -28,4 +29,6 @@ export interface WorkerContext {
   /** Per network: a BROADCAST not mined after this long gets the escalation owner and an alert. */
   broadcastEscalateAfterMs?: Partial<Record<Network, number>>;
   probe?: (step: SendStep, operationId: string) => Promise<void>;
+  /** Automatic fee bumps per network (issue 12); networks not named use the defaults. */
+  replacePolicies?: Record<string, ReplacePolicy>;
 }

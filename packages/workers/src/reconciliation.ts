@@ -1,6 +1,7 @@
 import {
   type BreakClass,
   getHotWallet,
+  listAttempts,
   type Operation,
   openBreak,
   rowsOf,
@@ -226,8 +227,19 @@ async function compareChain(
   for (const op of ops) {
     const subject = `operation:${op.operationId}`;
     const base = { subject, assetCode: op.assetCode, ledgerAmountMinor: op.amountMinor };
-    const receipt = await chain.getTransactionReceipt({ hash: op.txHash as Hex }).catch(() => null);
-    const mined = receipt?.status === 'success';
+    // Every payment attempt (the original and its fee bumps) could be the one mined; a cancel pays nobody.
+    const attempts = await withTenant(ctx.db, tenantId, (tx) => listAttempts(tx, tenantId, op.operationId));
+    const payments =
+      attempts.length > 0 ? attempts.filter((a) => a.kind !== 'cancel').map((a) => a.txHash) : [op.txHash];
+    let paidHash: Hex | null = null;
+    for (const hash of payments) {
+      const receipt = await chain.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
+      if (receipt?.status === 'success') {
+        paidHash = hash as Hex;
+        break;
+      }
+    }
+    const mined = paidHash !== null;
     if (op.state === 'CONFIRMED' && !mined) {
       findings.push({
         ...base,
@@ -246,10 +258,10 @@ async function compareChain(
       });
       continue;
     }
-    if (!mined) continue;
+    if (!paidHash) continue;
     // The transaction on chain must be exactly the approved transfer.
     const [transaction, wallet, asset] = await Promise.all([
-      chain.getTransaction({ hash: op.txHash as Hex }),
+      chain.getTransaction({ hash: paidHash }),
       withTenant(ctx.db, tenantId, (tx) => getHotWallet(tx, tenantId, op.network)),
       withTenant(ctx.db, tenantId, (tx) => assetOf(tx, op)),
     ]);

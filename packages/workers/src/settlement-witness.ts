@@ -1,4 +1,5 @@
 import {
+  attemptHashes,
   type Database,
   getHotWallet,
   type Operation,
@@ -74,9 +75,10 @@ async function chainAttestation(
   op: Operation,
   claim: SettlementClaim,
 ): Promise<Answer> {
-  const { wallet, asset } = await withTenant(deps.db, op.tenantId, async (tx) => ({
+  const { wallet, asset, attempts } = await withTenant(deps.db, op.tenantId, async (tx) => ({
     wallet: await getHotWallet(tx, op.tenantId, op.network),
     asset: await assetOf(tx, op),
+    attempts: await attemptHashes(tx, op.tenantId, op.operationId),
   }));
   const to = (op.destination ?? '') as Address;
   const amountMinor = BigInt(op.amountMinor);
@@ -92,7 +94,7 @@ async function chainAttestation(
     ? {
         txHash: op.txHash as Hex,
         nonce: op.chainNonce as number,
-        attempts: ourTransactionHashes(op),
+        attempts: ourTransactionHashes(op, attempts),
       }
     : null;
   const found: EvmSettlementEvidence = await deps.rails.evmReader().settlement({
@@ -129,10 +131,12 @@ async function chainAttestation(
 
 /**
  * Every transaction hash we signed for the withdrawal's nonce: a nonce taken by any of them was
- * taken by us. Today the one stored transaction; signed attempts (fee bumps, cancels) join it here.
+ * taken by us: the stored transaction and every signed attempt (fee bumps, cancels) for its nonce.
  */
-export function ourTransactionHashes(op: Operation): Hex[] {
-  return op.txHash ? [op.txHash as Hex] : [];
+export function ourTransactionHashes(op: Operation, attempts: string[]): Hex[] {
+  const hashes = new Set<string>(attempts);
+  if (op.txHash) hashes.add(op.txHash);
+  return [...hashes] as Hex[];
 }
 
 async function custodianAttestation(deps: { rails: RailRegistry }, op: Operation): Promise<Answer> {

@@ -9,6 +9,7 @@ import { deliverNotifications } from './steps/deliver.ts';
 import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
 import { processInbox } from './steps/inbox.ts';
+import { DEFAULT_REPLACE_POLICIES, type ReplacePolicy, replaceStuck } from './steps/replace.ts';
 import { expireSettledKeys, KEY_RETENTION_RUN_EVERY_MS } from './steps/retention.ts';
 import { reviewPending } from './steps/review.ts';
 import { recheckConfirmed, reconcileUnknown, watchBroadcast } from './steps/settle.ts';
@@ -32,6 +33,8 @@ export interface WorkerOptions {
   reconcileEveryMs?: number;
   /** Run idempotency-key retention per tenant at most this often (default hourly). */
   expireKeysEveryMs?: number;
+  /** Automatic fee bumps of stuck withdrawals, per network (defaults: DEFAULT_REPLACE_POLICIES). */
+  replacePolicies?: Record<string, ReplacePolicy>;
 }
 
 export interface TickReport {
@@ -41,6 +44,7 @@ export interface TickReport {
   dispatched: number;
   resumed: number;
   watched: number;
+  replaced: number;
   reconciled: number;
   rechecked: number;
   delivered: number;
@@ -74,6 +78,7 @@ export function createWorker(options: WorkerOptions): Worker {
       ? { broadcastEscalateAfterMs: options.broadcastEscalateAfterMs }
       : {}),
     ...(options.probe ? { probe: options.probe } : {}),
+    replacePolicies: { ...DEFAULT_REPLACE_POLICIES, ...options.replacePolicies },
   };
 
   /** When each periodic job last ran, per tenant. */
@@ -108,6 +113,7 @@ export function createWorker(options: WorkerOptions): Worker {
       dispatched: 0,
       resumed: 0,
       watched: 0,
+      replaced: 0,
       reconciled: 0,
       rechecked: 0,
       delivered: 0,
@@ -123,6 +129,7 @@ export function createWorker(options: WorkerOptions): Worker {
       report.resumed += await stage('resume', tenantId, () => resumeSigned(ctx, tenantId));
       report.dispatched += await stage('dispatch', tenantId, () => dispatchApproved(ctx, tenantId));
       report.watched += await stage('watch', tenantId, () => watchBroadcast(ctx, tenantId));
+      report.replaced += await stage('replace', tenantId, () => replaceStuck(ctx, tenantId));
       report.reconciled += await stage('reconcile', tenantId, () => reconcileUnknown(ctx, tenantId));
       report.rechecked += await stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
       report.delivered += await stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));

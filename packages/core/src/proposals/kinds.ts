@@ -4,6 +4,7 @@ import type { Tx } from '../db/connect.ts';
 import { adjustmentRule } from './kinds/adjustment.ts';
 import { manualCreditRule } from './kinds/manual-credit.ts';
 import { resolveWithdrawalRule } from './kinds/resolve-withdrawal.ts';
+import { cancelWithdrawalRule, raiseFeeCapRule } from './kinds/stuck-withdrawal.ts';
 import type { ProposalRecord } from './record.ts';
 
 /** What a kind's rule learns about the proposal being made. */
@@ -48,4 +49,6 @@ export const PROPOSAL_RULES: Record<ProposalKind, ProposalRule<any>> = {
   adjustment: adjustmentRule,
   manual_credit: manualCreditRule,
   resolve_withdrawal: resolveWithdrawalRule,
+  cancel_withdrawal: cancelWithdrawalRule,
+  raise_fee_cap: raiseFeeCapRule,
 };

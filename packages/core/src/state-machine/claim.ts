@@ -1,5 +1,6 @@
 import { IdemError } from '@idem/contracts';
 import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import { type AttemptFees, recordOriginalAttempt } from '../attempts/attempts.ts';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
 import { assertPayloadIntact, getOperation, type Operation } from '../operations/operation-record.ts';
@@ -19,7 +20,7 @@ function newLease(workerId: string, leaseMs: number) {
   };
 }
 
-function assertLeaseMs(leaseMs: number): void {
+export function assertLeaseMs(leaseMs: number): void {
   if (!Number.isInteger(leaseMs) || leaseMs <= 0 || leaseMs > LEASE_MS_MAX) {
     throw new IdemError('VALIDATION', `leaseMs must be an integer in 1..${LEASE_MS_MAX}`);
   }
@@ -91,6 +92,8 @@ export async function recordSigned(
     workerId: string;
     /** The hot-wallet nonce (EVM), allocated in this same transaction by `allocateNonce`. */
     chainNonce?: number;
+    /** The fees the chain transaction was signed with: recorded as its attempt 1 (issue 12). */
+    fees?: AttemptFees;
   },
 ): Promise<Operation> {
   const op = await getOperation(tx, input.tenantId, input.operationId);
@@ -101,7 +104,7 @@ export async function recordSigned(
       'the lease was taken over or the operation moved on; not recording the signature',
     );
   }
-  return transition(tx, op, 'SIGNED', {
+  const signed = await transition(tx, op, 'SIGNED', {
     actor: input.workerId,
     reason: 'signed bytes persisted before broadcast',
     evidence: { txHash: input.txHash, chainNonce: input.chainNonce ?? null },
@@ -109,6 +112,9 @@ export async function recordSigned(
     set: { signedArtifact: input.signedArtifact, txHash: input.txHash, chainNonce: input.chainNonce ?? null },
     where: [isNull(operations.signedArtifact), eq(operations.leaseOwner, input.workerId)],
   });
+  // The original stays in the operation row (immutable) and is also attempt 1 of the attempts table.
+  if (input.fees) await recordOriginalAttempt(tx, signed, { fees: input.fees, createdBy: input.workerId });
+  return signed;
 }
 
 /** Gives an unsigned claim back (SIGNING -> APPROVED), e.g. on a clean shutdown before signing. */

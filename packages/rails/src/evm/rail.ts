@@ -10,6 +10,8 @@ import {
   keccak256,
   type PublicClient,
   parseEventLogs,
+  parseTransaction,
+  recoverTransactionAddress,
   TransactionNotFoundError,
   type TransactionReceipt,
   TransactionReceiptNotFoundError,
@@ -38,6 +40,12 @@ export interface EvmRailLimits {
   scanBlocksMax?: number;
 }
 
+/** The fees of a replacement or cancel, in wei per gas. */
+export interface ReplacementFees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
 export interface EvmRailConfig {
   rpcUrl: string;
   /** The chain the key signs for (EIP-155 replay protection). Checked against the node on `verifyChain`. */
@@ -57,6 +65,17 @@ export interface EvmRail {
   verifyChain(): Promise<void>;
   /** Signs offline; touches no network. The same request always yields the same bytes and hash. */
   sign(request: EvmSignRequestInput): Promise<SignedEvmTransaction>;
+  /**
+   * Signs a fee bump of one of our stored transactions (issue 12): the same nonce, recipient,
+   * value, data and gas limit, higher fees. Offline; refuses bytes this key did not sign and fees
+   * that are not higher on both fields.
+   */
+  signReplacement(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction>;
+  /**
+   * Signs a cancel of one of our stored transactions: the same nonce, a zero-value transfer to the
+   * hot wallet itself (21,000 gas), higher fees. If it is mined, the payment can never be.
+   */
+  signCancel(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction>;
   /** Sends stored bytes once and classifies the answer; never retries by itself. */
   broadcast(rawTransaction: Hex, options?: { timeoutMs?: number }): Promise<BroadcastOutcome>;
   /** Gathers chain evidence for reconciliation. Throws when the node cannot be asked (no evidence). */
@@ -159,6 +178,74 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
       nonce: request.nonce,
       chainId: config.chainId,
     };
+  }
+
+  /** Reads one of our signed transactions back and checks the new fees outbid it. */
+  async function replaceable(previous: Hex, fees: ReplacementFees) {
+    const parsed = parseTransaction(previous);
+    if (parsed.type !== 'eip1559' || parsed.nonce === undefined || parsed.gas === undefined) {
+      throw new IdemError('VALIDATION', 'only an EIP-1559 transaction of ours can be replaced');
+    }
+    const sender = await recoverTransactionAddress({ serializedTransaction: previous as never });
+    if (sender.toLowerCase() !== account.address.toLowerCase() || parsed.chainId !== config.chainId) {
+      throw new IdemError('VALIDATION', 'the transaction to replace was not signed by this hot wallet');
+    }
+    const previousMax = parsed.maxFeePerGas ?? 0n;
+    const previousTip = parsed.maxPriorityFeePerGas ?? 0n;
+    if (fees.maxFeePerGas <= previousMax || fees.maxPriorityFeePerGas <= previousTip) {
+      throw new IdemError(
+        'VALIDATION',
+        'a replacement must raise both maxFeePerGas and maxPriorityFeePerGas',
+      );
+    }
+    if (fees.maxFeePerGas > maxFeePerGasMax) {
+      throw new IdemError('VALIDATION', `maxFeePerGas is above the rail's cap of ${maxFeePerGasMax} wei`);
+    }
+    if (fees.maxPriorityFeePerGas > fees.maxFeePerGas) {
+      throw new IdemError('VALIDATION', 'maxPriorityFeePerGas must not exceed maxFeePerGas');
+    }
+    return { ...parsed, nonce: parsed.nonce, gas: parsed.gas };
+  }
+
+  async function signed(rawTransaction: Hex, nonce: number): Promise<SignedEvmTransaction> {
+    return {
+      rawTransaction,
+      txHash: keccak256(rawTransaction),
+      sender: account.address,
+      nonce,
+      chainId: config.chainId,
+    };
+  }
+
+  async function signReplacement(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction> {
+    const tx = await replaceable(previous, fees);
+    const raw = await account.signTransaction({
+      type: 'eip1559',
+      chainId: config.chainId,
+      nonce: tx.nonce,
+      gas: tx.gas,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      ...(tx.to ? { to: tx.to } : {}),
+      value: tx.value ?? 0n,
+      ...(tx.data ? { data: tx.data } : {}),
+    });
+    return signed(raw, tx.nonce);
+  }
+
+  async function signCancel(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction> {
+    const tx = await replaceable(previous, fees);
+    const raw = await account.signTransaction({
+      type: 'eip1559',
+      chainId: config.chainId,
+      nonce: tx.nonce,
+      gas: nativeTransferGas,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      to: account.address,
+      value: 0n,
+    });
+    return signed(raw, tx.nonce);
   }
 
   async function broadcast(
@@ -442,6 +529,8 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
       }
     },
     sign,
+    signReplacement,
+    signCancel,
     broadcast,
     lookup,
     settlement,

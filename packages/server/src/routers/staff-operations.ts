@@ -1,9 +1,11 @@
 import {
   assignOwnerInputSchema,
   attentionQueueInputSchema,
+  bumpFeeInputSchema,
   decideInputSchema,
   decideOutputSchema,
   IdemError,
+  operationAttemptsSchema,
   operationIdInputSchema,
   pageInputSchema,
   searchInputSchema,
@@ -12,6 +14,7 @@ import {
   staffOperationViewSchema,
   staffWithdrawInputSchema,
   stopWithdrawalInputSchema,
+  walletNoncesSchema,
   withdrawOutputSchema,
 } from '@idem/contracts';
 import {
@@ -20,13 +23,18 @@ import {
   findOperation,
   listApprovalQueue,
   listAttentionQueue,
+  listHotWallets,
+  operationAttempts,
   operationTimeline,
+  requestFeeBump,
   searchOperations,
   stopWithdrawal,
   submitWebWithdrawal,
   toStaffView,
   toView,
+  walletNonceView,
 } from '@idem/core';
+import { z } from 'zod';
 import { staffWith, staffWithAny } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
@@ -109,6 +117,46 @@ export const staffOperationsRouter = router({
 
   // Resolving a stuck withdrawal is a four-eyes proposal with the rail's proof
   // (staffProposals.propose, kind resolve_withdrawal; issue 11 F4): no one person moves it.
+
+  /** A chain withdrawal's signed attempts (original, fee bumps, cancel) with their fees and status. */
+  attempts: staffWith('read')
+    .input(operationIdInputSchema)
+    .output(operationAttemptsSchema)
+    .query(({ ctx, input }) => ctx.inTenant((tx) => operationAttempts(tx, ctx.tenantId, input.operationId))),
+
+  /**
+   * A fee bump within the approved fee cap: the operate permission suffices (it moves no more money
+   * than was approved). The worker signs it on its next pass and records it before broadcasting;
+   * above the cap it raises an alert, and a raise_fee_cap proposal (four eyes) is needed.
+   */
+  bumpFee: staffWith('operate')
+    .input(bumpFeeInputSchema)
+    .output(z.object({ requestId: z.uuid() }))
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        requestFeeBump(tx, {
+          tenantId: ctx.tenantId,
+          operationId: input.operationId,
+          actor: ctx.actor,
+          reason: input.reason,
+        }),
+      ),
+    ),
+
+  /** Each hot wallet's nonces: the chain's counts beside our operations, and what blocks the queue. */
+  nonces: staffWith('read')
+    .output(z.array(walletNoncesSchema))
+    .query(async ({ ctx }) => {
+      // The node is asked outside the transaction: no row is held while it answers.
+      const wallets = await ctx.inTenant((tx) => listHotWallets(tx, ctx.tenantId));
+      const counts: Record<string, { latest: number; pending: number } | null> = {};
+      for (const wallet of wallets) {
+        counts[wallet.network] = ctx.witness?.readNonces
+          ? await ctx.witness.readNonces(wallet.address, wallet.network).catch(() => null)
+          : null;
+      }
+      return ctx.inTenant((tx) => walletNonceView(tx, ctx.tenantId, counts));
+    }),
 
   get: staffWith('read')
     .input(operationIdInputSchema)

@@ -19,6 +19,7 @@ import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { Attempts } from './Attempts.tsx';
 import { RunbookActions } from './AttentionQueue.tsx';
 import { useStaff } from './StaffApp.tsx';
 import { StopWithdrawal } from './StopWithdrawal.tsx';
@@ -112,6 +113,7 @@ export function OperationDetail({ operationId }: { operationId: string }) {
       ) : null}
       <StopWithdrawal operation={operation} />
       <ManualResolution operation={operation} />
+      {operation.kind === 'withdrawal' && operation.txHash ? <Attempts operation={operation} /> : null}
       <Title order={2} size="h3">
         History
       </Title>

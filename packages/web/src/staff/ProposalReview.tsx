@@ -13,6 +13,8 @@ const KIND_LABELS: Record<ProposalView['kind'], string> = {
   adjustment: 'Adjustment',
   manual_credit: 'Manual credit',
   resolve_withdrawal: 'Withdrawal resolution',
+  cancel_withdrawal: 'Withdrawal cancel',
+  raise_fee_cap: 'Fee cap raise',
 };
 
 const STATE_COLORS: Record<ProposalView['state'], string> = {
@@ -236,6 +238,25 @@ function payloadRows(proposal: ProposalView, assets: AssetInfo[]): [string, Reac
             ] as [string, ReactNode][])
           : []),
         ['What was checked', text(p.summary)],
+      ];
+    case 'cancel_withdrawal':
+    case 'raise_fee_cap':
+      return [
+        [
+          'Withdrawal',
+          <Link key="op" href={`/operations/${text(p.operationId)}`}>
+            {text(p.operationId)}
+          </Link>,
+        ],
+        ...(proposal.kind === 'raise_fee_cap'
+          ? ([['New fee cap (total, wei)', <Code key="cap">{text(p.feeCapMinor)}</Code>]] as [
+              string,
+              ReactNode,
+            ][])
+          : ([
+              ['Action', text('a zero-value transaction to the hot wallet itself, same nonce, higher fee')],
+            ] as [string, ReactNode][])),
+        ['Reason', text(p.reason)],
       ];
   }
 }

@@ -79,12 +79,13 @@ async function signOne(
             amountMinor: op.amountMinor,
           }
         : { asset: 'native' as const, to: op.destination ?? '', amountMinor: op.amountMinor };
+      const maxPriorityFeePerGas = minBigint(fees.maxPriorityFeePerGasWei, maxFeePerGas);
       const signedTx = await ctx.rails.evmFor(wallet).sign({
         transfer,
         nonce,
         gasLimit,
         maxFeePerGas,
-        maxPriorityFeePerGas: minBigint(fees.maxPriorityFeePerGasWei, maxFeePerGas),
+        maxPriorityFeePerGas,
       });
       const operation = await recordSigned(tx, {
         tenantId,
@@ -94,6 +95,7 @@ async function signOne(
         txHash: signedTx.txHash,
         chainNonce: nonce,
         workerId: ctx.workerId,
+        fees: { gasLimit, maxFeePerGas, maxPriorityFeePerGas },
       });
       ctx.log.info({ tenantId, operationId, nonce }, 'withdrawal signed; bytes persisted before broadcast');
       return { operation, leaseGeneration: claimed.leaseGeneration };

@@ -1,5 +1,5 @@
 import { scrubbedError, scrubMessage } from '@idem/contracts';
-import { getHotWallet, type Operation, transition, withTenant } from '@idem/core';
+import { getHotWallet, listAttempts, type Operation, transition, withTenant } from '@idem/core';
 import type { BroadcastOutcome, SubmitOutcome } from '@idem/rails';
 import { createTransferBodySchema } from '@idem/rails';
 import type { Hex } from 'viem';
@@ -18,8 +18,14 @@ export type SendResult =
 export async function sendStoredArtifact(ctx: WorkerContext, op: Operation): Promise<SendResult> {
   if (!op.signedArtifact) throw new Error(`operation ${op.operationId} has no stored artifact to send`);
   if (routeFor(op.network).kind === 'evm') {
-    const wallet = await withTenant(ctx.db, op.tenantId, (tx) => getHotWallet(tx, op.tenantId, op.network));
-    const outcome: BroadcastOutcome = await ctx.rails.evmFor(wallet).broadcast(op.signedArtifact as Hex);
+    // The newest recorded attempt (a fee bump or a cancel replaces the original in the pool; the
+    // original's bytes would only be refused as underpriced). Recorded before any broadcast.
+    const { wallet, attempts } = await withTenant(ctx.db, op.tenantId, async (tx) => ({
+      wallet: await getHotWallet(tx, op.tenantId, op.network),
+      attempts: await listAttempts(tx, op.tenantId, op.operationId),
+    }));
+    const bytes = attempts.at(-1)?.signedArtifact ?? op.signedArtifact;
+    const outcome: BroadcastOutcome = await ctx.rails.evmFor(wallet).broadcast(bytes as Hex);
     if (outcome.outcome === 'accepted') {
       return {
         sent: 'accepted',

@@ -81,8 +81,26 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         );
         return;
       case 'in_progress':
+        if (verdict.evidence.newestAbsent === true) {
+          // The newest recorded attempt never reached the node: send it (recorded bytes only).
+          const resent = await sendStoredArtifact(ctx, op);
+          ctx.log.warn(
+            { tenantId, operationId: op.operationId, outcome: resent.sent },
+            'newest recorded attempt missing from the pool; sent',
+          );
+        }
         // Mined but not yet deep enough is progress; pending in the pool is not.
         if (verdict.evidence.found !== 'mined') await checkBroadcastAge(ctx, op, verdict.evidence);
+        return;
+      case 'cancelled':
+        await moveIfCurrent(
+          ctx,
+          op,
+          'watch',
+          'VERIFIED_NOT_SENT',
+          'our approved cancel is mined at depth; the payment can never be mined',
+          verdict.evidence,
+        );
         return;
       case 'failed_on_rail':
         await moveIfCurrent(
@@ -103,7 +121,7 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         return;
       case 'not_found':
         if (routeFor(op.network).kind === 'evm') {
-          // Dropped from the pool: the same stored bytes go out again, never a new signature (C12).
+          // Dropped from the pool: the newest recorded bytes go out again, never an unrecorded signature (C12).
           const resent = await sendStoredArtifact(ctx, op);
           ctx.log.warn(
             { tenantId, operationId: op.operationId, outcome: resent.sent },
@@ -185,8 +203,10 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
         );
         return;
       case 'failed_on_rail':
-      case 'not_sent': {
-        // The chain's "not sent" must be proven at a pinned block, twice (issue 12).
+      case 'not_sent':
+      case 'cancelled': {
+        // The chain's "not sent" must be proven at a pinned block, twice (issue 12); our own
+        // cancel mined at depth is a positive answer and needs no second pass.
         const evidence =
           verdict.kind === 'not_sent' && routeFor(op.network).kind === 'evm'
             ? await confirmNotSent(ctx, op, verdict.evidence)

@@ -11,10 +11,26 @@ const [url, rpcUrl, chainId, stopAt, leaseMs] = process.argv.slice(2);
 if (!url || !rpcUrl || !chainId || !stopAt || !leaseMs)
   throw new Error('usage: url rpcUrl chainId stopAt leaseMs');
 
+// Optional: fixed fees (wei, decimal strings) and replace policies, as JSON (issue 12 tests).
+const extra = JSON.parse(process.argv[7] ?? '{}') as {
+  fees?: { maxFeePerGasWei: string; maxPriorityFeePerGasWei: string };
+  replacePolicies?: Record<string, { bumpAfterMs: number; maxBumps: number }>;
+};
 const handle = await openDatabase({ url, maxConnections: 2 });
 const worker = createWorker({
   db: handle.db,
-  rails: new RailRegistry({ evm: { rpcUrl, chainId: Number(chainId) } }),
+  rails: new RailRegistry({
+    evm: { rpcUrl, chainId: Number(chainId) },
+    ...(extra.fees
+      ? {
+          fees: {
+            maxFeePerGasWei: BigInt(extra.fees.maxFeePerGasWei),
+            maxPriorityFeePerGasWei: BigInt(extra.fees.maxPriorityFeePerGasWei),
+          },
+        }
+      : {}),
+  }),
+  ...(extra.replacePolicies ? { replacePolicies: extra.replacePolicies } : {}),
   log: pino({ level: 'silent' }),
   workerId: 'doomed-worker',
   leaseMs: Number(leaseMs),

@@ -1,4 +1,5 @@
 export * from './access.ts';
+export * from './attempts.ts';
 export * from './balances.ts';
 export * from './boundary.ts';
 export * from './delivery.ts';

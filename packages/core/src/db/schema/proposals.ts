@@ -53,7 +53,10 @@ export const proposals = pgTable(
     uniqueIndex('proposals_one_pending_per_target')
       .on(t.tenantId, t.targetOperationId)
       .where(sql`${t.state} = 'PENDING' and ${t.targetOperationId} is not null`),
-    check('proposals_kind_known', sql`${t.kind} in ('resolve_withdrawal', 'adjustment', 'manual_credit')`),
+    check(
+      'proposals_kind_known',
+      sql`${t.kind} in ('resolve_withdrawal', 'adjustment', 'manual_credit', 'cancel_withdrawal', 'raise_fee_cap')`,
+    ),
     check('proposals_state_known', sql`${t.state} in ('PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED')`),
     check('proposals_approvals_positive', sql`${t.approvalsRequired} >= 1`),
     check('proposals_hash_hex', sql`${t.payloadHash} ~ '^[0-9a-f]{64}$'`),
