@@ -27,7 +27,7 @@ import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanChain } from '../src/chain.ts';
-import { atMostOneTransfer } from '../src/invariants.ts';
+import { atMostOneTransfer, attributeTransfers, withdrawalChainIdentities } from '../src/invariants.ts';
 
 const CHAIN_ID = 31337;
 const ETH = 10n ** 18n;
@@ -184,6 +184,36 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
     const result = await check();
     expect(result.violations).toEqual([]);
     expect(result.detail).toContain('1 by nonce');
+  });
+
+  it('I12-CHAOS I1 a fee bump the worker recorded in signed_attempts and got mined counts by its attempt hash, once', async () => {
+    const op = await broadcastWithdrawal();
+    // A worker whose policy bumps at once: attempt 2, same nonce, higher fee, replaces the original in the pool.
+    const bumper = createWorker({
+      db: t.db,
+      rails: new RailRegistry({ evm: { rpcUrl: anvil.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 } }),
+      log: pino({ level: 'silent' }),
+      workerId: 'i1-bumper',
+      leaseMs: 5_000,
+      replacePolicies: { ethereum: { bumpAfterMs: 0, maxBumps: 1 } },
+    });
+    await bumper.runOnce();
+    const [bump] = await sql<{ tx_hash: string }[]>`
+      select tx_hash from signed_attempts where operation_id = ${op.operationId} and attempt_no = 2`;
+    expect(bump?.tx_hash).toBeDefined();
+    await rpc('anvil_mine', ['0x1']);
+    const mined = (await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
+      .hotWalletTransfers;
+    const paid = mined.filter((tx) => tx.to.toLowerCase() === op.destination?.toLowerCase());
+    expect(paid.map((tx) => tx.hash.toLowerCase())).toEqual([bump?.tx_hash.toLowerCase()]);
+    // Known by its recorded hash, not merely guessed from the nonce.
+    const identities = await withdrawalChainIdentities(sql);
+    expect(identities.find((w) => w.operationId === op.operationId)?.hashes).toContain(
+      bump?.tx_hash.toLowerCase(),
+    );
+    const [attributed] = attributeTransfers(identities, paid);
+    expect(attributed).toMatchObject({ operationIds: [op.operationId], by: 'hash', cancel: false });
+    expect((await check()).violations).toEqual([]);
   });
 
   it('I12-CHAOS I1 fails when one withdrawal is paid a second time (its destination and amount, another nonce, a hash nobody recorded)', async () => {
