@@ -26,6 +26,8 @@ export interface ChainTransfer {
   from: string;
   to: string;
   valueWei: string;
+  /** The sender's nonce: every signed attempt of one withdrawal shares it. */
+  nonce: number;
   blockNumber: number;
 }
 
@@ -61,6 +63,13 @@ export interface InvariantInput {
   integrators: IntegratorLog;
   deposits: DepositLog;
   landed: Landed;
+}
+
+/** Our transaction hashes: each maps to its withdrawal; cancels are listed apart (they pay nobody). */
+interface OurHashes {
+  opByTxHash: Map<string, OpRow>;
+  cancels: Set<string>;
+  hashesOf: Map<string, string[]>;
 }
 
 const FINAL = new Set(['CONFIRMED', 'REJECTED', 'VERIFIED_NOT_SENT']);
@@ -121,17 +130,25 @@ export async function checkInvariants(input: InvariantInput): Promise<CheckResul
   const explained = (op: OpRow) => openBreaks.has(`${op.tenant_id}:operation:${op.operation_id}`);
   const breakMentions = (text: string) =>
     breakRows.some((row) => row.subject.toLowerCase().includes(text.toLowerCase()));
-  const opByTxHash = new Map(
-    withdrawals.filter((op) => op.tx_hash).map((op) => [(op.tx_hash as string).toLowerCase(), op]),
-  );
+  // Every hash we signed for a withdrawal (fee bumps and cancels too), and which of them are cancels.
+  const identities = await withdrawalChainIdentities(sql);
+  const opById = new Map(withdrawals.map((op) => [op.operation_id, op]));
+  const ours: OurHashes = { opByTxHash: new Map(), cancels: new Set(), hashesOf: new Map() };
+  for (const identity of identities) {
+    const op = opById.get(identity.operationId);
+    if (!op) continue;
+    for (const hash of identity.hashes) ours.opByTxHash.set(hash, op);
+    for (const hash of identity.cancelHashes) ours.cancels.add(hash);
+    ours.hashesOf.set(op.operation_id, identity.hashes);
+  }
   const tenantOfWallet = new Map(input.tenants.map((t) => [t.hotWallet.toLowerCase(), t]));
 
   return [
     convergence(withdrawals),
-    atMostOneTransfer(input),
-    everyAcknowledgedExistsOnce(input, withdrawals, opByTxHash, tenantOfWallet),
+    await atMostOneTransfer(input),
+    everyAcknowledgedExistsOnce(input, withdrawals, ours, tenantOfWallet),
     await journalBalances(sql),
-    ledgerAgreesWithRails(input, withdrawals, opByTxHash, explained, breakMentions),
+    ledgerAgreesWithRails(input, withdrawals, ours, explained, breakMentions),
     depositsOnce(input, ops),
     holds(withdrawals),
     await webhooksInInbox(input),
@@ -154,27 +171,170 @@ function convergence(withdrawals: OpRow[]): CheckResult {
   );
 }
 
-/** 1. At most one transfer per withdrawal, counted on the chain and at the custodian. */
-function atMostOneTransfer(input: InvariantInput): CheckResult {
-  const violations: string[] = [];
-  const byDestination = new Map<string, ChainTransfer[]>();
-  for (const transfer of input.chain.hotWalletTransfers) {
-    // By destination alone: a second payout from another tenant's wallet is still a second payout.
-    const key = transfer.to.toLowerCase();
-    byDestination.set(key, [...(byDestination.get(key) ?? []), transfer]);
+/**
+ * What the ledger knows of each EVM withdrawal's transactions: every hash we signed for it (the
+ * operation's tx_hash, plus every row of signed_attempts where that table exists: fee bumps and
+ * cancels share the nonce), which of them are cancels, and the hot wallet and nonce it was signed with.
+ */
+export interface WithdrawalChainIdentity {
+  tenantId: string;
+  operationId: string;
+  state: string;
+  destination: string | null;
+  amountMinor: string;
+  hotWallet: string | null;
+  nonce: number | null;
+  hashes: string[];
+  cancelHashes: string[];
+}
+
+export async function withdrawalChainIdentities(sql: Sql): Promise<WithdrawalChainIdentity[]> {
+  const [probe] = await sql<{ attempts: boolean }[]>`
+    select to_regclass('public.signed_attempts') is not null as attempts`;
+  // Before the attempts table exists, the operation's own hash is the only one it can have.
+  const rows = probe?.attempts
+    ? await sql<IdentityRow[]>`
+        select o.tenant_id::text, o.operation_id::text, o.state, o.destination, o.amount_minor::text,
+               w.address as hot_wallet, o.chain_nonce::text as nonce,
+               array(select o.tx_hash where o.tx_hash is not null
+                     union select a.tx_hash from signed_attempts a
+                           where a.tenant_id = o.tenant_id and a.operation_id = o.operation_id) as hashes,
+               array(select a.tx_hash from signed_attempts a
+                     where a.tenant_id = o.tenant_id and a.operation_id = o.operation_id
+                       and a.kind = 'cancel') as cancel_hashes
+        from operations o
+        left join hot_wallets w on w.tenant_id = o.tenant_id and w.network = o.network
+        where o.kind = 'withdrawal' and o.network = 'ethereum'`
+    : await sql<IdentityRow[]>`
+        select o.tenant_id::text, o.operation_id::text, o.state, o.destination, o.amount_minor::text,
+               w.address as hot_wallet, o.chain_nonce::text as nonce,
+               array_remove(array[o.tx_hash], null) as hashes, array[]::text[] as cancel_hashes
+        from operations o
+        left join hot_wallets w on w.tenant_id = o.tenant_id and w.network = o.network
+        where o.kind = 'withdrawal' and o.network = 'ethereum'`;
+  return rows.map((row) => ({
+    tenantId: row.tenant_id,
+    operationId: row.operation_id,
+    state: row.state,
+    destination: row.destination,
+    amountMinor: row.amount_minor,
+    hotWallet: row.hot_wallet,
+    nonce: row.nonce === null ? null : Number(row.nonce),
+    hashes: row.hashes.map((h) => h.toLowerCase()),
+    cancelHashes: row.cancel_hashes.map((h) => h.toLowerCase()),
+  }));
+}
+
+interface IdentityRow {
+  tenant_id: string;
+  operation_id: string;
+  state: string;
+  destination: string | null;
+  amount_minor: string;
+  hot_wallet: string | null;
+  nonce: string | null;
+  hashes: string[];
+  cancel_hashes: string[];
+}
+
+export type AttributedBy = 'hash' | 'nonce' | 'destination+amount';
+
+export interface Attribution {
+  transfer: ChainTransfer;
+  /** The withdrawals it is counted for (none: it belongs to no withdrawal; I2 and I4 report that). */
+  operationIds: string[];
+  by: AttributedBy | null;
+  /** A zero-value transfer from a hot wallet to itself: it takes a nonce, it pays nobody. */
+  cancel: boolean;
+}
+
+export function isCancel(transfer: ChainTransfer): boolean {
+  return transfer.valueWei === '0' && transfer.to.toLowerCase() === transfer.from.toLowerCase();
+}
+
+/**
+ * Which withdrawal each hot-wallet transaction on chain is, most certain first: one of its hashes;
+ * else the withdrawal signed with that wallet and nonce (a replacement whose hash was never
+ * recorded); else, for a payout, every withdrawal with that destination and amount (a transfer
+ * whose hash we do not know at all, such as a second payout signed outside the worker).
+ */
+export function attributeTransfers(
+  withdrawals: readonly WithdrawalChainIdentity[],
+  transfers: readonly ChainTransfer[],
+): Attribution[] {
+  const byHash = new Map<string, string>();
+  const byNonce = new Map<string, string>();
+  const byTerms = new Map<string, string[]>();
+  for (const w of withdrawals) {
+    for (const hash of w.hashes) byHash.set(hash, w.operationId);
+    if (w.hotWallet && w.nonce !== null)
+      byNonce.set(`${w.hotWallet.toLowerCase()}:${w.nonce}`, w.operationId);
+    if (w.destination) {
+      const terms = `${w.destination.toLowerCase()}:${w.amountMinor}`;
+      byTerms.set(terms, [...(byTerms.get(terms) ?? []), w.operationId]);
+    }
   }
-  // Every withdrawal pays a destination of its own, so two transfers to one destination are two payouts.
-  for (const [destination, transfers] of byDestination)
+  return transfers.map((transfer) => {
+    const cancel = isCancel(transfer);
+    const hashOwner = byHash.get(transfer.hash.toLowerCase());
+    if (hashOwner) return { transfer, operationIds: [hashOwner], by: 'hash', cancel };
+    const nonceOwner = byNonce.get(`${transfer.from.toLowerCase()}:${transfer.nonce}`);
+    if (nonceOwner) return { transfer, operationIds: [nonceOwner], by: 'nonce', cancel };
+    const termsOwners = cancel
+      ? []
+      : (byTerms.get(`${transfer.to.toLowerCase()}:${transfer.valueWei}`) ?? []);
+    if (termsOwners.length > 0)
+      return { transfer, operationIds: termsOwners, by: 'destination+amount', cancel };
+    return { transfer, operationIds: [], by: null, cancel };
+  });
+}
+
+/**
+ * 1. At most one transfer per withdrawal. On chain every transaction of a hot wallet is counted
+ * for the withdrawal it is (see attributeTransfers), cancels excepted, whichever of its attempts
+ * it was; transactions no withdrawal claims are still grouped by destination (each withdrawal has
+ * its own), so a second payout to one destination is caught whoever sent it. At the custodian,
+ * `countsByReference` is at most 1.
+ */
+export async function atMostOneTransfer(
+  input: Pick<InvariantInput, 'sql' | 'chain' | 'custodian'>,
+): Promise<CheckResult> {
+  const violations: string[] = [];
+  const withdrawals = await withdrawalChainIdentities(input.sql);
+  const attributions = attributeTransfers(withdrawals, input.chain.hotWalletTransfers);
+  const payouts = new Map<string, Attribution[]>();
+  const unclaimedByDestination = new Map<string, ChainTransfer[]>();
+  const tally = { hash: 0, nonce: 0, 'destination+amount': 0, unclaimed: 0, cancels: 0 };
+  for (const attribution of attributions) {
+    if (attribution.cancel) {
+      tally.cancels += 1;
+      continue;
+    }
+    tally[attribution.by ?? 'unclaimed'] += 1;
+    for (const operationId of attribution.operationIds)
+      payouts.set(operationId, [...(payouts.get(operationId) ?? []), attribution]);
+    if (attribution.operationIds.length === 0) {
+      const key = attribution.transfer.to.toLowerCase();
+      unclaimedByDestination.set(key, [...(unclaimedByDestination.get(key) ?? []), attribution.transfer]);
+    }
+  }
+  for (const [operationId, paid] of payouts)
+    if (paid.length > 1)
+      violations.push(
+        `withdrawal ${operationId}: ${paid.length} transfers on chain: ${paid.map((a) => `${a.transfer.hash} (by ${a.by})`).join(', ')}`,
+      );
+  for (const [destination, transfers] of unclaimedByDestination)
     if (transfers.length > 1)
       violations.push(
-        `${transfers.length} chain transfers ${destination}: ${transfers.map((t) => t.hash).join(', ')}`,
+        `${transfers.length} chain transfers no withdrawal claims to ${destination}: ${transfers.map((t) => t.hash).join(', ')}`,
       );
   for (const [reference, count] of Object.entries(input.custodian.countsByReference))
     if (count > 1) violations.push(`${count} custodian transfers under reference ${reference}`);
+  const attempts = withdrawals.reduce((sum, w) => sum + w.hashes.length, 0);
   return result(
     'I1',
-    'at most one transfer per withdrawal (chain and custodian)',
-    `${input.chain.hotWalletTransfers.length} chain transfers from hot wallets over ${input.chain.head + 1} blocks, ${input.custodian.transfers.length} custodian transfers`,
+    'at most one transfer per withdrawal (every attempt counted on chain; custodian)',
+    `${input.chain.hotWalletTransfers.length} chain transfers from hot wallets over ${input.chain.head + 1} blocks, matched to ${withdrawals.length} ETH withdrawals (${attempts} signed hashes): ${tally.hash} by hash, ${tally.nonce} by nonce, ${tally['destination+amount']} by destination+amount, ${tally.unclaimed} unclaimed, ${tally.cancels} cancels; ${input.custodian.transfers.length} custodian transfers`,
     violations,
   );
 }
@@ -183,7 +343,7 @@ function atMostOneTransfer(input: InvariantInput): CheckResult {
 function everyAcknowledgedExistsOnce(
   input: InvariantInput,
   withdrawals: OpRow[],
-  opByTxHash: Map<string, OpRow>,
+  ours: OurHashes,
   tenantOfWallet: Map<string, TenantInfo>,
 ): CheckResult {
   const violations: string[] = [...input.integrators.violations];
@@ -214,10 +374,18 @@ function everyAcknowledgedExistsOnce(
     if (byKey.has(`${tenantId(attempt.tenantIndex)}:${attempt.freshKey}`))
       violations.push(`C04: the refused fresh key ${attempt.freshKey} left an operation behind`);
   for (const transfer of input.chain.hotWalletTransfers) {
-    const op = opByTxHash.get(transfer.hash.toLowerCase());
+    const hash = transfer.hash.toLowerCase();
+    const op = ours.opByTxHash.get(hash);
     const tenant = tenantOfWallet.get(transfer.from.toLowerCase());
     if (!op || op.tenant_id !== tenant?.tenantId) {
       violations.push(`chain transfer ${transfer.hash} from ${transfer.from} belongs to no withdrawal`);
+      continue;
+    }
+    if (ours.cancels.has(hash)) {
+      if (!isCancel(transfer))
+        violations.push(
+          `chain transfer ${transfer.hash} is withdrawal ${op.operation_id}'s cancel but pays ${transfer.valueWei} to ${transfer.to}`,
+        );
       continue;
     }
     if (op.destination?.toLowerCase() !== transfer.to.toLowerCase() || op.amount_minor !== transfer.valueWei)
@@ -296,7 +464,7 @@ async function journalBalances(sql: Sql): Promise<CheckResult> {
 function ledgerAgreesWithRails(
   input: InvariantInput,
   withdrawals: OpRow[],
-  opByTxHash: Map<string, OpRow>,
+  ours: OurHashes,
   explained: (op: OpRow) => boolean,
   breakMentions: (text: string) => boolean,
 ): CheckResult {
@@ -307,14 +475,24 @@ function ledgerAgreesWithRails(
   for (const transfer of input.chain.hotWalletTransfers) outflowEth += BigInt(transfer.valueWei);
   for (const op of withdrawals.filter((w) => w.network === 'ethereum' && w.state === 'CONFIRMED')) {
     confirmedEth += BigInt(op.amount_minor);
-    if (!op.tx_hash || !onChain.has(op.tx_hash.toLowerCase()))
+    // Whichever of its attempts was mined settles it; a cancel never does.
+    const payouts = (ours.hashesOf.get(op.operation_id) ?? []).filter((hash) => !ours.cancels.has(hash));
+    if (!payouts.some((hash) => onChain.has(hash)))
       if (!explained(op))
         violations.push(
           `withdrawal ${op.operation_id} is CONFIRMED but its transaction is not on the canonical chain`,
         );
   }
   for (const transfer of input.chain.hotWalletTransfers) {
-    const op = opByTxHash.get(transfer.hash.toLowerCase());
+    const op = ours.opByTxHash.get(transfer.hash.toLowerCase());
+    if (op && ours.cancels.has(transfer.hash.toLowerCase())) {
+      // A mined cancel pays nobody; it only proves the withdrawal was not sent.
+      if (op.state === 'CONFIRMED' && !explained(op))
+        violations.push(
+          `withdrawal ${op.operation_id} is CONFIRMED but its cancel ${transfer.hash} was mined`,
+        );
+      continue;
+    }
     // An outflow no withdrawal accounts for is money gone: only an open break may stand for it.
     if (!op && !breakMentions(transfer.hash))
       violations.push(

@@ -19,25 +19,25 @@ import {
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import {
+  type ActiveRule,
+  type FaultProxy,
+  type SimulatorProcess,
+  spawnSimulator,
+  startFaultProxy,
+} from '@idem/rails/testing';
 import { createIdemClient } from '@idem/sdk';
 import postgres, { type Sql } from 'postgres';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { scanChain } from './chain.ts';
 import { DEPOSIT_FUNDER_KEY, type DepositLog, newDepositLog, runDepositors } from './deposits.ts';
 import { type IntegratorLog, newIntegratorLog, runClient, sleep } from './integrators.ts';
-import {
-  type ChainTransfer,
-  type ChainView,
-  type CheckResult,
-  checkInvariants,
-  type Landed,
-  type TenantInfo,
-} from './invariants.ts';
+import { type CheckResult, checkInvariants, type Landed, type TenantInfo } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
 import { type ChaosProxy, startChaosProxy } from './proxy.ts';
-import { buildSchedule, describeEvent, type FaultEvent } from './schedule.ts';
+import { buildSchedule, describeEvent, type FaultEvent, type NodeMethods } from './schedule.ts';
 
 export interface ChaosOptions {
   seed: number;
@@ -232,7 +232,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const serverProxies: ChaosProxy[] = [];
     for (let s = 0; s < options.servers; s += 1) serverProxies.push(await startChaosProxy(null));
     const custodianProxy = await startChaosProxy(null);
-    const chainProxy = await startChaosProxy(anvil.rpcUrl);
+    // The chain path: processes -> chainProxy (answers lost after forwarding) -> nodeFaults (a node
+    // behind a load balancer: 429, no answer, a lagging view) -> anvil.
+    const nodeFaults: FaultProxy = await startFaultProxy(anvil.rpcUrl);
+    cleanups.push(() => nodeFaults.close());
+    const chainProxy = await startChaosProxy(nodeFaults.url);
     for (const proxy of [...serverProxies, custodianProxy, chainProxy]) cleanups.push(() => proxy.close());
     const webhookUrl = () => `${(serverProxies[0] as ChaosProxy).url}/webhooks/${endpoint.endpointId}`;
     const simulator: SimulatorProcess = await spawnSimulator({
@@ -244,14 +248,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await simulator.control({ settlement: { outcome: 'complete', afterMs: 1_500 } });
 
     const common = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'test' };
+    // Servers read the chain only for staff resolutions, but through the same faulty path as workers.
+    const chainEnv = { IDEM_EVM_RPC_URL: chainProxy.url, IDEM_EVM_CHAIN_ID: String(CHAIN_ID) };
     const servers = serverProxies.map((_, s) =>
-      serverProcess(`server-${s}`, { ...common, IDEM_DB_POOL_MAX: '4' }, outDir),
+      serverProcess(`server-${s}`, { ...common, ...chainEnv, IDEM_DB_POOL_MAX: '4' }, outDir),
     );
     const workerEnv = {
       ...common,
       IDEM_DB_POOL_MAX: '3',
-      IDEM_EVM_RPC_URL: chainProxy.url,
-      IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
+      ...chainEnv,
       IDEM_CUSTODIAN_URL: custodianProxy.url,
       IDEM_WORKER_INTERVAL_MS: '300',
       // Short leases, so a killed worker's claims are taken over within the run.
@@ -324,6 +329,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (supervising) restart(worker, 500, () => {});
       });
     const hotWallets = new Set(tenants.map((t) => t.hotWallet.toLowerCase()));
+    const nodeRules: { label: string; rule: ActiveRule }[] = [];
+    const lagCoin = prng.fork('node-lag');
+    /** The base fee before the first spike: where fees return at the end of the fault phase. */
+    let baseFeeBeforeSpikes: bigint | null = null;
+    const pendingHotWalletHashes = async (): Promise<string[]> => {
+      const pool = (await rpc(anvil.rpcUrl, 'txpool_content', [])) as {
+        pending?: Record<string, Record<string, { hash: string }>>;
+      };
+      return Object.entries(pool.pending ?? {})
+        .filter(([from]) => hotWallets.has(from.toLowerCase()))
+        .flatMap(([, byNonce]) => Object.values(byNonce).map((tx) => tx.hash));
+    };
     const inject = async (event: FaultEvent): Promise<void> => {
       switch (event.kind) {
         case 'kill-server': {
@@ -412,12 +429,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         case 'anvil-drop': {
           // A hot wallet's transaction sits in the pool for under a block interval: look for one briefly.
           for (let tries = 0; tries < 25; tries += 1) {
-            const pool = (await rpc(anvil.rpcUrl, 'txpool_content', [])) as {
-              pending?: Record<string, Record<string, { hash: string }>>;
-            };
-            const candidates = Object.entries(pool.pending ?? {})
-              .filter(([from]) => hotWallets.has(from.toLowerCase()))
-              .flatMap(([, byNonce]) => Object.values(byNonce).map((tx) => tx.hash));
+            const candidates = await pendingHotWalletHashes();
             if (candidates.length > 0) {
               await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [faultPrng.pick(candidates)]);
               return count('anvil-drop');
@@ -425,6 +437,52 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             await sleep(80);
           }
           return count('anvil-drop (skipped: nothing pending)');
+        }
+        case 'node': {
+          const methods = NODE_METHODS[event.methods];
+          if (event.mode === 'lag') {
+            const head = Number(await chain.getBlockNumber());
+            const until = Date.now() + event.forMs;
+            // Some calls reach the lagging node, others a current one, as behind a load balancer.
+            const rule = nodeFaults.addRule({
+              methods,
+              mode: 'lag',
+              lagHeight: Math.max(0, head - event.lagBlocks),
+              when: () => Date.now() < until && lagCoin.int(1, 100) <= event.sharePercent,
+            });
+            nodeRules.push({ label: 'node lag', rule });
+          } else {
+            const rule = nodeFaults.addRule({ methods, mode: event.mode, times: event.times });
+            nodeRules.push({ label: `node ${event.mode}`, rule });
+          }
+          count(`node ${event.mode}`);
+          return;
+        }
+        case 'fee-spike': {
+          const latest = await chain.getBlock();
+          const current = latest.baseFeePerGas ?? 0n;
+          if (baseFeeBeforeSpikes === null || current < baseFeeBeforeSpikes) baseFeeBeforeSpikes = current;
+          const pending = await pendingHotWalletHashes();
+          const spike = BigInt(event.baseFeeGwei) * 10n ** 9n;
+          // Held for a few blocks (set again before each), then it decays by 1/8 per block on its own.
+          for (let block = 0; block < event.holdBlocks; block += 1) {
+            await rpc(anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [`0x${spike.toString(16)}`]);
+            await sleep(1_000);
+          }
+          count('fee-spike');
+          // anvil evicts what the new base fee makes unminable instead of keeping it pooled as geth
+          // does: those are dropped transactions whose stored bytes cannot be mined until fees fall.
+          const stillPooled = new Set(await pendingHotWalletHashes());
+          let evicted = 0;
+          for (const hash of pending) {
+            if (stillPooled.has(hash)) continue;
+            const receipt = await chain.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
+            if (!receipt) evicted += 1;
+          }
+          if (evicted > 0)
+            faultsInjected['fee-spike evicted pending'] =
+              (faultsInjected['fee-spike evicted pending'] ?? 0) + evicted;
+          return;
         }
       }
     };
@@ -510,6 +568,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const quietStarted = Date.now();
     await Promise.all(restarts);
     for (const proxy of [...serverProxies, custodianProxy, chainProxy]) proxy.clearFaults();
+    nodeFaults.clearRules();
+    // Fees return to where they were before the first spike (or lower, if they decayed below it):
+    // under every maximum fee signed so far, so the quiet phase can converge without a bump.
+    if (baseFeeBeforeSpikes !== null) {
+      const now = (await chain.getBlock()).baseFeePerGas ?? 0n;
+      const calm = now < baseFeeBeforeSpikes ? now : baseFeeBeforeSpikes;
+      await rpc(anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [`0x${calm.toString(16)}`]);
+    }
     await simulator.control({
       fault: 'none',
       webhooks: { delivery: 'normal' },
@@ -585,7 +651,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         quietMsMax,
       },
       schedule: schedule.map(describeEvent),
-      faultsInjected: { ...faultsInjected, ...proxyHits(serverProxies, custodianProxy, chainProxy) },
+      faultsInjected: {
+        ...faultsInjected,
+        ...proxyHits(serverProxies, custodianProxy, chainProxy),
+        ...nodeRuleHits(nodeRules),
+      },
       faultErrors,
       unplannedExits,
       processStarts: Object.fromEntries([...servers, ...workers].map((p) => [p.name, p.starts])),
@@ -645,31 +715,34 @@ function proxyHits(servers: ChaosProxy[], custodian: ChaosProxy, chain: ChaosPro
   return out;
 }
 
-/** Reads every canonical block and keeps the transfers sent by hot wallets and by the deposit funder. */
-async function scanChain(
-  chain: ReturnType<typeof createPublicClient>,
-  hotWallets: Set<string>,
-  funder: string,
-): Promise<ChainView> {
-  const head = Number(await chain.getBlockNumber());
-  const hotWalletTransfers: ChainTransfer[] = [];
-  const depositTransfers: ChainTransfer[] = [];
-  for (let n = 0; n <= head; n += 1) {
-    const block = await chain.getBlock({ blockNumber: BigInt(n), includeTransactions: true });
-    for (const tx of block.transactions) {
-      if (!tx.to) continue;
-      const transfer = {
-        hash: tx.hash,
-        from: tx.from,
-        to: tx.to,
-        valueWei: tx.value.toString(),
-        blockNumber: n,
-      };
-      if (hotWallets.has(tx.from.toLowerCase())) hotWalletTransfers.push(transfer);
-      else if (tx.from.toLowerCase() === funder.toLowerCase()) depositTransfers.push(transfer);
-    }
-  }
-  return { head, hotWalletTransfers, depositTransfers };
+/** The JSON-RPC methods each node fault may hit. */
+const NODE_READS = [
+  'eth_blockNumber',
+  'eth_getBlockByNumber',
+  'eth_getBlockByHash',
+  'eth_getTransactionReceipt',
+  'eth_getTransactionByHash',
+  'eth_getTransactionCount',
+  'eth_getLogs',
+  'eth_getBalance',
+  'eth_call',
+  'eth_feeHistory',
+  'eth_maxPriorityFeePerGas',
+  'eth_gasPrice',
+  'eth_estimateGas',
+];
+const NODE_METHODS: Record<NodeMethods, readonly string[]> = {
+  reads: NODE_READS,
+  send: ['eth_sendRawTransaction'],
+  any: [...NODE_READS, 'eth_sendRawTransaction', 'eth_chainId'],
+};
+
+/** How many calls each node fault actually changed: a rule nobody's call matched proves nothing. */
+function nodeRuleHits(rules: { label: string; rule: ActiveRule }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const { label, rule } of rules)
+    if (rule.hits > 0) out[`${label} calls hit`] = (out[`${label} calls hit`] ?? 0) + rule.hits;
+  return out;
 }
 
 /**

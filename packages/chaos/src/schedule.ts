@@ -15,6 +15,10 @@ export type CustodianSubmitFault =
   | 'ok-without-reference'
   | 'ok-id-only';
 export type WebhookDeliveryFault = 'duplicate' | 'late' | 'out-of-order' | 'conflicting-body';
+/** How the node misbehaves on a call (`@idem/rails/testing`'s JSON-RPC rules): nothing is forwarded on 429 and hang. */
+export type NodeFaultMode = '429' | 'hang' | 'lag';
+/** Which JSON-RPC calls a node fault hits: chain reads, the send, or any call. */
+export type NodeMethods = 'reads' | 'send' | 'any';
 
 export type FaultEvent =
   | { atMs: number; kind: 'kill-server'; target: number; restartAfterMs: number }
@@ -35,7 +39,20 @@ export type FaultEvent =
   | { atMs: number; kind: 'webhook-delivery'; delivery: WebhookDeliveryFault; forMs: number }
   | { atMs: number; kind: 'settlement-fail'; forMs: number }
   | { atMs: number; kind: 'anvil-reorg'; depth: number }
-  | { atMs: number; kind: 'anvil-drop' };
+  | { atMs: number; kind: 'anvil-drop' }
+  | {
+      atMs: number;
+      kind: 'node';
+      mode: NodeFaultMode;
+      methods: NodeMethods;
+      /** 429 and hang: how many matching calls are hit (a burst). */
+      times: number;
+      /** lag: how long the lagging view is served, how far behind, and on what share of the calls. */
+      forMs: number;
+      lagBlocks: number;
+      sharePercent: number;
+    }
+  | { atMs: number; kind: 'fee-spike'; baseFeeGwei: number; holdBlocks: number };
 
 export type FaultKind = FaultEvent['kind'];
 
@@ -49,7 +66,12 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'settlement-fail',
   'anvil-reorg',
   'anvil-drop',
+  'node',
+  'fee-spike',
 ];
+
+/** Node faults come in three modes; the first pass has one of each, so every run exercises all three. */
+const NODE_MODES: readonly NodeFaultMode[] = ['429', 'hang', 'lag'];
 
 /** How often each kind is drawn after the first pass (which has one of each). */
 const weights: readonly (readonly [FaultKind, number])[] = [
@@ -62,6 +84,8 @@ const weights: readonly (readonly [FaultKind, number])[] = [
   ['settlement-fail', 1],
   ['anvil-reorg', 2],
   ['anvil-drop', 2],
+  ['node', 4],
+  ['fee-spike', 2],
 ];
 
 export interface ScheduleShape {
@@ -74,25 +98,40 @@ export interface ScheduleShape {
 const warmupMs = 2_000;
 const gapMsMin = 700;
 const gapMsMax = 2_600;
+/** The first pass is denser, so a 25 s run still gets one fault of every kind and node mode. */
+const firstPassGapMsMax = 1_700;
 
 export function buildSchedule(prng: Prng, shape: ScheduleShape): FaultEvent[] {
   const events: FaultEvent[] = [];
-  // One of each kind first, in a seeded order, so even a short run exercises every fault.
-  const firstPass = [...FAULT_KINDS];
+  // One of each kind (and each node mode) first, in a seeded order, so even a short run exercises every fault.
+  const firstPass: [FaultKind, NodeFaultMode | null][] = [
+    ...FAULT_KINDS.filter((kind) => kind !== 'node').map((kind) => [kind, null] as [FaultKind, null]),
+    ...NODE_MODES.map((mode) => ['node', mode] as [FaultKind, NodeFaultMode]),
+  ];
   for (let i = firstPass.length - 1; i > 0; i -= 1) {
     const j = prng.int(0, i);
-    [firstPass[i], firstPass[j]] = [firstPass[j] as FaultKind, firstPass[i] as FaultKind];
+    [firstPass[i], firstPass[j]] = [
+      firstPass[j] as [FaultKind, NodeFaultMode | null],
+      firstPass[i] as [FaultKind, NodeFaultMode | null],
+    ];
   }
   let atMs = warmupMs;
   while (atMs < shape.faultPhaseMs) {
-    const kind = firstPass.shift() ?? prng.weighted(weights);
-    events.push(eventOf(prng, kind, atMs, shape));
-    atMs += prng.int(gapMsMin, gapMsMax);
+    const first = firstPass.shift();
+    const kind = first?.[0] ?? prng.weighted(weights);
+    events.push(eventOf(prng, kind, atMs, shape, first?.[1] ?? null));
+    atMs += prng.int(gapMsMin, first && firstPass.length > 0 ? firstPassGapMsMax : gapMsMax);
   }
   return events;
 }
 
-function eventOf(prng: Prng, kind: FaultKind, atMs: number, shape: ScheduleShape): FaultEvent {
+function eventOf(
+  prng: Prng,
+  kind: FaultKind,
+  atMs: number,
+  shape: ScheduleShape,
+  nodeMode: NodeFaultMode | null,
+): FaultEvent {
   switch (kind) {
     case 'kill-server':
       return { atMs, kind, target: prng.int(0, shape.servers - 1), restartAfterMs: prng.int(200, 2_500) };
@@ -156,6 +195,25 @@ function eventOf(prng: Prng, kind: FaultKind, atMs: number, shape: ScheduleShape
       return { atMs, kind, depth: prng.int(1, 4) };
     case 'anvil-drop':
       return { atMs, kind };
+    case 'node': {
+      const mode = nodeMode ?? prng.pick(NODE_MODES);
+      // A lagging view is about reads; a rate limiter or a hang can hit the send too.
+      const methods: NodeMethods =
+        mode === 'lag' ? 'reads' : prng.pick<NodeMethods>(['reads', 'send', 'any']);
+      return {
+        atMs,
+        kind,
+        mode,
+        methods,
+        times: mode === '429' ? prng.int(2, 12) : prng.int(1, 3),
+        forMs: prng.int(1_000, 5_000),
+        lagBlocks: prng.int(1, 6),
+        sharePercent: prng.int(30, 100),
+      };
+    }
+    case 'fee-spike':
+      // Above any fee signed before it (today's fixed 100 gwei cap, or the node's base fee plus tip).
+      return { atMs, kind, baseFeeGwei: prng.int(150, 1_000), holdBlocks: prng.int(1, 4) };
   }
 }
 
@@ -180,5 +238,11 @@ export function describeEvent(event: FaultEvent): string {
       return `${at} anvil_reorg depth ${event.depth}`;
     case 'anvil-drop':
       return `${at} anvil_dropTransaction of a pending hot-wallet transaction`;
+    case 'node':
+      return event.mode === 'lag'
+        ? `${at} node lag: ${event.lagBlocks} blocks behind on ${event.sharePercent}% of chain reads for ${event.forMs} ms`
+        : `${at} node ${event.mode === '429' ? 'HTTP 429' : 'hang (no answer)'} x${event.times} on ${event.methods === 'send' ? 'eth_sendRawTransaction' : event.methods === 'reads' ? 'chain reads' : 'any call'}`;
+    case 'fee-spike':
+      return `${at} base fee spike to ${event.baseFeeGwei} gwei for ${event.holdBlocks} block(s) (anvil evicts pending transactions priced below it)`;
   }
 }

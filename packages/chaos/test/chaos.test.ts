@@ -2,8 +2,8 @@
  * The seeded fault simulation, short, on every CI run. Each seed starts the real system as
  * separate processes (two API servers, two workers, anvil, the custodian simulator) behind fault
  * proxies, drives it with simulated integrators and depositors while the seed's schedule kills
- * processes, loses answers, terminates database connections, reorganises the chain and makes the
- * custodian misbehave; then lets it converge and checks every invariant against the ledger, the
+ * processes, loses answers, terminates database connections, reorganises the chain, spikes the
+ * base fee, has the node answer 429, hang or lag (issue 12) and makes the custodian misbehave; then lets it converge and checks every invariant against the ledger, the
  * chain and the custodian. A failure names the seed and its first violation: re-run it with
  * `pnpm chaos --seed N --duration 25s --servers 2 --workers 2 --clients 4`.
  *
@@ -25,7 +25,7 @@ const SEEDS = [1, 20_240_601];
 
 describe.skipIf(!databaseUrl)('seeded fault simulation', () => {
   for (const seed of SEEDS) {
-    it(`C05 C10 C12 C13 C14 C17 C18 C21 seed ${seed}: no double payout, no lost withdrawal, journal intact, holds kept, webhooks once, under crashes, lost answers, dropped connections, reorgs and custodian faults`, async () => {
+    it(`I12-CHAOS C05 C10 C12 C13 C14 C17 C18 C21 seed ${seed}: no double payout, no lost withdrawal, journal intact, holds kept, webhooks once, under crashes, lost answers, dropped connections, reorgs, custodian faults, fee spikes that evict signed transactions, and a node answering 429, hanging and lagging`, async () => {
       const report = await runChaos({
         seed,
         durationMs: 25_000,
@@ -50,6 +50,19 @@ describe.skipIf(!databaseUrl)('seeded fault simulation', () => {
         (report.faultsInjected['kill-server'] ?? 0) + (report.faultsInjected['kill-worker'] ?? 0),
       ).toBeGreaterThan(0);
       expect(report.finalStates.CONFIRMED ?? 0).toBeGreaterThan(10);
+      // Issue 12's faults were in the schedule (one of each node mode; schedule.test.ts) and landed:
+      // a spike, and node faults that changed real calls of the workers. Which mode's calls get hit
+      // depends on timing (a worker waiting out a hung call makes no other call for 5 s), so the
+      // hits are counted together: a rule no call matched proves nothing.
+      expect(report.faultsInjected['fee-spike'] ?? 0).toBeGreaterThan(0);
+      for (const mode of ['429', 'hang', 'lag'])
+        expect(report.faultsInjected[`node ${mode}`] ?? 0).toBeGreaterThan(0);
+      expect(
+        ['429', 'hang', 'lag'].reduce(
+          (sum, mode) => sum + (report.faultsInjected[`node ${mode} calls hit`] ?? 0),
+          0,
+        ),
+      ).toBeGreaterThan(0);
       expect(report.convergedAfterMs).not.toBeNull();
     });
   }

@@ -22,13 +22,25 @@ describe('seeded schedule', () => {
     expect(b).not.toEqual(a);
   });
 
-  it('every fault kind appears in the first 20 seconds, whatever the seed', () => {
+  it('I12-CHAOS every fault kind, and each node mode (429, hang, lag), appears in a 25 s run, whatever the seed', () => {
     for (let seed = 0; seed < 50; seed += 1) {
       const early = buildSchedule(new Prng(seed).fork('faults'), { ...shape, faultPhaseMs: 25_000 }).filter(
-        (event) => event.atMs < 20_000,
+        (event) => event.atMs < 23_000,
       );
       expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(FAULT_KINDS));
+      const nodeModes = early.flatMap((event) => (event.kind === 'node' ? [event.mode] : []));
+      expect(new Set(nodeModes), `seed ${seed}`).toEqual(new Set(['429', 'hang', 'lag']));
+      expect(FAULT_KINDS).toContain('fee-spike');
     }
+  });
+
+  it('I12-CHAOS fee spikes exceed any fee signed before them; lagging views are on reads only', () => {
+    for (let seed = 0; seed < 50; seed += 1)
+      for (const event of buildSchedule(new Prng(seed).fork('faults'), shape)) {
+        // Today's fixed cap is 100 gwei; a spike must be above it to leave anything unminable.
+        if (event.kind === 'fee-spike') expect(event.baseFeeGwei).toBeGreaterThan(100);
+        if (event.kind === 'node' && event.mode === 'lag') expect(event.methods).toBe('reads');
+      }
   });
 
   it('targets stay within the process counts', () => {
