@@ -265,6 +265,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       IDEM_UNKNOWN_ESCALATE_AFTER_MS: '5000',
       // Two chain passes prove a withdrawal not sent; short, so both fit in the run.
       IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: '1000',
+      // Stuck transactions (evicted by a fee spike, dropped) are bumped within the run.
+      IDEM_BUMP_AFTER_MS: 'ethereum=2000',
     };
     const workers = Array.from({ length: options.workers }, (_, w) =>
       workerProcess(`worker-${w}`, workerEnv, outDir),

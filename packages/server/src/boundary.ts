@@ -11,6 +11,7 @@ import {
 import { createWorker, RailRegistry, type RailsConfig, type Worker } from '@idem/workers';
 import type { Logger } from 'pino';
 import { type Env, evmFeePolicy } from './env.ts';
+import { workerSettingsFrom } from './worker-settings.ts';
 
 /**
  * The money rails and the worker that drives them. With URLs configured, it connects to a real EVM
@@ -77,17 +78,7 @@ export async function startBoundary(
       rails,
       log,
       workerId: `server-${process.pid}`,
-      leaseMs: env.IDEM_WORKER_LEASE_MS,
-      unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
-      notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
-      escalationOwner: env.IDEM_ESCALATION_OWNER,
-      ...(env.IDEM_BROADCAST_ALERT_AFTER_MS
-        ? { broadcastAlertAfterMs: env.IDEM_BROADCAST_ALERT_AFTER_MS }
-        : {}),
-      ...(env.IDEM_BROADCAST_ESCALATE_AFTER_MS
-        ? { broadcastEscalateAfterMs: env.IDEM_BROADCAST_ESCALATE_AFTER_MS }
-        : {}),
-      ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
+      ...workerSettingsFrom(env),
     });
     worker.start(env.IDEM_WORKER_INTERVAL_MS);
     describe.push('a worker in this process');

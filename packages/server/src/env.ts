@@ -118,6 +118,11 @@ const envSchema = z.object({
    */
   IDEM_BROADCAST_ALERT_AFTER_MS: perNetworkMs,
   IDEM_BROADCAST_ESCALATE_AFTER_MS: perNetworkMs,
+  /**
+   * Per network, how long a sent EVM withdrawal may sit unmined before the worker signs a fee bump
+   * (same nonce, within the approved cap). Default: ethereum 10 min (issue 12).
+   */
+  IDEM_BUMP_AFTER_MS: perNetworkMs,
   /** How often each worker runs three-way reconciliation per tenant (0 turns it off). */
   IDEM_RECONCILE_EVERY_MS: z.coerce.number().int().min(0).default(60_000),
   /** Where browsers reach this server (e.g. https://pay.example.com); customer links are built on it. */

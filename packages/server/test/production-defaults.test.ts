@@ -2,10 +2,12 @@ import { Writable } from 'node:stream';
 import { createStaffUser, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient } from '@idem/sdk';
+import { DEFAULT_REPLACE_POLICIES } from '@idem/workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
+import { workerSettingsFrom } from '../src/worker-settings.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
 
 /**
@@ -140,5 +142,14 @@ describe('I12-STUCK broadcast ages per network', () => {
     expect(readEnv({}).IDEM_BROADCAST_ALERT_AFTER_MS).toBeUndefined();
     expect(() => readEnv({ IDEM_BROADCAST_ALERT_AFTER_MS: 'solana=60000' })).toThrow(/network=milliseconds/);
     expect(() => readEnv({ IDEM_BROADCAST_ALERT_AFTER_MS: 'ethereum=5' })).toThrow(/network=milliseconds/);
+  });
+
+  it('I12-BUMP IDEM_BUMP_AFTER_MS sets the automatic fee-bump age per network; unset keeps the defaults', () => {
+    const settings = workerSettingsFrom(readEnv({ IDEM_BUMP_AFTER_MS: 'ethereum=2000' }));
+    expect(settings.replacePolicies).toEqual({
+      ethereum: { bumpAfterMs: 2_000, maxBumps: DEFAULT_REPLACE_POLICIES.ethereum?.maxBumps },
+    });
+    expect(workerSettingsFrom(readEnv({})).replacePolicies).toBeUndefined();
+    expect(() => readEnv({ IDEM_BUMP_AFTER_MS: 'ethereum=10' })).toThrow(/network=milliseconds/);
   });
 });

@@ -7,4 +7,5 @@ export {
   reconcileTenant,
 } from './reconciliation.ts';
 export { attestSettlement, type SettlementClaim } from './settlement-witness.ts';
+export { DEFAULT_REPLACE_POLICIES, type ReplacePolicy } from './steps/replace.ts';
 export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';

@@ -31,6 +31,7 @@ import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
+import { workerSettingsFrom } from '../worker-settings.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
 import { required, UsageError } from './usage.ts';
@@ -329,17 +330,7 @@ async function runWorker(workerId: string): Promise<number> {
     rails: boundary.rails,
     log,
     workerId,
-    leaseMs: env.IDEM_WORKER_LEASE_MS,
-    unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
-    notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
-    escalationOwner: env.IDEM_ESCALATION_OWNER,
-    ...(env.IDEM_BROADCAST_ALERT_AFTER_MS
-      ? { broadcastAlertAfterMs: env.IDEM_BROADCAST_ALERT_AFTER_MS }
-      : {}),
-    ...(env.IDEM_BROADCAST_ESCALATE_AFTER_MS
-      ? { broadcastEscalateAfterMs: env.IDEM_BROADCAST_ESCALATE_AFTER_MS }
-      : {}),
-    ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
+    ...workerSettingsFrom(env),
   });
   worker.start(env.IDEM_WORKER_INTERVAL_MS);
   process.stdout.write(`${JSON.stringify({ event: 'worker-started', workerId })}\n`);
