@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation } from '../src/operations/operation-record.ts';
@@ -308,15 +309,30 @@ describe('manual resolution is a proposal, and needs the rail to prove it', () =
         )
       ).code,
     ).toBe('UNPROVEN');
-    const done = await decide(
-      proposal.proposalId,
-      'staff:petra',
-      proposal.payloadHash,
-      'approve',
-      attestation('PAID', `0x${'ab'.repeat(32)}`),
+    // I12-FEES: a chain payment confirmed by hand posts the gas it paid; without it nothing moves.
+    const withoutFee = await refusal(
+      decide(
+        proposal.proposalId,
+        'staff:petra',
+        proposal.payloadHash,
+        'approve',
+        attestation('PAID', `0x${'ab'.repeat(32)}`),
+      ),
     );
+    expect(withoutFee.code).toBe('UNPROVEN');
+    const paid = attestation('PAID', `0x${'ab'.repeat(32)}`);
+    const done = await decide(proposal.proposalId, 'staff:petra', proposal.payloadHash, 'approve', {
+      ...paid,
+      detail: { ...paid.detail, networkFeeAsset: 'ETH', networkFeeMinor: '21000000000000' },
+    });
     expect(done.proposal.state).toBe('EXECUTED');
     expect((await inTenant((tx) => getOperation(tx, tenantId, op.operationId))).state).toBe('CONFIRMED');
+    const fee = await inTenant((tx) =>
+      tx.execute(sql`select p.amount::text as amount from postings p join journal_entries e
+        on e.tenant_id = p.tenant_id and e.entry_id = p.entry_id
+        where e.operation_id = ${op.operationId} and e.kind = 'network_fee' and p.account = '@network_fees'`),
+    );
+    expect(rowsOf<{ amount: string }>(fee).map((row) => row.amount)).toEqual(['-21000000000000']);
   });
 
   it('I11-F4 one open resolution per withdrawal', async () => {

@@ -84,7 +84,11 @@ describe('runbook actions on withdrawals that need a person', () => {
     source: 'chain',
     txHash,
     observedAt: new Date().toISOString(),
-    detail: { reason: 'test' },
+    // What the rail reports of a paying transaction: the gas it paid (posted with the confirmation).
+    detail:
+      verdict === 'PAID'
+        ? { reason: 'test', networkFeeAsset: 'ETH', networkFeeMinor: '21000' }
+        : { reason: 'test' },
   });
 
   it('C15 I11-F4 a verified non-transfer releases the hold only with written evidence, a second person and the rail', async () => {

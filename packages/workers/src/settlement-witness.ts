@@ -9,7 +9,7 @@ import {
 import type { EvmSettlementEvidence, EvmTransferTerms, ReferenceLookup } from '@idem/rails';
 import type { Address, Hex } from 'viem';
 import { assetOf } from './candidates.ts';
-import { type RailRegistry, routeFor } from './rails.ts';
+import { NATIVE_ASSETS, type RailRegistry, routeFor } from './rails.ts';
 
 /** What a person proposes to do with a stuck withdrawal, and the transaction said to have paid. */
 export interface SettlementClaim {
@@ -105,10 +105,28 @@ async function chainAttestation(
     depth: asset.confirmations,
     intent: claim.toState === 'CONFIRMED' ? 'paid' : 'not_sent',
   });
+  // A payment confirmed by hand posts the gas it paid, as the watcher's confirmation does: read
+  // from the paying transaction's receipt, or nothing is proven yet.
+  let networkFee: { networkFeeAsset: string; networkFeeMinor: string } | null = null;
+  if (found.verdict === 'paid' && found.txHash) {
+    const nativeAsset = NATIVE_ASSETS[op.network];
+    const receipt = await deps.rails
+      .chain()
+      .getTransactionReceipt({ hash: found.txHash as Hex })
+      .catch(() => null);
+    if (!receipt || !nativeAsset) {
+      return { verdict: 'UNPROVEN', txHash: null, detail: { reason: 'network_fee_unreadable' } };
+    }
+    networkFee = {
+      networkFeeAsset: nativeAsset,
+      networkFeeMinor: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
+    };
+  }
   return {
     verdict: found.verdict === 'paid' ? 'PAID' : found.verdict === 'not_sent' ? 'NOT_SENT' : 'UNPROVEN',
     txHash: found.txHash,
     detail: {
+      ...networkFee,
       reason: found.reason,
       depthRequired: asset.confirmations,
       headBlock: found.headBlockNumber.toString(),

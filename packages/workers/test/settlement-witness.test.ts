@@ -129,6 +129,12 @@ describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
     const paid = await attest(broadcast, { toState: 'CONFIRMED' });
     expect(paid).toMatchObject({ verdict: 'PAID', source: 'chain', txHash: broadcast.txHash });
     expect(paid.detail).toMatchObject({ reason: 'our_transaction_mined' });
+    // I12-FEES: the gas it paid, for the confirmation's network-fee entry.
+    const receipt = await env.chain.getTransactionReceipt({ hash: broadcast.txHash as Hex });
+    expect(paid.detail).toMatchObject({
+      networkFeeAsset: 'ETH',
+      networkFeeMinor: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
+    });
     // Not NOT_SENT either: our transaction paid.
     const notSent = await attest(broadcast, { toState: 'VERIFIED_NOT_SENT' });
     expect(notSent.verdict).toBe('PAID');

@@ -100,6 +100,7 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
       }
     }
     const txHash = answer.txHash ?? claimedHash;
+    const networkFee = payload.toState === 'CONFIRMED' ? paidNetworkFee(answer) : undefined;
     const moved = await transition(tx, op, payload.toState, {
       actor: proposal.proposedBy,
       reason: `manual resolution from ${op.state}, four eyes (${approvers.join(', ')}): ${payload.summary}`,
@@ -111,7 +112,28 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
         resolvedFrom: op.state,
       },
       ...(payload.toState === 'CONFIRMED' && txHash && !op.txHash ? { set: { txHash } } : {}),
+      ...(networkFee ? { networkFee } : {}),
     });
     return { operationId: moved.operationId, state: moved.state };
   },
 };
+
+/**
+ * The gas a chain payment confirmed by hand paid, as the rail read it from the receipt: posted
+ * with the confirmation like the watcher's (issue 12). A chain PAID without it proves nothing yet;
+ * a custodian charges its own fee.
+ */
+function paidNetworkFee(
+  answer: SettlementAttestation,
+): { assetCode: string; amountMinor: bigint } | undefined {
+  if (answer.source !== 'chain') return undefined;
+  const { networkFeeAsset, networkFeeMinor } = answer.detail;
+  if (
+    typeof networkFeeAsset !== 'string' ||
+    typeof networkFeeMinor !== 'string' ||
+    !/^[0-9]{1,78}$/.test(networkFeeMinor)
+  ) {
+    throw new IdemError('UNPROVEN', 'the chain did not report the gas the payment paid; nothing was changed');
+  }
+  return { assetCode: networkFeeAsset, amountMinor: BigInt(networkFeeMinor) };
+}
