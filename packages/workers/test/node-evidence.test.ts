@@ -18,8 +18,6 @@ let env: Environment;
 let proxy: FaultProxy;
 const depositAddress = getAddress('0x1000000000000000000000000000000000000a12');
 const ACCOUNT = 'acct-node';
-/** Nothing listens here: every call fails at once. */
-const CLOSED_PORT_URL = 'http://127.0.0.1:9';
 
 beforeAll(async () => {
   env = await startEnvironment({
@@ -237,11 +235,19 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
   /** A withdrawal signed with the hot wallet's next nonce whose broadcast never reached a node: UNKNOWN. */
   async function signedNeverSent(amountWei: bigint) {
     const op = await env.withdraw(amountWei);
+    // Fees are read from the node (I12-FEES); nothing else reaches it, the send included.
+    const cutProxy = await startFaultProxy(env.anvil.rpcUrl);
+    cutProxy.fault = 'reset-without-forward';
+    cutProxy.spareMethods = ['eth_feeHistory'];
     const cut = env.worker({
-      rails: { evm: { rpcUrl: CLOSED_PORT_URL, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
+      rails: { evm: { rpcUrl: cutProxy.url, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
     });
-    for (let i = 0; i < 3 && (await env.operation(op.operationId)).state !== 'UNKNOWN'; i++)
-      await cut.runOnce();
+    try {
+      for (let i = 0; i < 3 && (await env.operation(op.operationId)).state !== 'UNKNOWN'; i++)
+        await cut.runOnce();
+    } finally {
+      await cutProxy.close();
+    }
     const unknown = await env.operation(op.operationId);
     expect(unknown.state).toBe('UNKNOWN');
     return unknown;
