@@ -7,5 +7,5 @@ export {
   reconcileTenant,
 } from './reconciliation.ts';
 export { attestSettlement, type SettlementClaim } from './settlement-witness.ts';
-export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';
 export { BROADCAST_ALERT_AFTER_MS, BROADCAST_ESCALATE_AFTER_MS } from './steps/stuck.ts';
+export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';

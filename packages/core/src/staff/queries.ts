@@ -1,9 +1,4 @@
-import type {
-  AttentionQueueItem,
-  OperationState,
-  StaffOperationView,
-  TimelineEntry,
-} from '@idem/contracts';
+import type { AttentionQueueItem, OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import { requesterOf } from '../approvals/requester.ts';

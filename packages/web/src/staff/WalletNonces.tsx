@@ -22,8 +22,8 @@ export function WalletNonces() {
       </Title>
       <Text size="sm">
         A hot wallet’s transactions are mined in nonce order: one that is never mined (fee too low, dropped,
-        never broadcast) holds back every later one. Bump its fee or propose a cancel on its page; both
-        reuse its nonce, so at most one of them is mined.
+        never broadcast) holds back every later one. Bump its fee or propose a cancel on its page; both reuse
+        its nonce, so at most one of them is mined.
       </Text>
       {nonces.isPending ? <Loader aria-label="Loading wallet nonces" /> : null}
       <ProblemAlert error={nonces.error} />
@@ -69,8 +69,8 @@ function Wallet({ wallet }: { wallet: WalletNoncesView }) {
             Nonce {wallet.blocking.nonce} blocks every later nonce:{' '}
             {blockingId ? (
               <>
-                <Link href={`/operations/${blockingId}`}>{blockingRef}</Link> ({wallet.blocking.state}). Open it
-                to bump the fee or propose a cancel.
+                <Link href={`/operations/${blockingId}`}>{blockingRef}</Link> ({wallet.blocking.state}). Open
+                it to bump the fee or propose a cancel.
               </>
             ) : (
               'no operation of Idem holds it (a gap). Nothing of ours can fill it from this screen; see the runbook.'

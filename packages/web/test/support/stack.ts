@@ -19,12 +19,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { strandWithdrawal } from '@idem/core/testing';
-import {
-  type AnvilInstance,
-  generateWebhookSecret,
-  startAnvil,
-  startCustodianSimulator,
-} from '@idem/rails';
+import { type AnvilInstance, generateWebhookSecret, startAnvil, startCustodianSimulator } from '@idem/rails';
 import { createIdemClient, type IdemClient } from '@idem/sdk';
 import { hashPassword } from '@idem/server';
 import { type Browser, chromium, type Page } from 'playwright-core';
