@@ -58,6 +58,8 @@ export const walletNoncesSchema = z.object({
     z.object({
       nonce: z.number().int(),
       operationId: z.uuid(),
+      /** The withdrawal id, to recognise it. */
+      reference: z.string(),
       state: z.string(),
       attempts: z.number().int(),
       lastAttemptKind: z.string().nullable(),

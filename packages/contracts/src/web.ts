@@ -145,10 +145,29 @@ export const staffOperationDetailSchema = z.object({
   timeline: z.array(timelineEntrySchema),
 });
 
+/**
+ * The queues staff watch: sent and not yet mined (BROADCAST, issue 12), outcome unknown, stopped
+ * for a person. Oldest first by when each entered its state.
+ */
 export const attentionQueueInputSchema = z.strictObject({
-  state: z.enum(['UNKNOWN', 'FAILED_TERMINAL']),
+  state: z.enum(['BROADCAST', 'UNKNOWN', 'FAILED_TERMINAL']),
   cursor,
   limit: pageLimit,
+});
+export const attentionQueueItemSchema = staffOperationViewSchema.extend({
+  /** When the operation last entered its current state (for BROADCAST: when it was broadcast). */
+  stateSince: z.string(),
+  stateAgeSeconds: z.number().int(),
+  /**
+   * The age past which the workers alert on it, as this server is configured for its network
+   * (IDEM_BROADCAST_ALERT_AFTER_MS or the defaults); null when there is none (UNKNOWN, FAILED_TERMINAL).
+   */
+  alertAfterSeconds: z.number().int().nullable(),
+});
+export type AttentionQueueItem = z.infer<typeof attentionQueueItemSchema>;
+export const attentionQueuePageSchema = z.object({
+  items: z.array(attentionQueueItemSchema),
+  nextCursor: z.string().nullable(),
 });
 
 export const decideInputSchema = z.strictObject({

@@ -41,6 +41,12 @@ export interface Context {
   web?: WebRequest;
   /** Asks the chain or custodian about a withdrawal a person resolves (absent: nothing is proven). */
   witness?: SettlementWitness;
+  /**
+   * Per network, the BROADCAST age past which the workers alert (IDEM_BROADCAST_ALERT_AFTER_MS
+   * over the workers' defaults), shown in the staff queue. It is this server's setting: workers
+   * started with another value alert at theirs.
+   */
+  broadcastAlertAfterMs?: Partial<Record<string, number>>;
 }
 
 const t = initTRPC.context<Context>().create({

@@ -1,6 +1,8 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type ChainStack,
+  ETH,
   newPage,
   openCustomer,
   PASSWORD,
@@ -9,6 +11,7 @@ import {
   screenshot,
   seriousViolations,
   signInStaff,
+  startChainStack,
   startStack,
 } from './support/stack.ts';
 
@@ -337,8 +340,10 @@ describe('staff screens', () => {
     await page.keyboard.press('Enter');
     await page.getByTestId('signed-in-as').waitFor();
     for (const [link, slug] of [
+      ['BROADCAST queue', 'broadcast'],
       ['UNKNOWN queue', 'unknown'],
       ['FAILED_TERMINAL queue', 'failed-terminal'],
+      ['Wallet nonces', 'nonces'],
       ['Webhook inbox', 'inbox'],
       ['Reconciliation breaks', 'breaks'],
       ['Search', 'search'],
@@ -416,5 +421,168 @@ describe('staff screens', () => {
     expect((await staff.textContent('body')) ?? '').not.toContain(destinations.other);
     await screenshot(staff, 'cross-tenant-staff');
     await staff.context().close();
+  });
+});
+
+/**
+ * Issue 12's staff screens on a real chain: anvil with mining off (a sent withdrawal waits in the
+ * pool until the test mines), the server's own worker signing, bumping and cancelling.
+ */
+describe('stuck withdrawals on a real chain (issue 12)', () => {
+  let chain: ChainStack;
+
+  beforeAll(async () => {
+    chain = await startChainStack(stack.browser);
+  });
+
+  afterAll(async () => {
+    await chain?.stop();
+  });
+
+  async function waitForState(withdrawalId: string, state: string, timeoutMs = 30_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const withdrawal = await chain.sdk.withdrawals.get(withdrawalId);
+      if (withdrawal.state === state) return withdrawal;
+      if (Date.now() > deadline) {
+        throw new Error(`${withdrawalId} is ${withdrawal.state}, not ${state}:\n${chain.output.join('')}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** A withdrawal the worker signs and broadcasts; no block is mined, so it stays BROADCAST. */
+  async function stuckWithdrawal(withdrawalId: string, destination: string, amountMinor: bigint) {
+    const { withdrawal } = await chain.sdk.withdrawals.submit(
+      { withdrawalId, accountId: 'cust-7', asset: 'ETH', destination, amountMinor: amountMinor.toString() },
+      `key-${withdrawalId}`,
+    );
+    await waitForState(withdrawalId, 'BROADCAST');
+    return withdrawal.operationId;
+  }
+
+  /** Reloads the page until the attempts table has `rows` rows (the worker signs on its next pass). */
+  async function waitForAttempts(page: Page, rows: number) {
+    const table = page.getByTestId('attempts');
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await table.waitFor();
+      if ((await table.locator('tbody tr').count()) === rows) return table;
+      if (Date.now() > deadline) throw new Error(`the attempts table never had ${rows} rows`);
+      await page.waitForTimeout(500);
+    }
+  }
+
+  async function openQuiet(page: Page, path: string) {
+    await page.goto(path);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    await page.waitForFunction(() => document.querySelector('[aria-label^="Loading"]') === null);
+    await page.waitForLoadState('networkidle');
+  }
+
+  it('I12-SCREENS the BROADCAST queue shows the age since broadcast past the alert age; the nonce view highlights the blocking withdrawal; "Bump fee" gets a replacement signed and exactly one transfer mined', async () => {
+    const destination = '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1';
+    const amount = ETH / 10n;
+    const nonceBefore = await chain.minedNonce();
+    const operationId = await stuckWithdrawal('screens-bump-1', destination, amount);
+    // Past the one-second alert age this stack is configured with.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+    const operator = await newPage(chain);
+    await signInStaff(operator, chain.tenantId, chain.staff.operator.email);
+    await operator.getByRole('link', { name: 'BROADCAST queue' }).click();
+    const row = operator.getByTestId('queue-row').filter({ hasText: 'screens-bump-1' });
+    await row.waitFor();
+    await expect(row.getByTestId('state-age').textContent()).resolves.toMatch(/^\d+ s$/);
+    await expect(row.getByTestId('past-alert').textContent()).resolves.toBe('past alert age (1 s)');
+    await operator.waitForFunction(() => document.querySelector('[aria-label^="Loading"]') === null);
+    expect(await seriousViolations(operator)).toEqual([]);
+    await screenshot(operator, 'staff-broadcast-queue');
+
+    await operator.getByRole('link', { name: 'Wallet nonces' }).click();
+    const wallet = operator.getByRole('region', { name: 'Hot wallet ethereum' });
+    await wallet.waitFor();
+    await expect(wallet.getByTestId('chain-mined').textContent()).resolves.toBe(String(nonceBefore));
+    await expect(wallet.getByTestId('chain-pending').textContent()).resolves.toBe(String(nonceBefore + 1));
+    const blocking = wallet.getByTestId('blocking');
+    await expect(blocking.textContent()).resolves.toContain(`Nonce ${nonceBefore} blocks every later nonce`);
+    const blockingRow = wallet.locator('tr[data-blocking="true"]');
+    await expect(blockingRow.textContent()).resolves.toContain('screens-bump-1');
+    await operator.waitForFunction(() => document.querySelector('[aria-label^="Loading"]') === null);
+    expect(await seriousViolations(operator)).toEqual([]);
+    await screenshot(operator, 'staff-wallet-nonces');
+    await blocking.getByRole('link', { name: 'screens-bump-1' }).click();
+    await operator.waitForURL(`**/staff/operations/${operationId}`);
+
+    await waitForAttempts(operator, 1);
+    await operator.getByLabel('Why bump the fee').fill('stuck behind a fee spike, ticket 12');
+    await operator.getByRole('button', { name: 'Bump fee' }).click();
+    await operator.getByText('Bump requested').waitFor();
+    const attempts = await waitForAttempts(operator, 2);
+    await expect(attempts.locator('tbody tr').nth(1).textContent()).resolves.toContain('replacement');
+    await operator.waitForFunction(() => document.querySelector('[aria-label^="Loading"]') === null);
+    expect(await seriousViolations(operator)).toEqual([]);
+    await screenshot(operator, 'staff-bump-fee');
+
+    await chain.mine(3);
+    await waitForState('screens-bump-1', 'CONFIRMED');
+    await operator.reload();
+    const settled = await waitForAttempts(operator, 2);
+    await expect(settled.locator('tbody tr').nth(0).textContent()).resolves.toContain('not_mined');
+    await expect(settled.locator('tbody tr').nth(1).textContent()).resolves.toContain('mined');
+    await screenshot(operator, 'staff-bump-fee-mined');
+    await operator.context().close();
+    // Exactly one transfer: one nonce consumed, the destination paid once.
+    expect(await chain.minedNonce()).toBe(nonceBefore + 1);
+    expect(await chain.balanceOf(destination)).toBe(amount);
+  });
+
+  it('I12-SCREENS an operator proposes a cancel on the withdrawal page, an approver approves it in Proposals; the cancel is mined: VERIFIED_NOT_SENT, hold released, destination unpaid', async () => {
+    const destination = '0xb2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2';
+    const amount = ETH / 5n;
+    const before = (await chain.sdk.balances.get('cust-7')).find((b) => b.asset === 'ETH');
+    const nonceBefore = await chain.minedNonce();
+    const operationId = await stuckWithdrawal('screens-cancel-1', destination, amount);
+
+    const operator = await newPage(chain);
+    await signInStaff(operator, chain.tenantId, chain.staff.operator.email);
+    await openQuiet(operator, `/staff/operations/${operationId}`);
+    await waitForAttempts(operator, 1);
+    await operator.getByLabel('Why cancel').fill('customer reported a wrong address');
+    await operator.getByRole('button', { name: 'Propose cancel' }).click();
+    await operator.getByText('Cancel proposed').waitFor();
+    expect(await seriousViolations(operator)).toEqual([]);
+    await screenshot(operator, 'staff-cancel-proposed');
+
+    const approver = await newPage(chain);
+    await signInStaff(approver, chain.tenantId, chain.staff.approver1.email);
+    await approver.getByRole('link', { name: 'Proposals' }).click();
+    const card = approver.getByTestId('proposal-card').filter({ hasText: operationId });
+    await card.waitFor();
+    await expect(card.textContent()).resolves.toContain('Withdrawal cancel');
+    await expect(card.textContent()).resolves.toContain('customer reported a wrong address');
+    await card.getByTestId('proposal-approve').click();
+    await approver.getByTestId('proposal-decision-result').waitFor();
+    await expect(approver.getByTestId('proposal-decision-result').textContent()).resolves.toContain(
+      'the proposal is EXECUTED',
+    );
+    await screenshot(approver, 'staff-cancel-approved');
+    await approver.context().close();
+
+    // The worker signs the cancel on its next pass; only then may a block come.
+    await operator.reload();
+    const attempts = await waitForAttempts(operator, 2);
+    await expect(attempts.locator('tbody tr').nth(1).textContent()).resolves.toContain('cancel');
+    await chain.mine(3);
+    await waitForState('screens-cancel-1', 'VERIFIED_NOT_SENT');
+    await operator.reload();
+    await operator.getByTestId('staff-timeline').getByText('BROADCAST → VERIFIED_NOT_SENT').waitFor();
+    await screenshot(operator, 'staff-cancel-mined');
+    await operator.context().close();
+
+    expect(await chain.balanceOf(destination)).toBe(0n);
+    expect(await chain.minedNonce()).toBe(nonceBefore + 1);
+    const after = (await chain.sdk.balances.get('cust-7')).find((b) => b.asset === 'ETH');
+    expect(after).toEqual(before);
   });
 });

@@ -99,6 +99,7 @@ export async function walletNonceView(
       .select({
         nonce: operations.chainNonce,
         operationId: operations.operationId,
+        reference: operations.reference,
         state: operations.state,
         attempts: sql<number>`(select count(*)::int from ${signedAttempts} a where a.tenant_id = ${operations.tenantId} and a.operation_id = ${operations.operationId})`,
         lastAttemptKind: sql<
@@ -135,6 +136,7 @@ export async function walletNonceView(
       operations: rows.map((r) => ({
         nonce: Number(r.nonce),
         operationId: r.operationId,
+        reference: r.reference,
         state: r.state,
         attempts: Number(r.attempts),
         lastAttemptKind: r.lastAttemptKind,

@@ -1,4 +1,4 @@
-import type { OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
+import type { AttentionQueueItem, OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import { requesterOf } from '../approvals/requester.ts';
@@ -123,21 +123,74 @@ export function listApprovalQueue(
   );
 }
 
-/** Withdrawals that need a person (UNKNOWN past reconciliation, FAILED_TERMINAL). Oldest first. */
-export function listAttentionQueue(
+/** A cursor of the attention queue: PostgreSQL's own text of the state time (microseconds kept). */
+const QUEUE_CURSOR_TIME = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/;
+
+/**
+ * Withdrawals staff watch, oldest first by when each entered its current state: BROADCAST (sent,
+ * not yet mined: its age is the time since broadcast), UNKNOWN past reconciliation, FAILED_TERMINAL.
+ * The state time is the last history row that moved the operation into its state (an owner change
+ * keeps the state and does not count); `alertAfterMs` is the age past which the workers alert, per
+ * network, as the caller knows it.
+ */
+export async function listAttentionQueue(
   tx: Tx,
   tenantId: string,
-  options: { state: 'UNKNOWN' | 'FAILED_TERMINAL'; cursor?: string | undefined; limit: number },
-) {
-  return staffPage(
-    tx,
-    [
-      eq(operations.tenantId, tenantId),
-      eq(operations.kind, 'withdrawal'),
-      eq(operations.state, options.state),
-    ],
-    { cursor: options.cursor, limit: options.limit, oldestFirst: true },
-  );
+  options: {
+    state: 'BROADCAST' | 'UNKNOWN' | 'FAILED_TERMINAL';
+    cursor?: string | undefined;
+    limit: number;
+    alertAfterMs?: Partial<Record<string, number>>;
+  },
+): Promise<{ items: AttentionQueueItem[]; nextCursor: string | null }> {
+  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), PAGE_LIMIT_MAX);
+  const since = sql`coalesce((select max(t.created_at) from ${operationTransitions} t
+    where t.tenant_id = ${operations.tenantId} and t.operation_id = ${operations.operationId}
+      and t.to_state = ${operations.state} and t.from_state is distinct from t.to_state),
+    ${operations.createdAt})`;
+  const where: SQL[] = [
+    eq(operations.tenantId, tenantId),
+    eq(operations.kind, 'withdrawal'),
+    eq(operations.state, options.state),
+  ];
+  if (options.cursor) {
+    const [at, operationId] = Buffer.from(options.cursor, 'base64url').toString('utf8').split('|');
+    if (!at || !QUEUE_CURSOR_TIME.test(at) || !operationId || !UUID_PATTERN.test(operationId)) {
+      throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
+        issues: [{ path: 'cursor', message: 'invalid cursor' }],
+      });
+    }
+    where.push(sql`(${since}, ${operations.operationId}) > (${at}::timestamptz, ${operationId}::uuid)`);
+  }
+  const rows = await tx
+    .select({
+      op: operations,
+      sinceText: sql<string>`(${since})::text`,
+      sinceMs: sql<number>`floor(extract(epoch from ${since}) * 1000)::float8`,
+    })
+    .from(operations)
+    .where(and(...where))
+    .orderBy(asc(since), asc(operations.operationId))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const items: AttentionQueueItem[] = [];
+  for (const row of page) {
+    const op = row.op as Operation;
+    const sinceMs = Number(row.sinceMs);
+    const alertAfterMs = options.state === 'BROADCAST' ? (options.alertAfterMs?.[op.network] ?? null) : null;
+    items.push({
+      ...(await toStaffView(tx, op)),
+      stateSince: new Date(sinceMs).toISOString(),
+      stateAgeSeconds: Math.max(0, Math.floor((Date.now() - sinceMs) / 1000)),
+      alertAfterSeconds: alertAfterMs === null ? null : Math.floor(alertAfterMs / 1000),
+    });
+  }
+  const last = page.at(-1);
+  const nextCursor =
+    rows.length > limit && last
+      ? Buffer.from(`${last.sinceText}|${last.op.operationId}`, 'utf8').toString('base64url')
+      : null;
+  return { items, nextCursor };
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { scrubMessage } from '@idem/contracts';
 import type { Database } from '@idem/core';
+import { BROADCAST_ALERT_AFTER_MS } from '@idem/workers';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
 import { sql } from 'drizzle-orm';
@@ -65,6 +66,7 @@ export function createIdemServer(deps: ServerDeps): Server {
     env.IDEM_COOKIE_SECURE ?? (!deps.development || env.IDEM_PUBLIC_URL?.startsWith('https://') === true);
   const metricsAuth = deps.metricsToken === null ? null : bearerCheck(deps.metricsToken);
 
+  const broadcastAlertAfterMs = { ...BROADCAST_ALERT_AFTER_MS, ...env.IDEM_BROADCAST_ALERT_AFTER_MS };
   const createContext = (req: IncomingMessage, res: ServerResponse): Context => {
     const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
     return {
@@ -81,6 +83,7 @@ export function createIdemServer(deps: ServerDeps): Server {
       exposeStacks: env.NODE_ENV === 'development',
       web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
       ...(deps.witness ? { witness: deps.witness } : {}),
+      broadcastAlertAfterMs,
     };
   };
   const onError = ({

@@ -1,6 +1,7 @@
 import {
   assignOwnerInputSchema,
   attentionQueueInputSchema,
+  attentionQueuePageSchema,
   bumpFeeInputSchema,
   decideInputSchema,
   decideOutputSchema,
@@ -69,15 +70,17 @@ export const staffOperationsRouter = router({
       };
     }),
 
+  /** BROADCAST, UNKNOWN or FAILED_TERMINAL withdrawals, oldest in their state first, with that age. */
   queue: staffWith('read')
     .input(attentionQueueInputSchema)
-    .output(staffOperationPageSchema)
+    .output(attentionQueuePageSchema)
     .query(({ ctx, input }) =>
       ctx.inTenant((tx) =>
         listAttentionQueue(tx, ctx.tenantId, {
           state: input.state,
           cursor: input.cursor,
           limit: input.limit,
+          ...(ctx.broadcastAlertAfterMs ? { alertAfterMs: ctx.broadcastAlertAfterMs } : {}),
         }),
       ),
     ),

@@ -51,6 +51,8 @@ export function Attempts({ operation }: { operation: StaffOperationView }) {
   const attempts = useQuery({
     queryKey: ['staff', 'attempts', operation.operationId],
     queryFn: () => api.staff.attempts.query({ operationId: operation.operationId }),
+    // While it can still be replaced, the worker may sign a bump or cancel at any pass: keep it fresh.
+    refetchInterval: (query) => (query.state.data?.replaceable ? 3_000 : false),
   });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff'] });
   if (attempts.isPending) return <Loader aria-label="Loading attempts" />;

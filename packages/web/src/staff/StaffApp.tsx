@@ -27,6 +27,7 @@ import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
 import { Proposals } from './Proposals.tsx';
 import { Search } from './Search.tsx';
+import { WalletNonces } from './WalletNonces.tsx';
 
 const StaffContext = createContext<StaffMe | null>(null);
 
@@ -39,8 +40,10 @@ export function useStaff(): StaffMe {
 const SECTIONS = [
   { href: '/approvals', label: 'Approval queue' },
   { href: '/proposals', label: 'Proposals' },
+  { href: '/broadcast', label: 'BROADCAST queue' },
   { href: '/unknown', label: 'UNKNOWN queue' },
   { href: '/failed', label: 'FAILED_TERMINAL queue' },
+  { href: '/nonces', label: 'Wallet nonces' },
   { href: '/inbox', label: 'Webhook inbox' },
   { href: '/breaks', label: 'Reconciliation breaks' },
   { href: '/search', label: 'Search' },
@@ -122,6 +125,10 @@ export function StaffApp() {
             <Stack>
               <Switch>
                 <Route path="/approvals" component={Approvals} />
+                <Route path="/broadcast">
+                  <AttentionQueue state="BROADCAST" />
+                </Route>
+                <Route path="/nonces" component={WalletNonces} />
                 <Route path="/unknown">
                   <AttentionQueue state="UNKNOWN" />
                 </Route>

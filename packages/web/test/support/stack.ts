@@ -12,13 +12,14 @@ import {
   type Database,
   openDatabase,
   recordDeposit,
+  registerHotWallet,
   reviewWithdrawal,
   type StaffRole,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { strandWithdrawal } from '@idem/core/testing';
-import { generateWebhookSecret, startCustodianSimulator } from '@idem/rails';
+import { type AnvilInstance, generateWebhookSecret, startAnvil, startCustodianSimulator } from '@idem/rails';
 import { createIdemClient, type IdemClient } from '@idem/sdk';
 import { hashPassword } from '@idem/server';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -173,6 +174,38 @@ export async function startStack(): Promise<Stack> {
   }
   // The custodian the server asks about withdrawals people resolve (nothing is ever submitted to it).
   const custodian = await startCustodianSimulator({ webhookSecret: generateWebhookSecret() });
+  const server = await spawnServer(dataDir, {
+    IDEM_EMBEDDED_RAILS: 'false',
+    IDEM_WORKER_IN_PROCESS: 'false',
+    IDEM_CUSTODIAN_URL: custodian.url,
+  });
+  const { baseUrl, output } = server;
+  const browser = await launchBrowser();
+  return {
+    baseUrl,
+    a,
+    b,
+    sdkA: createIdemClient({ baseUrl, apiKey: a.apiKey }),
+    sdkB: createIdemClient({ baseUrl, apiKey: b.apiKey }),
+    browser,
+    output,
+    stop: async () => {
+      await browser.close();
+      await server.stop();
+      await custodian.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface SpawnedServer {
+  baseUrl: string;
+  output: string[];
+  stop(): Promise<void>;
+}
+
+/** The real server (src/main.ts) as a child process on a free port, on the embedded database in `dataDir`. */
+async function spawnServer(dataDir: string, env: Record<string, string>): Promise<SpawnedServer> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: serverRoot,
     env: {
@@ -181,9 +214,7 @@ export async function startStack(): Promise<Stack> {
       PORT: '0',
       LOG_LEVEL: 'warn',
       IDEM_DATA_DIR: dataDir,
-      IDEM_EMBEDDED_RAILS: 'false',
-      IDEM_WORKER_IN_PROCESS: 'false',
-      IDEM_CUSTODIAN_URL: custodian.url,
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -202,9 +233,20 @@ export async function startStack(): Promise<Stack> {
     child.stderr?.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output.join('')}`)));
   });
-  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    output,
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function launchBrowser(): Promise<Browser> {
   mkdirSync(resultsDir, { recursive: true });
-  const browser = await chromium.launch({
+  return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: [
       '--headless',
@@ -217,29 +259,12 @@ export async function startStack(): Promise<Stack> {
       '--disable-sync',
     ],
   });
-  return {
-    baseUrl,
-    a,
-    b,
-    sdkA: createIdemClient({ baseUrl, apiKey: a.apiKey }),
-    sdkB: createIdemClient({ baseUrl, apiKey: b.apiKey }),
-    browser,
-    output,
-    stop: async () => {
-      await browser.close();
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-      await custodian.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
 }
 
 export const PHONE = { width: 390, height: 844 };
 export const DESKTOP = { width: 1280, height: 900 };
 
-export async function newPage(stack: Stack, viewport = DESKTOP): Promise<Page> {
+export async function newPage(stack: Pick<Stack, 'browser' | 'baseUrl'>, viewport = DESKTOP): Promise<Page> {
   const context = await stack.browser.newContext({ viewport, baseURL: stack.baseUrl });
   return context.newPage();
 }
@@ -292,4 +317,134 @@ export async function seriousViolations(
 
 export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(resultsDir, `${name}.png`), fullPage: true });
+}
+
+/** A JSON-RPC call to the local chain (the test's own view of it, beside the server's worker). */
+export async function chainRpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+export interface ChainStack {
+  baseUrl: string;
+  browser: Browser;
+  anvil: AnvilInstance;
+  tenantId: string;
+  sdk: IdemClient;
+  hotWallet: string;
+  staff: Record<'operator' | 'approver1' | 'support', StaffFixture>;
+  output: string[];
+  /** Mines `blocks` blocks now (the chain mines nothing on its own). */
+  mine(blocks: number): Promise<void>;
+  balanceOf(address: string): Promise<bigint>;
+  /** The hot wallet's mined transaction count. */
+  minedNonce(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A second server process with a real chain and a real worker (issue 12's staff screens): anvil
+ * with mining off, so a broadcast transaction waits in the pool until the test mines a block; the
+ * server's in-process worker signs, broadcasts, bumps and cancels; one tenant whose hot wallet is
+ * anvil's development account 1. Alerts a BROADCAST after one second, so the queue's mark shows.
+ */
+export async function startChainStack(browser: Browser): Promise<ChainStack> {
+  const anvil = await startAnvil({ mining: 'manual' });
+  const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-chain-'));
+  const accounts = (await chainRpc(anvil.rpcUrl, 'eth_accounts')) as string[];
+  const hotWallet = accounts[1];
+  if (!hotWallet) throw new Error('anvil has no development account 1');
+  const nextNonce = Number(await chainRpc(anvil.rpcUrl, 'eth_getTransactionCount', [hotWallet, 'pending']));
+  const handle = await openDatabase({ dataDir: join(dataDir, 'pgdata') });
+  let tenantId: string;
+  let apiKey: string;
+  const staff = {} as ChainStack['staff'];
+  try {
+    await handle.migrate();
+    // Two confirmations, so a test mines a few blocks rather than twelve per settlement.
+    ({ tenantId } = await createTenant(handle.db, {
+      name: 'Chain Exchange',
+      assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 }],
+    }));
+    const passwordHash = await hashPassword(PASSWORD);
+    await withTenant(handle.db, tenantId, async (tx) => {
+      await setRiskPolicy(tx, {
+        tenantId,
+        assetCode: 'ETH',
+        autoApproveMaxMinor: ETH.toString(),
+        fourEyesMinMinor: (5n * ETH).toString(),
+        velocityMaxPerHour: 1000,
+        similarWindowMinutes: 1,
+        actor: 'test',
+      });
+      for (const [key, role] of [
+        ['operator', 'operator'],
+        ['approver1', 'approver'],
+        ['support', 'support'],
+      ] as const) {
+        const email = `${key}@chain-exchange.invalid`;
+        const user = await createStaffUser(tx, { tenantId, email, role, passwordHash });
+        staff[key] = { email, role, userId: user.userId };
+      }
+      await registerHotWallet(tx, {
+        tenantId,
+        network: 'ethereum',
+        address: hotWallet,
+        keyRef: 'dev:1',
+        nextNonce,
+      });
+      await recordDeposit(tx, {
+        tenantId,
+        deposit: {
+          reference: 'seed-chain',
+          accountId: 'cust-7',
+          asset: 'ETH',
+          amountMinor: (10n * ETH).toString(),
+        },
+        idempotencyKey: 'seed-chain',
+        actor: 'test',
+      });
+    });
+    ({ apiKey } = await createApiKey(handle.db, tenantId));
+  } finally {
+    await handle.close();
+  }
+  const server = await spawnServer(dataDir, {
+    IDEM_EMBEDDED_RAILS: 'false',
+    IDEM_WORKER_IN_PROCESS: 'true',
+    IDEM_WORKER_INTERVAL_MS: '200',
+    IDEM_EVM_RPC_URL: anvil.rpcUrl,
+    IDEM_EVM_CHAIN_ID: String(anvil.chainId),
+    IDEM_BROADCAST_ALERT_AFTER_MS: 'ethereum=1000',
+    IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: '0',
+    IDEM_RECONCILE_EVERY_MS: '0',
+  });
+  return {
+    baseUrl: server.baseUrl,
+    browser,
+    anvil,
+    tenantId,
+    sdk: createIdemClient({ baseUrl: server.baseUrl, apiKey }),
+    hotWallet,
+    staff,
+    output: server.output,
+    mine: async (blocks) => {
+      await chainRpc(anvil.rpcUrl, 'anvil_mine', [`0x${blocks.toString(16)}`]);
+    },
+    balanceOf: async (address) =>
+      BigInt((await chainRpc(anvil.rpcUrl, 'eth_getBalance', [address, 'latest'])) as string),
+    minedNonce: async () =>
+      Number(await chainRpc(anvil.rpcUrl, 'eth_getTransactionCount', [hotWallet, 'latest'])),
+    stop: async () => {
+      await server.stop();
+      await anvil.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
