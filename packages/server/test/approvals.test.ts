@@ -7,6 +7,7 @@ import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Issue 11, findings 1 and 3, over real HTTP: the server runs with NO worker, so nothing reviews a
@@ -21,14 +22,6 @@ let server: RunningServer;
 let base: string;
 let tenant: TenantFixture;
 
-interface Answer {
-  status: number;
-  body: { result?: { data: unknown }; error?: { data: { code: string; detail: string } } };
-}
-interface Session {
-  cookie: string;
-  csrf: string;
-}
 interface Decided {
   state: string;
   approvalsGiven: number;
@@ -46,40 +39,16 @@ interface StaffDetail {
   timeline: { toState: string; actor: string; reason: string; evidence: Record<string, unknown> | null }[];
 }
 
-async function call(path: string, options: { input?: unknown; session?: Session; mutation?: boolean } = {}) {
-  const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-csrf-token'] = options.session.csrf;
-  }
-  const response = options.mutation
-    ? await fetch(`${base}/trpc/${path}`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(options.input ?? null),
-      })
-    : await fetch(`${base}/trpc/${path}?input=${encodeURIComponent(JSON.stringify(options.input ?? null))}`, {
-        headers,
-      });
-  return { status: response.status, body: (await response.json()) as Answer['body'], response };
-}
-
-function dataOf<T>(answer: { status: number; body: Answer['body'] }): T {
-  if (!answer.body.result) throw new Error(`no result (${answer.status}): ${JSON.stringify(answer.body)}`);
-  return answer.body.result.data as T;
-}
-
-const sessions = new Map<Who, Session>();
-async function signIn(who: Who): Promise<Session> {
+const { call, signIn: signInAs } = staffHttp(() => base);
+const sessions = new Map<Who, StaffSession>();
+async function signIn(who: Who): Promise<StaffSession> {
   const known = sessions.get(who);
   if (known) return known;
-  const answer = await call('staffAuth.signIn', {
-    mutation: true,
-    input: { tenantId: tenant.tenantId, email: `${who}@approvals.invalid`, password: PASSWORD },
+  const session = await signInAs({
+    tenantId: tenant.tenantId,
+    email: `${who}@approvals.invalid`,
+    password: PASSWORD,
   });
-  const cookie = answer.response.headers.getSetCookie()[0]?.split(';')[0];
-  if (answer.status !== 200 || !cookie) throw new Error(`sign-in failed: ${JSON.stringify(answer.body)}`);
-  const session = { cookie, csrf: dataOf<{ csrfToken: string }>(answer).csrfToken };
   sessions.set(who, session);
   return session;
 }

@@ -23,6 +23,7 @@ import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
 import { ETH, evmAddress, provisionTenant } from './support/provision.ts';
+import { type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Issue 11 F4 over real HTTP, with a real chain behind the server: a stuck withdrawal is resolved
@@ -40,43 +41,9 @@ let base: string;
 let tenantId: string;
 const staff = {} as Record<StaffRole, string>;
 
-interface Answer {
-  status: number;
-  body: { result?: { data: unknown }; error?: { data: { code: string; detail: string } } };
-  setCookie: string[];
-}
-interface Session {
-  cookie: string;
-  csrf: string;
-}
-
-async function call(path: string, options: { input?: unknown; session?: Session; mutation?: boolean } = {}) {
-  const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-csrf-token'] = options.session.csrf;
-  }
-  const response = options.mutation
-    ? await fetch(`${base}/trpc/${path}`, { method: 'POST', headers, body: JSON.stringify(options.input) })
-    : await fetch(`${base}/trpc/${path}?input=${encodeURIComponent(JSON.stringify(options.input))}`, {
-        headers,
-      });
-  return {
-    status: response.status,
-    body: (await response.json()) as Answer['body'],
-    setCookie: response.headers.getSetCookie(),
-  } satisfies Answer;
-}
-
-async function signIn(role: StaffRole): Promise<Session> {
-  const answer = await call('staffAuth.signIn', {
-    mutation: true,
-    input: { tenantId, email: staff[role], password: PASSWORD },
-  });
-  expect(answer.status).toBe(200);
-  const cookie = (answer.setCookie[0] ?? '').split(';')[0] ?? '';
-  return { cookie, csrf: (answer.body.result?.data as { csrfToken: string } | undefined)?.csrfToken ?? '' };
-}
+const { call, signIn: signInAs } = staffHttp(() => base);
+const signIn = (role: StaffRole): Promise<StaffSession> =>
+  signInAs({ tenantId, email: staff[role], password: PASSWORD });
 
 const operation = (operationId: string) =>
   withTenant(database.db, tenantId, (tx) => getOperation(tx, tenantId, operationId));

@@ -19,6 +19,7 @@ import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
 import { evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 
 /**
  * Issue 11, finding 5, over real HTTP: adjustments and manual credits are proposed by one signed-in
@@ -32,17 +33,9 @@ let database: TestDatabase;
 let server: RunningServer;
 let base: string;
 let tenant: TenantFixture;
-const sessions = {} as Record<StaffRole, Session>;
+const sessions = {} as Record<StaffRole, StaffSession>;
 const userIds = {} as Record<StaffRole, string>;
 
-interface Answer {
-  status: number;
-  body: { result?: { data: unknown }; error?: { data: { code: string; detail: string } } };
-}
-interface Session {
-  cookie: string;
-  csrf: string;
-}
 interface View {
   proposalId: string;
   kind: string;
@@ -56,31 +49,9 @@ interface View {
   result: { operationId?: string } | null;
 }
 
-async function call(path: string, options: { input?: unknown; session?: Session; mutation?: boolean } = {}) {
-  const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-csrf-token'] = options.session.csrf;
-  }
-  const response = options.mutation
-    ? await fetch(`${base}/trpc/${path}`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(options.input ?? null),
-      })
-    : await fetch(
-        `${base}/trpc/${path}${options.input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify(options.input))}`}`,
-        { headers },
-      );
-  return { status: response.status, body: (await response.json()) as Answer['body'] } satisfies Answer;
-}
+const { call, signIn } = staffHttp(() => base);
 
-function dataOf<T>(answer: Answer): T {
-  if (!answer.body.result) throw new Error(`no result (${answer.status}): ${JSON.stringify(answer.body)}`);
-  return answer.body.result.data as T;
-}
-
-function errorOf(answer: Answer): string | undefined {
+function errorOf(answer: TrpcAnswer): string | undefined {
   return answer.body.error?.data.code;
 }
 
@@ -125,14 +96,11 @@ beforeAll(async () => {
   });
   base = `http://127.0.0.1:${server.port}`;
   for (const role of ROLES) {
-    const answer = await fetch(`${base}/trpc/staffAuth.signIn`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: base },
-      body: JSON.stringify({ tenantId: tenant.tenantId, email: `${role}@f5.invalid`, password: PASSWORD }),
+    sessions[role] = await signIn({
+      tenantId: tenant.tenantId,
+      email: `${role}@f5.invalid`,
+      password: PASSWORD,
     });
-    const body = (await answer.json()) as { result: { data: { csrfToken: string } } };
-    const cookie = answer.headers.getSetCookie()[0]?.split(';')[0] ?? '';
-    sessions[role] = { cookie, csrf: body.result.data.csrfToken };
   }
 });
 
