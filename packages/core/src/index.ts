@@ -19,6 +19,7 @@ export {
   type AttemptKind,
   approvedCancel,
   attemptHashes,
+  attemptsByOperation,
   type FeeCap,
   feeCapInForce,
   leaseForReplacement,

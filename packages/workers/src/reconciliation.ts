@@ -1,7 +1,7 @@
 import {
+  attemptsByOperation,
   type BreakClass,
   getHotWallet,
-  listAttempts,
   type Operation,
   openBreak,
   rowsOf,
@@ -226,11 +226,18 @@ async function compareChain(
   const chain = ctx.rails.chain();
   const findings: Finding[] = [];
   const fees = await postedNetworkFees(ctx, tenantId, ops);
+  const attemptsOf = await withTenant(ctx.db, tenantId, (tx) =>
+    attemptsByOperation(
+      tx,
+      tenantId,
+      ops.map((op) => op.operationId),
+    ),
+  );
   for (const op of ops) {
     const subject = `operation:${op.operationId}`;
     const base = { subject, assetCode: op.assetCode, ledgerAmountMinor: op.amountMinor };
     // Every payment attempt (the original and its fee bumps) could be the one mined; a cancel pays nobody.
-    const attempts = await withTenant(ctx.db, tenantId, (tx) => listAttempts(tx, tenantId, op.operationId));
+    const attempts = attemptsOf.get(op.operationId) ?? [];
     const payments =
       attempts.length > 0 ? attempts.filter((a) => a.kind !== 'cancel').map((a) => a.txHash) : [op.txHash];
     let receipt: Awaited<ReturnType<typeof chain.getTransactionReceipt>> | null = null;

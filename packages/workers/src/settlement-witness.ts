@@ -94,7 +94,8 @@ async function chainAttestation(
     ? {
         txHash: op.txHash as Hex,
         nonce: op.chainNonce as number,
-        attempts: ourTransactionHashes(op, attempts),
+        // Every hash we signed for this nonce (attempt 1 is the stored one): any of them is ours.
+        attempts: attempts as Hex[],
       }
     : null;
   const found: EvmSettlementEvidence = await deps.rails.evmReader().settlement({
@@ -145,16 +146,6 @@ async function chainAttestation(
       ...(found.claimCheck ? { claimCheck: found.claimCheck } : {}),
     },
   };
-}
-
-/**
- * Every transaction hash we signed for the withdrawal's nonce: a nonce taken by any of them was
- * taken by us: the stored transaction and every signed attempt (fee bumps, cancels) for its nonce.
- */
-export function ourTransactionHashes(op: Operation, attempts: string[]): Hex[] {
-  const hashes = new Set<string>(attempts);
-  if (op.txHash) hashes.add(op.txHash);
-  return [...hashes] as Hex[];
 }
 
 async function custodianAttestation(deps: { rails: RailRegistry }, op: Operation): Promise<Answer> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { IdemError } from '@idem/contracts';
-import { and, asc, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Executor, Tx } from '../db/connect.ts';
 import { feeBumpRequests, operations, proposals, signedAttempts } from '../db/schema/index.ts';
 import { getOperation, type Operation } from '../operations/operation-record.ts';
@@ -28,12 +28,28 @@ export async function listAttempts(
   tenantId: string,
   operationId: string,
 ): Promise<SignedAttempt[]> {
-  const rows = await tx
+  return (await attemptsByOperation(tx, tenantId, [operationId])).get(operationId) ?? [];
+}
+
+/** The signed attempts of several withdrawals in one query, each list oldest first. */
+export async function attemptsByOperation(
+  tx: Executor,
+  tenantId: string,
+  operationIds: string[],
+): Promise<Map<string, SignedAttempt[]>> {
+  const byOperation = new Map<string, SignedAttempt[]>();
+  if (operationIds.length === 0) return byOperation;
+  const rows = (await tx
     .select()
     .from(signedAttempts)
-    .where(and(eq(signedAttempts.tenantId, tenantId), eq(signedAttempts.operationId, operationId)))
-    .orderBy(asc(signedAttempts.attemptNo));
-  return rows as SignedAttempt[];
+    .where(and(eq(signedAttempts.tenantId, tenantId), inArray(signedAttempts.operationId, operationIds)))
+    .orderBy(asc(signedAttempts.operationId), asc(signedAttempts.attemptNo))) as SignedAttempt[];
+  for (const row of rows) {
+    const list = byOperation.get(row.operationId) ?? [];
+    list.push(row);
+    byOperation.set(row.operationId, list);
+  }
+  return byOperation;
 }
 
 /**

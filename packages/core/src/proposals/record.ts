@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ProposalKind, ProposalState, ProposalView } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import canonicalize from 'canonicalize';
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, inArray } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
 
@@ -52,11 +52,34 @@ export async function getProposal(
 
 /** The proposal as staff see it: what was proposed, the evidence, who decided and who must. */
 export async function toProposalView(db: Executor, p: ProposalRecord): Promise<ProposalView> {
-  const decisions = await db
+  const decisions = await decisionsOf(db, p.tenantId, [p.proposalId]);
+  return proposalView(p, decisions.get(p.proposalId) ?? []);
+}
+
+export type ProposalDecisionRow = typeof proposalDecisions.$inferSelect;
+
+/** The decisions on several proposals in one query, each list in the order they were made. */
+export async function decisionsOf(
+  db: Executor,
+  tenantId: string,
+  proposalIds: string[],
+): Promise<Map<string, ProposalDecisionRow[]>> {
+  const byProposal = new Map<string, ProposalDecisionRow[]>();
+  if (proposalIds.length === 0) return byProposal;
+  const rows = await db
     .select()
     .from(proposalDecisions)
-    .where(and(eq(proposalDecisions.tenantId, p.tenantId), eq(proposalDecisions.proposalId, p.proposalId)))
+    .where(and(eq(proposalDecisions.tenantId, tenantId), inArray(proposalDecisions.proposalId, proposalIds)))
     .orderBy(asc(proposalDecisions.createdAt));
+  for (const row of rows) {
+    const list = byProposal.get(row.proposalId) ?? [];
+    list.push(row);
+    byProposal.set(row.proposalId, list);
+  }
+  return byProposal;
+}
+
+export function proposalView(p: ProposalRecord, decisions: ProposalDecisionRow[]): ProposalView {
   return {
     proposalId: p.proposalId,
     kind: p.kind,

@@ -1,5 +1,4 @@
 import type { AttentionQueueItem, OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
-import { IdemError } from '@idem/contracts';
 import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import { requesterOf } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
@@ -11,6 +10,7 @@ import {
   operationTransitions,
 } from '../db/schema/index.ts';
 import { type Operation, toView } from '../operations/operation-record.ts';
+import { decodeCursor, encodeCursor } from '../queries/page-cursor.ts';
 import { allowedNext } from '../state-machine/transitions.ts';
 
 export const PAGE_LIMIT_MAX = 100;
@@ -29,7 +29,8 @@ export async function pageOperations(
   const where = [...conditions];
   const oldestFirst = options.oldestFirst === true;
   if (options.cursor) {
-    const position = decodeCursor(options.cursor);
+    const { at, id } = decodeCursor(options.cursor);
+    const position = { createdAt: new Date(at), operationId: id };
     const beyond = oldestFirst ? gt : lt;
     const after = or(
       beyond(operations.createdAt, position.createdAt),
@@ -49,21 +50,8 @@ export async function pageOperations(
   const items = rows.slice(0, limit);
   const last = items.at(-1);
   const nextCursor =
-    rows.length > limit && last
-      ? Buffer.from(`${last.createdAt.toISOString()}|${last.operationId}`, 'utf8').toString('base64url')
-      : null;
+    rows.length > limit && last ? encodeCursor(last.createdAt.toISOString(), last.operationId) : null;
   return { items, nextCursor };
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; operationId: string } {
-  const [iso, operationId] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const createdAt = new Date(iso ?? '');
-  if (!operationId || Number.isNaN(createdAt.getTime()) || !UUID_PATTERN.test(operationId)) {
-    throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
-      issues: [{ path: 'cursor', message: 'invalid cursor' }],
-    });
-  }
-  return { createdAt, operationId };
 }
 
 /** An operation with what staff need to decide on it: hash, review outcome, approvals, owner. */
@@ -124,7 +112,6 @@ export function listApprovalQueue(
 }
 
 /** A cursor of the attention queue: PostgreSQL's own text of the state time (microseconds kept). */
-const QUEUE_CURSOR_TIME = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/;
 
 /**
  * Withdrawals staff watch, oldest first by when each entered its current state: BROADCAST (sent,
@@ -154,12 +141,7 @@ export async function listAttentionQueue(
     eq(operations.state, options.state),
   ];
   if (options.cursor) {
-    const [at, operationId] = Buffer.from(options.cursor, 'base64url').toString('utf8').split('|');
-    if (!at || !QUEUE_CURSOR_TIME.test(at) || !operationId || !UUID_PATTERN.test(operationId)) {
-      throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
-        issues: [{ path: 'cursor', message: 'invalid cursor' }],
-      });
-    }
+    const { at, id: operationId } = decodeCursor(options.cursor);
     where.push(sql`(${since}, ${operations.operationId}) > (${at}::timestamptz, ${operationId}::uuid)`);
   }
   const rows = await tx
@@ -186,10 +168,7 @@ export async function listAttentionQueue(
     });
   }
   const last = page.at(-1);
-  const nextCursor =
-    rows.length > limit && last
-      ? Buffer.from(`${last.sinceText}|${last.op.operationId}`, 'utf8').toString('base64url')
-      : null;
+  const nextCursor = rows.length > limit && last ? encodeCursor(last.sinceText, last.op.operationId) : null;
   return { items, nextCursor };
 }
 

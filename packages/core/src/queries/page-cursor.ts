@@ -1,0 +1,30 @@
+import { IdemError } from '@idem/contracts';
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A timestamp as JavaScript (ISO 8601) or PostgreSQL (`timestamptz::text`) writes it. */
+const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/;
+
+/**
+ * The opaque cursor of a keyset page: where the last row returned stood, as (time, id). Every
+ * paged list (operations, queues, proposals) uses this one codec, so a cursor is checked the same
+ * way everywhere before it reaches a query.
+ */
+export function encodeCursor(at: string, id: string): string {
+  return Buffer.from(`${at}|${id}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { at: string; id: string } {
+  const [at, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (
+    !at ||
+    !TIMESTAMP_TEXT.test(at) ||
+    Number.isNaN(new Date(at).getTime()) ||
+    !id ||
+    !UUID_PATTERN.test(id)
+  ) {
+    throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
+      issues: [{ path: 'cursor', message: 'invalid cursor' }],
+    });
+  }
+  return { at, id };
+}
