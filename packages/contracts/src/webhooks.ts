@@ -59,3 +59,50 @@ export const inboxOutcomes = [
   'UNAVAILABLE',
 ] as const;
 export type InboxOutcome = (typeof inboxOutcomes)[number];
+
+/** What an outbound `operation.state_changed` notification carries (never the destination or memo: C23). */
+export const stateChangedDataSchema = z.object({
+  operationId: z.uuid().nullable(),
+  kind: z.string().nullable(),
+  reference: z.string().nullable(),
+  accountId: z.string().nullable(),
+  asset: z.string().nullable(),
+  amountMinor: z.string().nullable(),
+  from: z.string().nullable(),
+  to: z.string().nullable(),
+  version: z.number().int().nullable(),
+  owner: z.string().nullable(),
+});
+export type StateChangedData = z.infer<typeof stateChangedDataSchema>;
+
+export const deliveryStatuses = ['pending', 'done', 'dead'] as const;
+export type DeliveryStatus = (typeof deliveryStatuses)[number];
+
+/** One line of the outbound delivery log: one notification to one endpoint. */
+export const webhookDeliverySchema = z.object({
+  workId: z.uuid(),
+  endpointId: z.uuid(),
+  operationId: z.uuid().nullable(),
+  event: stateChangedDataSchema,
+  status: z.enum(deliveryStatuses),
+  attempts: z.number().int(),
+  lastResponseStatus: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  lastAttemptAt: z.string().nullable(),
+  nextAttemptAt: z.string().nullable(),
+  deliveredAt: z.string().nullable(),
+  manualRedeliveries: z.number().int(),
+  createdAt: z.string(),
+});
+export type WebhookDelivery = z.infer<typeof webhookDeliverySchema>;
+
+export const deliveryListInputSchema = z.strictObject({
+  status: z.enum(deliveryStatuses).optional(),
+  endpointId: z.uuid().optional(),
+  operationId: z.uuid().optional(),
+  cursor: z.string().min(1).max(200).optional(),
+  limit: z.number().int().min(1).max(200).default(50),
+});
+export type DeliveryListInput = z.input<typeof deliveryListInputSchema>;
+
+export const redeliverInputSchema = z.strictObject({ workId: z.uuid(), endpointId: z.uuid() });

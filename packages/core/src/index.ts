@@ -52,6 +52,16 @@ export {
   type OutboundEndpoint,
 } from './delivery/outbound-endpoints.ts';
 export {
+  type AttemptOutcome,
+  DELIVERY_ATTEMPTS_MAX,
+  fanOutNotification,
+  leaseDueDeliveries,
+  listDeliveries,
+  type NotificationBody,
+  recordDeliveryAttempt,
+  redeliver,
+} from './delivery/webhook-deliveries.ts';
+export {
   advanceCursor,
   type DepositObservation,
   listDepositAddresses,

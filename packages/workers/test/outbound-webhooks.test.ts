@@ -60,6 +60,7 @@ afterAll(async () => {
 /** Makes retries due now instead of after their backoff. */
 async function dueNow(): Promise<void> {
   await env.t.db.execute(sql`update work_items set available_at = now() where status = 'pending'`);
+  await env.t.db.execute(sql`update webhook_deliveries set available_at = now() where status = 'pending'`);
 }
 
 describe('outbound webhooks to the operator', () => {
@@ -99,13 +100,14 @@ describe('outbound webhooks to the operator', () => {
   it('C15 a notification that keeps failing is dead-lettered with an alert, not dropped silently', async () => {
     receiver.failNext = 1_000;
     const op = await env.withdraw(ETH / 998n);
+    await env.worker().runOnce();
     await env.t.db.execute(
-      sql`update work_items set attempts = 7 where operation_id = ${op.operationId} and topic = 'operation.state_changed'`,
+      sql`update webhook_deliveries set attempts = 7, available_at = now() where operation_id = ${op.operationId}`,
     );
     await env.worker().runOnce();
     const rows = rowsOf<{ status: string; last_error: string }>(
       await env.t.db.execute(
-        sql`select status, last_error from work_items where operation_id = ${op.operationId} and topic = 'operation.state_changed' and attempts = 8`,
+        sql`select status, last_error from webhook_deliveries where operation_id = ${op.operationId} and attempts = 8`,
       ),
     );
     expect(rows.some((row) => row.status === 'dead' && row.last_error === 'HTTP 503')).toBe(true);

@@ -28,3 +28,18 @@ export function decodeCursor(cursor: string): { at: string; id: string } {
   }
   return { at, id };
 }
+
+/** The opaque cursor of a log paged by an increasing sequence number (the delivery log). */
+export function encodeSequenceCursor(sequence: bigint): string {
+  return Buffer.from(`seq|${sequence}`, 'utf8').toString('base64url');
+}
+
+export function decodeSequenceCursor(cursor: string): bigint {
+  const match = /^seq\|(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match?.[1]) {
+    throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
+      issues: [{ path: 'cursor', message: 'invalid cursor' }],
+    });
+  }
+  return BigInt(match[1]);
+}

@@ -1,172 +1,169 @@
-import { activeOutboundEndpoints, findOperation, schema, withTenant, workRetryDelayMs } from '@idem/core';
-import { and, asc, eq, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import {
+  activeOutboundEndpoints,
+  fanOutNotification,
+  findOperation,
+  leaseDueDeliveries,
+  type NotificationBody,
+  recordDeliveryAttempt,
+  schema,
+  withTenant,
+} from '@idem/core';
+import { and, eq, lte, sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import type { WorkerContext } from '../context.ts';
+import { processWorkItems } from '../work-items.ts';
 
 const { workItems } = schema;
 
-/** After this many failed attempts a notification is dead-lettered, with an alert. */
-export const DELIVERY_ATTEMPTS_MAX = 8;
 const DELIVERY_TIMEOUT_MS = 5_000;
-const LOCK_MS = 30_000;
+const LEASE_MS = 30_000;
 
 /**
  * Delivers `operation.state_changed` notifications to the tenant's endpoints, signed with Standard
- * Webhooks; the work item's id is the webhook id, so a receiver deduplicates redeliveries. The
- * item is leased (not locked) while the HTTP call runs, so no database transaction waits on a
- * remote server. Failures retry with backoff, then dead-letter with an alert.
+ * Webhooks. Two phases: each raised notification is fanned out into one delivery per endpoint (in
+ * the transaction that completes its work item), then due deliveries are sent. Delivery state is
+ * per endpoint, so a failing endpoint never causes a redelivery to a healthy one; endpoints are
+ * called concurrently, so a slow one never delays the others; one endpoint receives its
+ * notifications in the order they were raised. The webhook id (the work item's id) is the same on
+ * every attempt, so a receiver deduplicates; each attempt is signed with its own timestamp, so a
+ * notification queued through an outage longer than the receiver's tolerance is still accepted.
  */
 export async function deliverNotifications(ctx: WorkerContext, tenantId: string): Promise<number> {
   const endpoints = await withTenant(ctx.db, tenantId, (tx) => activeOutboundEndpoints(tx, tenantId));
-  if (endpoints.length === 0) {
-    // Nobody to tell: settle the tenant's due notifications in one statement.
-    const skipped = await withTenant(ctx.db, tenantId, (tx) =>
-      tx
-        .update(workItems)
-        .set({ status: 'skipped', attempts: sql`${workItems.attempts} + 1` })
-        .where(
-          and(
-            eq(workItems.tenantId, tenantId),
-            eq(workItems.topic, 'operation.state_changed'),
-            eq(workItems.status, 'pending'),
-            lte(workItems.availableAt, sql`now()`),
-          ),
-        )
-        .returning({ workId: workItems.workId }),
-    );
-    return skipped.length;
-  }
-  const leased = await withTenant(ctx.db, tenantId, async (tx) => {
-    const due = await tx
-      .select({ workId: workItems.workId })
-      .from(workItems)
+  const raised = endpoints.length === 0 ? await skipUnaddressed(ctx, tenantId) : await fanOut(ctx, tenantId, endpoints);
+  return raised + (await sendDue(ctx, tenantId, new Map(endpoints.map((e) => [e.endpointId, e]))));
+}
+
+/** Nobody to tell: settle the tenant's due notifications in one statement. */
+async function skipUnaddressed(ctx: WorkerContext, tenantId: string): Promise<number> {
+  const skipped = await withTenant(ctx.db, tenantId, (tx) =>
+    tx
+      .update(workItems)
+      .set({ status: 'skipped', attempts: sql`${workItems.attempts} + 1` })
       .where(
         and(
           eq(workItems.tenantId, tenantId),
           eq(workItems.topic, 'operation.state_changed'),
           eq(workItems.status, 'pending'),
           lte(workItems.availableAt, sql`now()`),
-          or(isNull(workItems.lockedUntil), lt(workItems.lockedUntil, sql`now()`)),
         ),
       )
-      .orderBy(asc(workItems.createdAt))
-      .limit(ctx.batchSize)
-      .for('update', { skipLocked: true });
-    if (due.length === 0) return { items: [] };
-    const items = [];
-    for (const { workId } of due) {
-      const [item] = await tx
-        .update(workItems)
-        .set({ lockedBy: ctx.workerId, lockedUntil: sql`now() + ${LOCK_MS} * interval '1 millisecond'` })
-        .where(and(eq(workItems.tenantId, tenantId), eq(workItems.workId, workId)))
-        .returning();
-      if (item) items.push(item);
-    }
-    return { items };
-  });
+      .returning({ workId: workItems.workId }),
+  );
+  return skipped.length;
+}
 
-  for (const item of leased.items) {
-    const payload = item.payload as {
-      operationId?: string;
-      from?: string | null;
-      to?: string;
-      version?: number;
-    };
-    const op = payload.operationId
-      ? await withTenant(ctx.db, tenantId, (tx) => findOperation(tx, tenantId, payload.operationId ?? ''))
-      : null;
+async function fanOut(
+  ctx: WorkerContext,
+  tenantId: string,
+  endpoints: { endpointId: string }[],
+): Promise<number> {
+  return processWorkItems(ctx, tenantId, 'operation.state_changed', async (tx, item) => {
+    const payload = item.payload as { operationId?: string; from?: string | null; to?: string; version?: number };
+    const op = payload.operationId ? await findOperation(tx, tenantId, payload.operationId) : null;
     // What the operator needs to act; never the destination or memo (C23).
-    const body = JSON.stringify({
+    const body: NotificationBody = {
       type: 'operation.state_changed',
       timestamp: item.createdAt.toISOString(),
       data: {
-        operationId: payload.operationId,
+        operationId: payload.operationId ?? null,
         kind: op?.kind ?? null,
         reference: op?.reference ?? null,
         accountId: op?.accountRef ?? null,
         asset: op?.assetCode ?? null,
         amountMinor: op?.amountMinor ?? null,
         from: payload.from ?? null,
-        to: payload.to,
-        version: payload.version,
+        to: payload.to ?? null,
+        version: payload.version ?? null,
         owner: op?.owner ?? null,
       },
+    };
+    await fanOutNotification(tx, {
+      tenantId,
+      workId: item.workId,
+      operationId: payload.operationId ?? null,
+      endpointIds: endpoints.map((e) => e.endpointId),
+      body,
     });
-    const failures: string[] = [];
-    for (const endpoint of endpoints) {
-      const error = await post(endpoint.url, endpoint.secret, item.workId, item.createdAt, body);
-      if (error) failures.push(error);
-    }
-    if (failures.length === 0) await finish(ctx, tenantId, item.workId, 'done', null, item.attempts);
-    else await finish(ctx, tenantId, item.workId, 'retry', failures.join('; ').slice(0, 300), item.attempts);
+  });
+}
+
+type Leased = Awaited<ReturnType<typeof leaseDueDeliveries>>[number];
+
+async function sendDue(
+  ctx: WorkerContext,
+  tenantId: string,
+  endpoints: Map<string, { url: string; secret: string }>,
+): Promise<number> {
+  const leased = await leaseDueDeliveries(ctx.db, tenantId, {
+    workerId: ctx.workerId,
+    limit: ctx.batchSize,
+    leaseMs: LEASE_MS,
+  });
+  const byEndpoint = new Map<string, Leased[]>();
+  for (const delivery of leased) {
+    byEndpoint.set(delivery.endpointId, [...(byEndpoint.get(delivery.endpointId) ?? []), delivery]);
   }
-  return leased.items.length;
+  await Promise.all(
+    [...byEndpoint].map(async ([endpointId, queue]) => {
+      const endpoint = endpoints.get(endpointId);
+      let blocked = false;
+      for (const delivery of queue) {
+        // A disabled endpoint, or one that just failed, is not called again this pass: the rest
+        // of its queue keeps its order and waits, uncounted.
+        if (!endpoint || blocked) {
+          await recordDeliveryAttempt(ctx.db, tenantId, delivery, ctx.workerId, { delivered: null });
+          continue;
+        }
+        const outcome = await post(endpoint, delivery.workId, delivery.body as NotificationBody);
+        const { dead } = await recordDeliveryAttempt(ctx.db, tenantId, delivery, ctx.workerId, outcome);
+        if (outcome.delivered) continue;
+        blocked = true;
+        if (dead) {
+          ctx.log.error(
+            {
+              alert: true,
+              tenantId,
+              workId: delivery.workId,
+              endpointId,
+              attempts: delivery.attempts + 1,
+              lastError: outcome.error,
+            },
+            'ALERT outbound webhook dead-lettered after retries',
+          );
+        }
+      }
+    }),
+  );
+  return leased.length;
 }
 
 async function post(
-  url: string,
-  secret: string,
+  endpoint: { url: string; secret: string },
   webhookId: string,
-  at: Date,
-  body: string,
-): Promise<string | null> {
-  const headers = new Webhook(secret).sign(webhookId, at, body);
+  body: NotificationBody,
+): Promise<{ delivered: true; responseStatus: number } | { delivered: false; responseStatus: number | null; error: string }> {
+  const raw = JSON.stringify(body);
+  const at = new Date();
+  const signature = new Webhook(endpoint.secret).sign(webhookId, at, raw);
   try {
-    const response = await fetch(url, {
+    const response = await fetch(endpoint.url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         'webhook-id': webhookId,
         'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-        'webhook-signature': headers,
+        'webhook-signature': signature,
       },
-      body,
+      body: raw,
       signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
       redirect: 'manual',
     });
     await response.body?.cancel();
-    return response.status >= 200 && response.status < 300 ? null : `HTTP ${response.status}`;
+    if (response.status >= 200 && response.status < 300) return { delivered: true, responseStatus: response.status };
+    return { delivered: false, responseStatus: response.status, error: `HTTP ${response.status}` };
   } catch (error) {
-    return (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection failed';
-  }
-}
-
-async function finish(
-  ctx: WorkerContext,
-  tenantId: string,
-  workId: string,
-  result: 'done' | 'retry',
-  lastError: string | null,
-  attemptsBefore: number,
-): Promise<void> {
-  const attempts = attemptsBefore + 1;
-  const dead = result === 'retry' && attempts >= DELIVERY_ATTEMPTS_MAX;
-  const status = result === 'retry' ? (dead ? 'dead' : 'pending') : result;
-  await withTenant(ctx.db, tenantId, (tx) =>
-    tx
-      .update(workItems)
-      .set({
-        status,
-        attempts,
-        lastError,
-        lockedBy: null,
-        lockedUntil: null,
-        ...(status === 'pending'
-          ? { availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'` }
-          : {}),
-      })
-      .where(
-        and(
-          eq(workItems.tenantId, tenantId),
-          eq(workItems.workId, workId),
-          eq(workItems.lockedBy, ctx.workerId),
-        ),
-      ),
-  );
-  if (dead) {
-    ctx.log.error(
-      { alert: true, tenantId, workId, attempts, lastError },
-      'ALERT outbound webhook dead-lettered after retries',
-    );
+    const reason = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection failed';
+    return { delivered: false, responseStatus: null, error: reason };
   }
 }

@@ -1,8 +1,12 @@
 import { sql } from 'drizzle-orm';
 import {
   bigint,
+  bigserial,
   check,
+  foreignKey,
   index,
+  integer,
+  jsonb,
   numeric,
   pgTable,
   primaryKey,
@@ -27,6 +31,49 @@ export const outboundEndpoints = pgTable(
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.endpointId] }), tenantPolicy()],
+);
+
+/**
+ * One notification to one endpoint: the delivery log an operator reads (status, attempts, last
+ * response, next retry). Each endpoint has its own row, so a failing or slow endpoint never causes
+ * a redelivery to, or a delay for, a healthy one. The body is fixed when the notification is fanned
+ * out, so every attempt sends the same content under the same webhook id (the work item's id);
+ * each attempt is signed anew with its own timestamp.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    workId: uuid('work_id').notNull(),
+    endpointId: uuid('endpoint_id').notNull(),
+    /** Fan-out order: an endpoint receives its notifications in the order they were raised. */
+    sequence: bigserial('sequence', { mode: 'bigint' }).notNull(),
+    operationId: uuid('operation_id'),
+    body: jsonb('body').notNull(),
+    status: text('status', { enum: ['pending', 'done', 'dead'] }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    availableAt: timestamp('available_at', { withTimezone: true }).notNull().defaultNow(),
+    lockedBy: text('locked_by'),
+    lockedUntil: timestamp('locked_until', { withTimezone: true }),
+    lastResponseStatus: integer('last_response_status'),
+    lastError: text('last_error'),
+    lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
+    deliveredAt: timestamp('delivered_at', { withTimezone: true }),
+    manualRedeliveries: integer('manual_redeliveries').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.workId, t.endpointId] }),
+    foreignKey({
+      columns: [t.tenantId, t.endpointId],
+      foreignColumns: [outboundEndpoints.tenantId, outboundEndpoints.endpointId],
+    }),
+    index('webhook_deliveries_due').on(t.tenantId, t.status, t.availableAt),
+    index('webhook_deliveries_log').on(t.tenantId, t.sequence),
+    check('webhook_deliveries_status', sql`${t.status} in ('pending', 'done', 'dead')`),
+    check('webhook_deliveries_attempts', sql`${t.attempts} >= 0`),
+    tenantPolicy(),
+  ],
 );
 
 /** Which customer account a deposit address on a network belongs to. */

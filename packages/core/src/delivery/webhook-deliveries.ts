@@ -1,0 +1,253 @@
+import {
+  type DeliveryListInput,
+  deliveryListInputSchema,
+  IdemError,
+  redeliverInputSchema,
+  type StateChangedData,
+  type WebhookDelivery,
+} from '@idem/contracts';
+import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import type { Database, Tx } from '../db/connect.ts';
+import { webhookDeliveries } from '../db/schema/index.ts';
+import { withTenant } from '../db/tenant-scope.ts';
+import { workRetryDelayMs } from '../outbox/enqueue.ts';
+import { decodeSequenceCursor, encodeSequenceCursor } from '../queries/page-cursor.ts';
+
+type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+/** After this many failed attempts a delivery is dead-lettered for a person (C15). */
+export const DELIVERY_ATTEMPTS_MAX = 8;
+
+/** The signed body of an `operation.state_changed` notification, fixed when it is raised. */
+export interface NotificationBody {
+  type: 'operation.state_changed';
+  timestamp: string;
+  data: StateChangedData;
+}
+
+/**
+ * Turns one raised notification into one pending delivery per endpoint, in the caller's
+ * transaction (the one that completes the work item), so a crash repeats the fan-out and the
+ * primary key makes the repeat a no-op.
+ */
+export async function fanOutNotification(
+  tx: Tx,
+  input: { tenantId: string; workId: string; operationId: string | null; endpointIds: string[]; body: NotificationBody },
+): Promise<void> {
+  if (input.endpointIds.length === 0) return;
+  await tx
+    .insert(webhookDeliveries)
+    .values(
+      input.endpointIds.map((endpointId) => ({
+        tenantId: input.tenantId,
+        workId: input.workId,
+        endpointId,
+        operationId: input.operationId,
+        body: input.body,
+      })),
+    )
+    .onConflictDoNothing();
+}
+
+/**
+ * Leases due deliveries (oldest raised first) for `leaseMs`, so no transaction stays open while a
+ * remote server answers; a worker that dies mid-call leaves a lease that expires.
+ */
+export async function leaseDueDeliveries(
+  db: Database,
+  tenantId: string,
+  input: { workerId: string; limit: number; leaseMs: number },
+): Promise<DeliveryRow[]> {
+  return withTenant(db, tenantId, async (tx) => {
+    const due = await tx
+      .select({ workId: webhookDeliveries.workId, endpointId: webhookDeliveries.endpointId })
+      .from(webhookDeliveries)
+      .where(
+        and(
+          eq(webhookDeliveries.tenantId, tenantId),
+          eq(webhookDeliveries.status, 'pending'),
+          lte(webhookDeliveries.availableAt, sql`now()`),
+          or(isNull(webhookDeliveries.lockedUntil), lt(webhookDeliveries.lockedUntil, sql`now()`)),
+        ),
+      )
+      .orderBy(asc(webhookDeliveries.sequence))
+      .limit(input.limit)
+      .for('update', { skipLocked: true });
+    if (due.length === 0) return [];
+    const leased = await tx
+      .update(webhookDeliveries)
+      .set({
+        lockedBy: input.workerId,
+        lockedUntil: sql`now() + ${input.leaseMs} * interval '1 millisecond'`,
+      })
+      .where(
+        and(
+          eq(webhookDeliveries.tenantId, tenantId),
+          or(
+            ...due.map((d) =>
+              and(eq(webhookDeliveries.workId, d.workId), eq(webhookDeliveries.endpointId, d.endpointId)),
+            ),
+          ),
+        ),
+      )
+      .returning();
+    return leased.sort((a, b) => (a.sequence < b.sequence ? -1 : 1));
+  });
+}
+
+/** The outcome of one attempt, as the sender saw it. */
+export type AttemptOutcome =
+  | { delivered: true; responseStatus: number }
+  | { delivered: false; responseStatus: number | null; error: string }
+  | { delivered: null }; // not attempted this pass: the lease is released, nothing counted
+
+/**
+ * Records one attempt under the sender's lease. Returns whether the delivery is now dead-lettered.
+ * A lease another worker has taken over changes nothing.
+ */
+export async function recordDeliveryAttempt(
+  db: Database,
+  tenantId: string,
+  delivery: Pick<DeliveryRow, 'workId' | 'endpointId' | 'attempts'>,
+  workerId: string,
+  outcome: AttemptOutcome,
+): Promise<{ dead: boolean }> {
+  const mine = and(
+    eq(webhookDeliveries.tenantId, tenantId),
+    eq(webhookDeliveries.workId, delivery.workId),
+    eq(webhookDeliveries.endpointId, delivery.endpointId),
+    eq(webhookDeliveries.lockedBy, workerId),
+    eq(webhookDeliveries.status, 'pending'),
+  );
+  const released = { lockedBy: null, lockedUntil: null };
+  if (outcome.delivered === null) {
+    await withTenant(db, tenantId, (tx) => tx.update(webhookDeliveries).set(released).where(mine));
+    return { dead: false };
+  }
+  const attempts = delivery.attempts + 1;
+  if (outcome.delivered) {
+    await withTenant(db, tenantId, (tx) =>
+      tx
+        .update(webhookDeliveries)
+        .set({
+          ...released,
+          status: 'done',
+          attempts,
+          lastResponseStatus: outcome.responseStatus,
+          lastError: null,
+          lastAttemptAt: sql`now()`,
+          deliveredAt: sql`now()`,
+        })
+        .where(mine),
+    );
+    return { dead: false };
+  }
+  const dead = attempts >= DELIVERY_ATTEMPTS_MAX;
+  await withTenant(db, tenantId, (tx) =>
+    tx
+      .update(webhookDeliveries)
+      .set({
+        ...released,
+        status: dead ? 'dead' : 'pending',
+        attempts,
+        lastResponseStatus: outcome.responseStatus,
+        lastError: outcome.error.slice(0, 300),
+        lastAttemptAt: sql`now()`,
+        ...(dead ? {} : { availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'` }),
+      })
+      .where(mine),
+  );
+  return { dead };
+}
+
+/** The delivery log, newest first, filtered by status, endpoint or operation. */
+export async function listDeliveries(
+  db: Database,
+  tenantId: string,
+  rawInput: DeliveryListInput,
+): Promise<{ items: WebhookDelivery[]; nextCursor: string | null }> {
+  const parsed = deliveryListInputSchema.safeParse(rawInput);
+  if (!parsed.success) {
+    throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'invalid delivery filter');
+  }
+  const input = parsed.data;
+  const before = input.cursor ? decodeSequenceCursor(input.cursor) : null;
+  const rows = await withTenant(db, tenantId, (tx) =>
+    tx
+      .select()
+      .from(webhookDeliveries)
+      .where(
+        and(
+          eq(webhookDeliveries.tenantId, tenantId),
+          input.status ? eq(webhookDeliveries.status, input.status) : undefined,
+          input.endpointId ? eq(webhookDeliveries.endpointId, input.endpointId) : undefined,
+          input.operationId ? eq(webhookDeliveries.operationId, input.operationId) : undefined,
+          before !== null ? lt(webhookDeliveries.sequence, before) : undefined,
+        ),
+      )
+      .orderBy(desc(webhookDeliveries.sequence))
+      .limit(input.limit + 1),
+  );
+  const page = rows.slice(0, input.limit);
+  const last = page.at(-1);
+  return {
+    items: page.map(deliveryView),
+    nextCursor: rows.length > input.limit && last ? encodeSequenceCursor(last.sequence) : null,
+  };
+}
+
+/**
+ * Queues a delivery again by hand (a receiver lost it, or it was dead-lettered during an outage):
+ * the same webhook id and body, a fresh round of attempts. A delivery still pending is left as it is.
+ */
+export async function redeliver(
+  db: Database,
+  tenantId: string,
+  rawInput: { workId: string; endpointId: string },
+): Promise<WebhookDelivery> {
+  const parsed = redeliverInputSchema.safeParse(rawInput);
+  if (!parsed.success) throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'invalid delivery');
+  const { workId, endpointId } = parsed.data;
+  return withTenant(db, tenantId, async (tx) => {
+    const key = and(
+      eq(webhookDeliveries.tenantId, tenantId),
+      eq(webhookDeliveries.workId, workId),
+      eq(webhookDeliveries.endpointId, endpointId),
+    );
+    const [requeued] = await tx
+      .update(webhookDeliveries)
+      .set({
+        status: 'pending',
+        attempts: 0,
+        availableAt: sql`now()`,
+        lockedBy: null,
+        lockedUntil: null,
+        manualRedeliveries: sql`${webhookDeliveries.manualRedeliveries} + 1`,
+      })
+      .where(and(key, inArray(webhookDeliveries.status, ['done', 'dead'])))
+      .returning();
+    if (requeued) return deliveryView(requeued);
+    const [current] = await tx.select().from(webhookDeliveries).where(key);
+    if (!current) throw new IdemError('NOT_FOUND', 'no such delivery');
+    return deliveryView(current);
+  });
+}
+
+function deliveryView(row: DeliveryRow): WebhookDelivery {
+  const body = row.body as NotificationBody;
+  return {
+    workId: row.workId,
+    endpointId: row.endpointId,
+    operationId: row.operationId,
+    event: body.data,
+    status: row.status,
+    attempts: row.attempts,
+    lastResponseStatus: row.lastResponseStatus,
+    lastError: row.lastError,
+    lastAttemptAt: row.lastAttemptAt?.toISOString() ?? null,
+    nextAttemptAt: row.status === 'pending' ? row.availableAt.toISOString() : null,
+    deliveredAt: row.deliveredAt?.toISOString() ?? null,
+    manualRedeliveries: row.manualRedeliveries,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
