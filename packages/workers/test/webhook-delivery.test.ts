@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOutboundEndpoint, rowsOf } from '@idem/core';
+import { createOutboundEndpoint, listDeliveries, redeliver, rowsOf, withTenant } from '@idem/core';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -157,7 +157,6 @@ describe('I14-DLV outbound webhook delivery', () => {
   });
 
   it('I14-DLV C15 a dead-lettered delivery is listed with its last response and can be redelivered by hand, once', async () => {
-    const { listDeliveries, redeliver } = await import('@idem/core');
     const r = await receiver();
     r.failWith = 500;
     const op = await env.withdraw(ETH / 997n);
@@ -166,14 +165,18 @@ describe('I14-DLV outbound webhook delivery', () => {
       sql`update webhook_deliveries set attempts = 7, available_at = now() where endpoint_id = ${r.endpointId} and status = 'pending'`,
     );
     await env.worker().runOnce();
-    const dead = (await listDeliveries(env.t.db, env.tenantId, { status: 'dead', endpointId: r.endpointId })).items;
+    const { items: dead } = await withTenant(env.t.db, env.tenantId, (tx) =>
+      listDeliveries(tx, env.tenantId, { status: 'dead', endpointId: r.endpointId }),
+    );
     const requested = dead.find((d) => d.operationId === op.operationId && d.event.to === 'REQUESTED');
     expect(requested).toMatchObject({ attempts: 8, lastResponseStatus: 500, status: 'dead' });
     expect(env.logLines.some((line) => line.includes('dead-lettered'))).toBe(true);
 
     r.failWith = null;
     if (!requested) throw new Error('no dead delivery');
-    await redeliver(env.t.db, env.tenantId, { workId: requested.workId, endpointId: r.endpointId });
+    await withTenant(env.t.db, env.tenantId, (tx) =>
+      redeliver(tx, env.tenantId, { workId: requested.workId, endpointId: r.endpointId }),
+    );
     await env.worker().runOnce();
     await env.worker().runOnce();
     expect(r.received.filter((x) => x.id === requested.workId)).toHaveLength(1);

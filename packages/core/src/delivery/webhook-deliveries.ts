@@ -32,7 +32,13 @@ export interface NotificationBody {
  */
 export async function fanOutNotification(
   tx: Tx,
-  input: { tenantId: string; workId: string; operationId: string | null; endpointIds: string[]; body: NotificationBody },
+  input: {
+    tenantId: string;
+    workId: string;
+    operationId: string | null;
+    endpointIds: string[];
+    body: NotificationBody;
+  },
 ): Promise<void> {
   if (input.endpointIds.length === 0) return;
   await tx
@@ -153,7 +159,9 @@ export async function recordDeliveryAttempt(
         lastResponseStatus: outcome.responseStatus,
         lastError: outcome.error.slice(0, 300),
         lastAttemptAt: sql`now()`,
-        ...(dead ? {} : { availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'` }),
+        ...(dead
+          ? {}
+          : { availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'` }),
       })
       .where(mine),
   );
@@ -162,7 +170,7 @@ export async function recordDeliveryAttempt(
 
 /** The delivery log, newest first, filtered by status, endpoint or operation. */
 export async function listDeliveries(
-  db: Database,
+  tx: Tx,
   tenantId: string,
   rawInput: DeliveryListInput,
 ): Promise<{ items: WebhookDelivery[]; nextCursor: string | null }> {
@@ -172,22 +180,20 @@ export async function listDeliveries(
   }
   const input = parsed.data;
   const before = input.cursor ? decodeSequenceCursor(input.cursor) : null;
-  const rows = await withTenant(db, tenantId, (tx) =>
-    tx
-      .select()
-      .from(webhookDeliveries)
-      .where(
-        and(
-          eq(webhookDeliveries.tenantId, tenantId),
-          input.status ? eq(webhookDeliveries.status, input.status) : undefined,
-          input.endpointId ? eq(webhookDeliveries.endpointId, input.endpointId) : undefined,
-          input.operationId ? eq(webhookDeliveries.operationId, input.operationId) : undefined,
-          before !== null ? lt(webhookDeliveries.sequence, before) : undefined,
-        ),
-      )
-      .orderBy(desc(webhookDeliveries.sequence))
-      .limit(input.limit + 1),
-  );
+  const rows = await tx
+    .select()
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.tenantId, tenantId),
+        input.status ? eq(webhookDeliveries.status, input.status) : undefined,
+        input.endpointId ? eq(webhookDeliveries.endpointId, input.endpointId) : undefined,
+        input.operationId ? eq(webhookDeliveries.operationId, input.operationId) : undefined,
+        before !== null ? lt(webhookDeliveries.sequence, before) : undefined,
+      ),
+    )
+    .orderBy(desc(webhookDeliveries.sequence))
+    .limit(input.limit + 1);
   const page = rows.slice(0, input.limit);
   const last = page.at(-1);
   return {
@@ -201,36 +207,35 @@ export async function listDeliveries(
  * the same webhook id and body, a fresh round of attempts. A delivery still pending is left as it is.
  */
 export async function redeliver(
-  db: Database,
+  tx: Tx,
   tenantId: string,
   rawInput: { workId: string; endpointId: string },
 ): Promise<WebhookDelivery> {
   const parsed = redeliverInputSchema.safeParse(rawInput);
-  if (!parsed.success) throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'invalid delivery');
+  if (!parsed.success)
+    throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'invalid delivery');
   const { workId, endpointId } = parsed.data;
-  return withTenant(db, tenantId, async (tx) => {
-    const key = and(
-      eq(webhookDeliveries.tenantId, tenantId),
-      eq(webhookDeliveries.workId, workId),
-      eq(webhookDeliveries.endpointId, endpointId),
-    );
-    const [requeued] = await tx
-      .update(webhookDeliveries)
-      .set({
-        status: 'pending',
-        attempts: 0,
-        availableAt: sql`now()`,
-        lockedBy: null,
-        lockedUntil: null,
-        manualRedeliveries: sql`${webhookDeliveries.manualRedeliveries} + 1`,
-      })
-      .where(and(key, inArray(webhookDeliveries.status, ['done', 'dead'])))
-      .returning();
-    if (requeued) return deliveryView(requeued);
-    const [current] = await tx.select().from(webhookDeliveries).where(key);
-    if (!current) throw new IdemError('NOT_FOUND', 'no such delivery');
-    return deliveryView(current);
-  });
+  const key = and(
+    eq(webhookDeliveries.tenantId, tenantId),
+    eq(webhookDeliveries.workId, workId),
+    eq(webhookDeliveries.endpointId, endpointId),
+  );
+  const [requeued] = await tx
+    .update(webhookDeliveries)
+    .set({
+      status: 'pending',
+      attempts: 0,
+      availableAt: sql`now()`,
+      lockedBy: null,
+      lockedUntil: null,
+      manualRedeliveries: sql`${webhookDeliveries.manualRedeliveries} + 1`,
+    })
+    .where(and(key, inArray(webhookDeliveries.status, ['done', 'dead'])))
+    .returning();
+  if (requeued) return deliveryView(requeued);
+  const [current] = await tx.select().from(webhookDeliveries).where(key);
+  if (!current) throw new IdemError('NOT_FOUND', 'no such delivery');
+  return deliveryView(current);
 }
 
 function deliveryView(row: DeliveryRow): WebhookDelivery {

@@ -3,9 +3,20 @@ import {
   breaksInputSchema,
   breakViewSchema,
   closeBreakInputSchema,
+  deliveryListInputSchema,
   inboxOutputSchema,
+  redeliverInputSchema,
+  webhookDeliverySchema,
 } from '@idem/contracts';
-import { closeBreak, listAssets, listBreaks, listInboxAttention, type ReconciliationBreak } from '@idem/core';
+import {
+  closeBreak,
+  listAssets,
+  listBreaks,
+  listDeliveries,
+  listInboxAttention,
+  type ReconciliationBreak,
+  redeliver,
+} from '@idem/core';
 import { z } from 'zod';
 import { staffWith } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
@@ -30,7 +41,7 @@ function toBreakView(row: ReconciliationBreak) {
   };
 }
 
-/** Webhook inbox, reconciliation breaks and the tenant's assets, for the staff screens. */
+/** Webhook inbox and outbound delivery log, reconciliation breaks and the tenant's assets, for the staff screens. */
 export const staffConsoleRouter = router({
   inbox: staffWith('read')
     .output(inboxOutputSchema)
@@ -63,6 +74,18 @@ export const staffConsoleRouter = router({
         ),
       ),
     ),
+
+  /** The outbound delivery log: one line per notification and endpoint, newest first. */
+  deliveries: staffWith('read')
+    .input(deliveryListInputSchema)
+    .output(z.object({ items: z.array(webhookDeliverySchema), nextCursor: z.string().nullable() }))
+    .query(({ ctx, input }) => ctx.inTenant((tx) => listDeliveries(tx, ctx.tenantId, input))),
+
+  /** Sends a delivery again by hand: same webhook id and body, a fresh round of attempts. */
+  redeliver: staffWith('operate')
+    .input(redeliverInputSchema)
+    .output(webhookDeliverySchema)
+    .mutation(({ ctx, input }) => ctx.inTenant((tx) => redeliver(tx, ctx.tenantId, input))),
 
   assets: staffWith('read')
     .output(z.array(assetViewSchema))

@@ -30,7 +30,8 @@ const LEASE_MS = 30_000;
  */
 export async function deliverNotifications(ctx: WorkerContext, tenantId: string): Promise<number> {
   const endpoints = await withTenant(ctx.db, tenantId, (tx) => activeOutboundEndpoints(tx, tenantId));
-  const raised = endpoints.length === 0 ? await skipUnaddressed(ctx, tenantId) : await fanOut(ctx, tenantId, endpoints);
+  const raised =
+    endpoints.length === 0 ? await skipUnaddressed(ctx, tenantId) : await fanOut(ctx, tenantId, endpoints);
   return raised + (await sendDue(ctx, tenantId, new Map(endpoints.map((e) => [e.endpointId, e]))));
 }
 
@@ -59,7 +60,12 @@ async function fanOut(
   endpoints: { endpointId: string }[],
 ): Promise<number> {
   return processWorkItems(ctx, tenantId, 'operation.state_changed', async (tx, item) => {
-    const payload = item.payload as { operationId?: string; from?: string | null; to?: string; version?: number };
+    const payload = item.payload as {
+      operationId?: string;
+      from?: string | null;
+      to?: string;
+      version?: number;
+    };
     const op = payload.operationId ? await findOperation(tx, tenantId, payload.operationId) : null;
     // What the operator needs to act; never the destination or memo (C23).
     const body: NotificationBody = {
@@ -142,7 +148,10 @@ async function post(
   endpoint: { url: string; secret: string },
   webhookId: string,
   body: NotificationBody,
-): Promise<{ delivered: true; responseStatus: number } | { delivered: false; responseStatus: number | null; error: string }> {
+): Promise<
+  | { delivered: true; responseStatus: number }
+  | { delivered: false; responseStatus: number | null; error: string }
+> {
   const raw = JSON.stringify(body);
   const at = new Date();
   const signature = new Webhook(endpoint.secret).sign(webhookId, at, raw);
@@ -160,7 +169,8 @@ async function post(
       redirect: 'manual',
     });
     await response.body?.cancel();
-    if (response.status >= 200 && response.status < 300) return { delivered: true, responseStatus: response.status };
+    if (response.status >= 200 && response.status < 300)
+      return { delivered: true, responseStatus: response.status };
     return { delivered: false, responseStatus: response.status, error: `HTTP ${response.status}` };
   } catch (error) {
     const reason = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection failed';

@@ -50,7 +50,9 @@ export const webhookDeliveries = pgTable(
     sequence: bigserial('sequence', { mode: 'bigint' }).notNull(),
     operationId: uuid('operation_id'),
     body: jsonb('body').notNull(),
-    status: text('status', { enum: ['pending', 'done', 'dead'] }).notNull().default('pending'),
+    status: text('status', { enum: ['pending', 'done', 'dead'] })
+      .notNull()
+      .default('pending'),
     attempts: integer('attempts').notNull().default(0),
     availableAt: timestamp('available_at', { withTimezone: true }).notNull().defaultNow(),
     lockedBy: text('locked_by'),
