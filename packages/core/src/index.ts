@@ -131,7 +131,14 @@ export {
   proposalHash,
   toProposalView,
 } from './proposals/record.ts';
-export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';
+export {
+  type AssetView,
+  LIST_LIMIT_MAX,
+  listAssets,
+  listOperations,
+  operationPageQuery,
+  pageOperations,
+} from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
 export {
   type BreakClass,
@@ -155,7 +162,6 @@ export {
   listAttentionQueue,
   listInboxAttention,
   operationTimeline,
-  pageOperations,
   searchOperations,
   toStaffView,
 } from './staff/queries.ts';

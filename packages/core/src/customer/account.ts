@@ -7,8 +7,9 @@ import { operations } from '../db/schema/index.ts';
 import type { IdentityClaim } from '../operations/claim-identity.ts';
 import { createWithdrawal } from '../operations/create-withdrawal.ts';
 import { findOperation, toView } from '../operations/operation-record.ts';
+import { pageOperations } from '../queries/list.ts';
 import { reviewWithdrawal } from '../risk/review.ts';
-import { operationTimeline, pageOperations } from '../staff/queries.ts';
+import { operationTimeline } from '../staff/queries.ts';
 
 /**
  * The withdrawal id and idempotency key of one browser intent. Both derive from the intent id, so

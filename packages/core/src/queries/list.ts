@@ -1,61 +1,66 @@
 import type { OperationKind, OperationState, OperationView } from '@idem/contracts';
-import { IdemError } from '@idem/contracts';
-import { and, desc, eq, lt, or, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { assets, operations } from '../db/schema/index.ts';
 import { type Operation, toView } from '../operations/operation-record.ts';
+import { decodeCursor, encodeCursor } from './page-cursor.ts';
 
 export const LIST_LIMIT_MAX = 100;
 
+type PageOptions = { cursor?: string | undefined; limit: number; oldestFirst?: boolean };
+
 /**
- * A page of one tenant's operations, newest first. The cursor is opaque to callers: the position
- * (created_at, operation_id) of the last item, so pages stay stable while new operations arrive.
+ * The query of one page of operations matching `conditions`, newest first (or oldest first),
+ * keyed on (created_at, operation_id) so pages stay stable while new operations arrive. The
+ * position is compared as a row value against PostgreSQL's own text of created_at (microseconds
+ * kept), so an index on (..., created_at, operation_id) serves the page as a range scan and no row
+ * created within the millisecond of a page boundary is skipped. Unexecuted, so a test can EXPLAIN it.
  */
+export function operationPageQuery(tx: Executor, conditions: SQL[], options: PageOptions) {
+  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
+  const where = [...conditions];
+  const oldestFirst = options.oldestFirst === true;
+  if (options.cursor) {
+    const { at, id } = decodeCursor(options.cursor);
+    const position = sql`(${at}::timestamptz, ${id}::uuid)`;
+    const row = sql`(${operations.createdAt}, ${operations.operationId})`;
+    where.push(oldestFirst ? sql`${row} > ${position}` : sql`${row} < ${position}`);
+  }
+  const order = oldestFirst
+    ? [asc(operations.createdAt), asc(operations.operationId)]
+    : [desc(operations.createdAt), desc(operations.operationId)];
+  return tx
+    .select({ ...getTableColumns(operations), createdAtText: sql<string>`${operations.createdAt}::text` })
+    .from(operations)
+    .where(and(...where))
+    .orderBy(...order)
+    .limit(limit + 1);
+}
+
+/** One page of operations (see `operationPageQuery`); the cursor is opaque to callers. */
+export async function pageOperations(
+  tx: Executor,
+  conditions: SQL[],
+  options: PageOptions,
+): Promise<{ items: Operation[]; nextCursor: string | null }> {
+  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
+  const rows = await operationPageQuery(tx, conditions, options);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  const nextCursor = rows.length > limit && last ? encodeCursor(last.createdAtText, last.operationId) : null;
+  return { items: page.map(({ createdAtText: _, ...op }) => op as Operation), nextCursor };
+}
+
+/** A page of one tenant's operations of a kind, newest first, optionally in one state. */
 export async function listOperations(
   db: Executor,
   tenantId: string,
   options: { kind: OperationKind; state?: OperationState; cursor?: string; limit: number },
 ): Promise<{ items: OperationView[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
   const conditions: SQL[] = [eq(operations.tenantId, tenantId), eq(operations.kind, options.kind)];
   if (options.state) conditions.push(eq(operations.state, options.state));
-  if (options.cursor) {
-    const position = decodeCursor(options.cursor);
-    const after = or(
-      lt(operations.createdAt, position.createdAt),
-      and(eq(operations.createdAt, position.createdAt), lt(operations.operationId, position.operationId)),
-    );
-    if (after) conditions.push(after);
-  }
-  const rows = (await db
-    .select()
-    .from(operations)
-    .where(and(...conditions))
-    .orderBy(desc(operations.createdAt), desc(operations.operationId))
-    .limit(limit + 1)) as Operation[];
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  const nextCursor = rows.length > limit && last ? encodeCursor(last) : null;
-  return { items: page.map(toView), nextCursor };
-}
-
-function encodeCursor(op: Operation): string {
-  return Buffer.from(`${op.createdAt.toISOString()}|${op.operationId}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): { createdAt: Date; operationId: string } {
-  const [iso, operationId] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const createdAt = new Date(iso ?? '');
-  if (
-    !operationId ||
-    Number.isNaN(createdAt.getTime()) ||
-    !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(operationId)
-  ) {
-    throw new IdemError('VALIDATION', 'cursor is not one this API returned', {
-      issues: [{ path: 'cursor', message: 'invalid cursor' }],
-    });
-  }
-  return { createdAt, operationId };
+  const page = await pageOperations(db, conditions, options);
+  return { items: page.items.map(toView), nextCursor: page.nextCursor };
 }
 
 export interface AssetView {

@@ -10,49 +10,11 @@ import {
   operationTransitions,
 } from '../db/schema/index.ts';
 import { type Operation, toView } from '../operations/operation-record.ts';
+import { LIST_LIMIT_MAX, pageOperations } from '../queries/list.ts';
 import { decodeCursor, encodeCursor } from '../queries/page-cursor.ts';
 import { allowedNext } from '../state-machine/transitions.ts';
 
-export const PAGE_LIMIT_MAX = 100;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/**
- * One page of operations matching `conditions`, newest first, keyed on (created_at, operation_id)
- * so pages stay stable while new operations arrive. The cursor is opaque to callers.
- */
-export async function pageOperations(
-  tx: Tx,
-  conditions: SQL[],
-  options: { cursor?: string | undefined; limit: number; oldestFirst?: boolean },
-): Promise<{ items: Operation[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), PAGE_LIMIT_MAX);
-  const where = [...conditions];
-  const oldestFirst = options.oldestFirst === true;
-  if (options.cursor) {
-    const { at, id } = decodeCursor(options.cursor);
-    const position = { createdAt: new Date(at), operationId: id };
-    const beyond = oldestFirst ? gt : lt;
-    const after = or(
-      beyond(operations.createdAt, position.createdAt),
-      and(eq(operations.createdAt, position.createdAt), beyond(operations.operationId, position.operationId)),
-    );
-    if (after) where.push(after);
-  }
-  const order = oldestFirst
-    ? [asc(operations.createdAt), asc(operations.operationId)]
-    : [desc(operations.createdAt), desc(operations.operationId)];
-  const rows = (await tx
-    .select()
-    .from(operations)
-    .where(and(...where))
-    .orderBy(...order)
-    .limit(limit + 1)) as Operation[];
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  const nextCursor =
-    rows.length > limit && last ? encodeCursor(last.createdAt.toISOString(), last.operationId) : null;
-  return { items, nextCursor };
-}
 
 /** An operation with what staff need to decide on it: hash, review outcome, approvals, owner. */
 export async function toStaffView(tx: Tx, op: Operation): Promise<StaffOperationView> {
@@ -130,7 +92,7 @@ export async function listAttentionQueue(
     alertAfterMs?: Partial<Record<string, number>>;
   },
 ): Promise<{ items: AttentionQueueItem[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), PAGE_LIMIT_MAX);
+  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
   const since = sql`coalesce((select max(t.created_at) from ${operationTransitions} t
     where t.tenant_id = ${operations.tenantId} and t.operation_id = ${operations.operationId}
       and t.to_state = ${operations.state} and t.from_state is distinct from t.to_state),
@@ -222,7 +184,7 @@ const EXCERPT_MAX = 2_000;
  * type we do not handle. Newest first, at most `limit` of each.
  */
 export async function listInboxAttention(tx: Tx, tenantId: string, limit = 50) {
-  const bound = Math.min(Math.max(limit, 1), PAGE_LIMIT_MAX);
+  const bound = Math.min(Math.max(limit, 1), LIST_LIMIT_MAX);
   const quarantined = await tx
     .select()
     .from(inboxQuarantine)

@@ -81,6 +81,11 @@ export const operations = pgTable(
     unique('operations_tenant_kind_reference').on(t.tenantId, t.kind, t.reference),
     index('operations_tenant_state').on(t.tenantId, t.state, t.updatedAt),
     index('operations_state_lease').on(t.state, t.leaseExpiresAt),
+    // Keyset pages over a tenant's history (queries/list.ts), each served in its own order as an
+    // index range: all of a kind, one state of a kind, one account's.
+    index('operations_page_kind').on(t.tenantId, t.kind, t.createdAt, t.operationId),
+    index('operations_page_kind_state').on(t.tenantId, t.kind, t.state, t.createdAt, t.operationId),
+    index('operations_page_account').on(t.tenantId, t.accountRef, t.kind, t.createdAt, t.operationId),
     check('operations_kind_known', sql`${t.kind} in ('withdrawal', 'deposit', 'adjustment')`),
     check('operations_state_known', sql`${t.state} in (${stateList})`),
     check(

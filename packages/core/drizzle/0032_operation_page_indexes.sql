@@ -1,0 +1,3 @@
+CREATE INDEX "operations_page_kind" ON "operations" USING btree ("tenant_id","kind","created_at","operation_id");--> statement-breakpoint
+CREATE INDEX "operations_page_kind_state" ON "operations" USING btree ("tenant_id","kind","state","created_at","operation_id");--> statement-breakpoint
+CREATE INDEX "operations_page_account" ON "operations" USING btree ("tenant_id","account_ref","kind","created_at","operation_id");
