@@ -1,6 +1,7 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/index.ts';
+import { HISTORY_P99_TARGET_MS, type HistoryOutcome, historyPhase } from './history.ts';
 import { runPgbench } from './pgbench.ts';
 import { printTable, publish, type Row, round } from './report.ts';
 import { createScratchDatabase } from './scratch.ts';
@@ -18,6 +19,8 @@ const STORM_CALLERS = 100;
 const STORM_POOL = 20;
 const STORM_ROUNDS = 10;
 const TARGETS = { many8: 0.7, hot8: 0.3 } as const;
+/** Withdrawals in the long-history tenant (issue 14: 1,000,000); 0 skips the phase. */
+const HISTORY_OPERATIONS = Number(process.env.BENCH_HISTORY_OPERATIONS ?? 1_000_000);
 const RESULTS_FILE = fileURLToPath(new URL('../../../bench-results/core.json', import.meta.url));
 
 async function main() {
@@ -35,6 +38,7 @@ async function main() {
   const scratch = await createScratchDatabase('idem_bench');
   const rows: Row[] = [];
   let storm: Awaited<ReturnType<typeof stormPhase>> | undefined;
+  let history: HistoryOutcome | undefined;
   const violations: string[] = [];
   try {
     const setup = await openDatabase({ url: scratch.url, maxConnections: 8 });
@@ -126,6 +130,11 @@ async function main() {
       await handle.close();
     }
     violations.push(...storm.violations.map((v) => `storm: ${v}`));
+    if (HISTORY_OPERATIONS > 0) {
+      console.log(`long history: ${HISTORY_OPERATIONS} withdrawals in one tenant, then its reads ...`);
+      history = await historyPhase(scratch.url, HISTORY_OPERATIONS);
+      violations.push(...history.violations.map((v) => `history: ${v}`));
+    }
     rows.push({
       name: `same-key storm x${STORM_CALLERS}`,
       connections: STORM_POOL,
@@ -156,6 +165,16 @@ async function main() {
     },
     ...rows,
   ]);
+  if (history) {
+    console.log(
+      `\nlong history: ${history.operations} withdrawals loaded in ${history.loadSeconds.toFixed(0)} s (${history.loadPerSec.toFixed(0)}/s); sequential reads:`,
+    );
+    for (const read of history.reads) {
+      console.log(
+        `  ${read.name.padEnd(30)} p50 ${read.latency.p50Ms.toFixed(2)} ms  p99 ${read.latency.p99Ms.toFixed(2)} ms  (< ${HISTORY_P99_TARGET_MS} ms: ${read.met ? 'MET' : 'MISSED'})`,
+      );
+    }
+  }
   for (const violation of violations) console.error(`VIOLATION ${violation}`);
   console.log(
     `1-minute load average: ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`,
@@ -188,6 +207,16 @@ async function main() {
         replayed: storm.replayed,
         failed: storm.failed,
         maxMs: round(storm.latency.maxMs),
+      },
+      history: history && {
+        operations: history.operations,
+        loadPerSec: round(history.loadPerSec),
+        reads: history.reads.map((read) => ({
+          name: read.name,
+          p50Ms: round(read.latency.p50Ms),
+          p99Ms: round(read.latency.p99Ms),
+          met: read.met,
+        })),
       },
       violations,
     },
