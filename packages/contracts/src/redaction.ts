@@ -60,3 +60,38 @@ export function scrubbedError(error: unknown, max = REDACTED_MESSAGE_MAX): strin
   const message = error instanceof Error ? error.message : String(error);
   return scrubMessage(message).slice(0, max);
 }
+
+/** Fields a stored record of a request (the staff audit log) never keeps the value of. */
+const REDACTED_FIELDS = new Set([
+  'apiKey',
+  'idempotencyKey',
+  'holderKey',
+  'destination',
+  'memo',
+  'secret',
+  'password',
+  'newPassword',
+  'token',
+  'code',
+  'recoveryCode',
+]);
+
+/**
+ * A copy of a request's input fit to store: the values of secret or personal fields (at any depth)
+ * become `[redacted]`, free text is scrubbed like an error message, and nothing is kept past
+ * `maxDepth` levels.
+ */
+export function redactedCopy(value: unknown, maxDepth = 6): unknown {
+  if (maxDepth < 0) return '[truncated]';
+  if (typeof value === 'string') return scrubMessage(value);
+  if (Array.isArray(value)) return value.slice(0, 100).map((item) => redactedCopy(item, maxDepth - 1));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([key, item]) => [
+        key,
+        REDACTED_FIELDS.has(key) ? '[redacted]' : redactedCopy(item, maxDepth - 1),
+      ]),
+    );
+  }
+  return value ?? null;
+}

@@ -32,6 +32,7 @@ export {
   type SignedAttempt,
 } from './attempts/attempts.ts';
 export { listHotWallets, operationAttempts, walletNonceView } from './attempts/views.ts';
+export { type AuditRecord, exportAudit, listAudit, recordAudit } from './audit/audit-log.ts';
 export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export {

@@ -3,6 +3,7 @@ import { balancesRouter } from './routers/balances.ts';
 import { brandingRouter } from './routers/branding.ts';
 import { customerRouter } from './routers/customer.ts';
 import { customerSessionsRouter } from './routers/customer-sessions.ts';
+import { staffAuditRouter } from './routers/staff-audit.ts';
 import { staffAuthRouter } from './routers/staff-auth.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
@@ -20,6 +21,7 @@ export const appRouter = router({
   customer: customerRouter,
   staffAuth: staffAuthRouter,
   staff: staffOperationsRouter,
+  staffAudit: staffAuditRouter,
   staffConsole: staffConsoleRouter,
   // Four eyes for every manual money path: resolutions, adjustments, manual credits.
   staffProposals: staffProposalsRouter,

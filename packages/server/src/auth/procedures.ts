@@ -4,11 +4,13 @@ import {
   authenticateStaffSession,
   type Permission,
   parseWebToken,
+  recordAudit,
   roleAllows,
   staffActor,
   type Tx,
   withTenant,
 } from '@idem/core';
+import { asIdemError } from '../errors.ts';
 import { publicProcedure } from '../trpc.ts';
 import { assertCsrf, CUSTOMER_COOKIE, csrfTokenFor, requireWeb, STAFF_COOKIE } from './web-request.ts';
 
@@ -18,7 +20,7 @@ const signedOut = () => new IdemError('UNAUTHORIZED', 'not signed in, or the ses
  * A signed-in staff member: the session cookie names its tenant, the session is checked inside that
  * tenant's scope, and every mutation must carry the session's CSRF token from our own origin.
  */
-export const staffProcedure = publicProcedure.use(async ({ ctx, type, next }) => {
+export const staffProcedure = publicProcedure.use(async ({ ctx, type, path, getRawInput, next }) => {
   const web = requireWeb(ctx.web);
   const token = web.cookies[STAFF_COOKIE];
   const parsed = token ? parseWebToken(token) : null;
@@ -27,16 +29,42 @@ export const staffProcedure = publicProcedure.use(async ({ ctx, type, next }) =>
   ctx.state.tenantId = staff.tenantId;
   if (type === 'mutation') assertCsrf(web, token);
   const db = ctx.db;
-  return next({
+  const actor = staffActor(staff.userId);
+  // Every staff mutation is audited (issue 14). A success is recorded in the transaction of its
+  // first change, so it commits with it or not at all; a refusal is recorded on its own after.
+  const audit = type === 'mutation' ? { recorded: false } : null;
+  const entry = async (outcome: string) => ({
+    tenantId: staff.tenantId,
+    actor,
+    action: path,
+    outcome,
+    sourceAddress: ctx.clientAddress,
+    requestId: ctx.requestId,
+    details: await getRawInput().catch(() => null),
+  });
+  const result = await next({
     ctx: {
       web,
       staff,
       tenantId: staff.tenantId,
-      actor: staffActor(staff.userId),
+      actor,
       csrfToken: csrfTokenFor(token),
-      inTenant: <T>(work: (tx: Tx) => Promise<T>) => withTenant(db, staff.tenantId, work),
+      inTenant: <T>(work: (tx: Tx) => Promise<T>) =>
+        withTenant(db, staff.tenantId, async (tx) => {
+          const answer = await work(tx);
+          if (audit && !audit.recorded) {
+            await recordAudit(tx, await entry('ok'));
+            audit.recorded = true;
+          }
+          return answer;
+        }),
     },
   });
+  if (audit && (!result.ok || !audit.recorded)) {
+    const outcome = result.ok ? 'ok' : asIdemError(result.error).code;
+    await withTenant(db, staff.tenantId, async (tx) => recordAudit(tx, await entry(outcome)));
+  }
+  return result;
 });
 
 /** A staff procedure that also needs a permission; refused with FORBIDDEN by the server, not hidden. */

@@ -1,5 +1,6 @@
 export * from './access.ts';
 export * from './attempts.ts';
+export * from './audit.ts';
 export * from './balances.ts';
 export * from './boundary.ts';
 export * from './delivery.ts';
