@@ -6,15 +6,8 @@ GRANT SELECT, INSERT ON audit_log TO idem_app;
 --> statement-breakpoint
 GRANT USAGE ON SEQUENCE audit_log_sequence_seq TO idem_app;
 --> statement-breakpoint
-CREATE OR REPLACE FUNCTION public.idem_audit_log_append_only() RETURNS trigger
-  LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
-BEGIN
-  RAISE EXCEPTION 'idem: the audit log is append-only (% refused)', TG_OP
-    USING ERRCODE = 'insufficient_privilege';
-END $$;
---> statement-breakpoint
 CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
-  FOR EACH ROW EXECUTE FUNCTION public.idem_audit_log_append_only();
+  FOR EACH ROW EXECUTE FUNCTION idem_refuse_change();
 --> statement-breakpoint
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
-  FOR EACH STATEMENT EXECUTE FUNCTION public.idem_audit_log_append_only();
+  FOR EACH STATEMENT EXECUTE FUNCTION idem_refuse_change();

@@ -14,6 +14,7 @@ import {
   findWebhookEndpoint,
   getBalances,
   listAssets,
+  listAudit,
   migrationsFolder,
   openDatabase,
   rowsOf,
@@ -553,6 +554,20 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
     });
     // One balanced entry: a debit of custody control and a credit of the account.
     expect(after.postings - before.postings).toBe(2);
+    // I14-AUDIT every CLI staff action is in the audit log, refusals included, with its source.
+    const audit = await withDirectDatabase(backend, (db) =>
+      withTenant(db, tenantId, (tx) => listAudit(tx, tenantId, { limit: 100 })),
+    );
+    const seen = audit.items.map((e) => `${e.actor} ${e.action} ${e.outcome}`).reverse();
+    expect(seen).toEqual([
+      `staff:${staff.operator} cli:proposal manual_credit ok`,
+      `staff:${staff.operator} cli:proposal manual_credit ok`,
+      `staff:${staff.operator} cli:proposal approve FORBIDDEN`,
+      `staff:${staff.admin} cli:proposal approve PAYLOAD_MISMATCH`,
+      `staff:${staff.support} cli:proposal approve FORBIDDEN`,
+      `staff:${staff.approver} cli:proposal approve ok`,
+    ]);
+    expect(audit.items.every((e) => e.sourceAddress === 'cli')).toBe(true);
     await withDirectDatabase(backend, async (db) => {
       const [operation] = await withTenant(db, tenantId, (tx) =>
         tx

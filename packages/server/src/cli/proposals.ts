@@ -8,9 +8,11 @@ import {
   listProposals,
   type Permission,
   propose,
+  recordAudit,
   roleAllows,
   type StaffUser,
   staffActor,
+  type Tx,
   toProposalView,
   withTenant,
 } from '@idem/core';
@@ -39,16 +41,79 @@ async function signIn(
   tenantId: string,
   flags: Flags,
   permission: Permission,
+  action: string,
 ): Promise<StaffUser> {
   const email = required(flags, 'as');
   const password = readEnv().IDEM_STAFF_PASSWORD ?? (await readPassword(`Password for ${email}: `));
   const user = await withTenant(db, tenantId, (tx) => findStaffForSignIn(tx, tenantId, email));
   const ok = await verifyPassword(user?.passwordHash ?? null, password);
-  if (!user || !ok) throw new IdemError('UNAUTHORIZED', 'wrong organisation, e-mail or password');
+  if (!user || !ok) {
+    await auditCliAlone(db, tenantId, 'anonymous', 'signIn', 'UNAUTHORIZED', { email }).catch(
+      () => undefined,
+    );
+    throw new IdemError('UNAUTHORIZED', 'wrong organisation, e-mail or password');
+  }
   if (!roleAllows(user.role, permission)) {
+    await auditCliAlone(db, tenantId, staffActor(user.userId), action, 'FORBIDDEN', {});
     throw new IdemError('FORBIDDEN', `the ${user.role} role may not do this (needs ${permission})`);
   }
   return { tenantId: user.tenantId, userId: user.userId, email: user.email, role: user.role };
+}
+
+/** An audit entry for the CLI (issue 14): the source is the operator's shell, not an address. */
+function auditCli(
+  tx: Tx,
+  tenantId: string,
+  actor: string,
+  action: string,
+  outcome: string,
+  details: unknown,
+): Promise<void> {
+  return recordAudit(tx, {
+    tenantId,
+    actor,
+    action: `cli:${action}`,
+    outcome,
+    sourceAddress: 'cli',
+    details,
+  });
+}
+
+/** The same, in a transaction of its own (a refusal, after its rollback). */
+function auditCliAlone(
+  db: Database,
+  tenantId: string,
+  actor: string,
+  action: string,
+  outcome: string,
+  details: unknown,
+): Promise<void> {
+  return withTenant(db, tenantId, (tx) => auditCli(tx, tenantId, actor, action, outcome, details));
+}
+
+/**
+ * A staff action from the CLI, audited like one from the screens: a success in the action's own
+ * transaction, a refusal on its own after the rollback.
+ */
+async function audited<T>(
+  db: Database,
+  staff: StaffUser,
+  action: string,
+  details: unknown,
+  work: (tx: Tx) => Promise<T>,
+): Promise<T> {
+  const actor = staffActor(staff.userId);
+  try {
+    return await withTenant(db, staff.tenantId, async (tx) => {
+      const result = await work(tx);
+      await auditCli(tx, staff.tenantId, actor, action, 'ok', details);
+      return result;
+    });
+  } catch (error) {
+    const code = error instanceof IdemError ? error.code : 'INTERNAL';
+    await auditCliAlone(db, staff.tenantId, actor, action, code, details).catch(() => undefined);
+    throw error;
+  }
 }
 
 async function proposeFromFlags(
@@ -60,8 +125,8 @@ async function proposeFromFlags(
   // Check what was typed before asking for a password.
   const { kind, payload } = request(flags);
   const idempotencyKey = required(flags, 'key');
-  const staff = await signIn(db, tenantId, flags, 'operate');
-  return withTenant(db, tenantId, async (tx) => {
+  const staff = await signIn(db, tenantId, flags, 'operate', `proposal ${kind}`);
+  return audited(db, staff, `proposal ${kind}`, { kind, idempotencyKey, payload }, async (tx) => {
     const result = await propose(tx, {
       tenantId,
       actor: staffActor(staff.userId),
@@ -77,8 +142,8 @@ async function decideFromFlags(db: Database, flags: Flags, decision: 'approve' |
   const payloadHash = required(flags, 'hash');
   const reason = typeof flags.reason === 'string' ? flags.reason : undefined;
   if (decision === 'reject' && !reason) throw new UsageError('--reason is required to reject');
-  const staff = await signIn(db, tenantId, flags, 'decide');
-  return withTenant(db, tenantId, async (tx) => {
+  const staff = await signIn(db, tenantId, flags, 'decide', `proposal ${decision}`);
+  return audited(db, staff, `proposal ${decision}`, { proposalId: id, payloadHash, reason }, async (tx) => {
     const decided = await decideProposal(tx, {
       tenantId,
       proposalId: id,
@@ -130,13 +195,13 @@ export const proposalCommands: Record<
       ...(typeof flags.cursor === 'string' ? { cursor: flags.cursor } : {}),
       limit: 100,
     });
-    await signIn(db, tenantId, flags, 'read');
+    await signIn(db, tenantId, flags, 'read', 'proposal list');
     return withTenant(db, tenantId, (tx) => listProposals(tx, tenantId, options));
   },
   'proposal show': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
     const id = proposalId(flags);
-    await signIn(db, tenantId, flags, 'read');
+    await signIn(db, tenantId, flags, 'read', 'proposal show');
     return withTenant(db, tenantId, async (tx) => toProposalView(tx, await getProposal(tx, tenantId, id)));
   },
   'proposal approve': (db, flags) => decideFromFlags(db, flags, 'approve'),
@@ -145,8 +210,8 @@ export const proposalCommands: Record<
     const tenantId = required(flags, 'tenant');
     const id = proposalId(flags);
     // Core lets only the proposer cancel; who that is comes from the password, not a flag.
-    const staff = await signIn(db, tenantId, flags, 'read');
-    return withTenant(db, tenantId, async (tx) => {
+    const staff = await signIn(db, tenantId, flags, 'read', 'proposal cancel');
+    return audited(db, staff, 'proposal cancel', { proposalId: id }, async (tx) => {
       const cancelled = await cancelProposal(tx, {
         tenantId,
         proposalId: id,
