@@ -345,11 +345,13 @@ describe('staff screens', () => {
       ['FAILED_TERMINAL queue', 'failed-terminal'],
       ['Wallet nonces', 'nonces'],
       ['Webhook inbox', 'inbox'],
+      ['Outbound webhooks', 'deliveries'],
       ['Reconciliation breaks', 'breaks'],
       ['Search', 'search'],
       ['Proposals', 'proposals'],
       ['Adjustments and credits', 'adjustments'],
       ['Branding', 'branding'],
+      ['Audit log', 'audit'],
     ] as const) {
       await page.getByRole('link', { name: link }).click();
       await page.getByRole('heading', { level: 1 }).waitFor();
@@ -361,6 +363,43 @@ describe('staff screens', () => {
       await screenshot(page, `staff-${slug}`);
     }
     await page.context().close();
+  });
+
+  it('I14-AUDIT an admin finds a failed sign-in in the audit log, filters it and exports what the filter selects as CSV', async () => {
+    const wrong = await newPage(stack);
+    await wrong.goto(`/staff/login?tenant=${stack.a.tenantId}`);
+    await wrong.getByLabel('E-mail').fill(stack.a.staff.support.email);
+    await wrong.getByLabel('Password').and(wrong.locator('input')).fill('not the password, surely');
+    await wrong.getByRole('button', { name: 'Sign in' }).click();
+    await wrong.getByRole('alert').waitFor();
+    await wrong.context().close();
+
+    const context = await stack.browser.newContext({ baseURL: stack.baseUrl, acceptDownloads: true });
+    const page = await context.newPage();
+    await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByTestId('audit-log').waitFor();
+    await page.getByLabel('Outcome').fill('UNAUTHORIZED');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const failed = page
+      .getByTestId('audit-log')
+      .getByRole('row')
+      .filter({ hasText: stack.a.staff.support.email });
+    await failed.first().waitFor();
+    expect(await failed.first().textContent()).toContain('anonymous');
+    await screenshot(page, 'staff-audit-filtered');
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export CSV' }).click(),
+    ]);
+    const path = await download.path();
+    const { readFile } = await import('node:fs/promises');
+    const lines = (await readFile(path, 'utf8')).trim().split('\n');
+    expect(lines[0]).toBe('at,actor,action,outcome,sourceAddress,requestId,entryId,details');
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines.slice(1).every((line) => line.includes(',UNAUTHORIZED,'))).toBe(true);
+    expect(lines.join('\n')).not.toContain('not the password, surely');
+    await context.close();
   });
 
   it('branding set by an admin changes what the customer sees, for that tenant only', async () => {

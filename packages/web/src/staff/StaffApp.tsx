@@ -20,8 +20,10 @@ import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { Adjustments } from './Adjustments.tsx';
 import { Approvals } from './Approvals.tsx';
 import { AttentionQueue } from './AttentionQueue.tsx';
+import { AuditLog } from './AuditLog.tsx';
 import { BrandingSettings } from './BrandingSettings.tsx';
 import { Breaks } from './Breaks.tsx';
+import { Deliveries } from './Deliveries.tsx';
 import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
@@ -45,11 +47,13 @@ const SECTIONS = [
   { href: '/failed', label: 'FAILED_TERMINAL queue' },
   { href: '/nonces', label: 'Wallet nonces' },
   { href: '/inbox', label: 'Webhook inbox' },
+  { href: '/deliveries', label: 'Outbound webhooks' },
   { href: '/breaks', label: 'Reconciliation breaks' },
   { href: '/search', label: 'Search' },
   { href: '/withdraw', label: 'New withdrawal' },
   { href: '/adjustments', label: 'Adjustments and credits' },
   { href: '/branding', label: 'Branding' },
+  { href: '/audit', label: 'Audit log' },
 ];
 
 /** The operator's staff screens. The server enforces every role; the screens only follow it. */
@@ -136,6 +140,8 @@ export function StaffApp() {
                   <AttentionQueue state="FAILED_TERMINAL" />
                 </Route>
                 <Route path="/inbox" component={Inbox} />
+                <Route path="/deliveries" component={Deliveries} />
+                <Route path="/audit" component={AuditLog} />
                 <Route path="/breaks" component={Breaks} />
                 <Route path="/search" component={Search} />
                 <Route path="/withdraw" component={NewWithdrawal} />

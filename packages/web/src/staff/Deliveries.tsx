@@ -1,0 +1,116 @@
+import { Badge, Button, Code, Group, Loader, SegmentedControl, Table, Text, Title } from '@mantine/core';
+import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api } from '../api.ts';
+import { formatTime } from '../ui/format.ts';
+import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+
+type Status = 'pending' | 'done' | 'dead';
+
+/**
+ * Outbound webhook deliveries, one line per notification and endpoint: status, attempts, the last
+ * answer and the next attempt; a dead-lettered (or lost) delivery is sent again by hand.
+ */
+export function Deliveries() {
+  const [status, setStatus] = useState<Status | 'all'>('dead');
+  const queryClient = useQueryClient();
+  const log = useInfiniteQuery({
+    queryKey: ['staff', 'deliveries', status],
+    queryFn: ({ pageParam }) =>
+      api.staffConsole.deliveries.query({
+        limit: 50,
+        ...(status === 'all' ? {} : { status }),
+        ...(pageParam ? { cursor: pageParam } : {}),
+      }),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.nextCursor ?? undefined,
+  });
+  const redeliver = useMutation({
+    mutationFn: (input: { workId: string; endpointId: string }) => api.staffConsole.redeliver.mutate(input),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['staff', 'deliveries'] }),
+  });
+  const deliveries = log.data?.pages.flatMap((page) => page.items) ?? [];
+  return (
+    <>
+      <Title order={1} size="h2">
+        Outbound webhooks
+      </Title>
+      <SegmentedControl
+        aria-label="Delivery status"
+        value={status}
+        onChange={(value) => setStatus(value as Status | 'all')}
+        data={[
+          { value: 'dead', label: 'Dead-lettered' },
+          { value: 'pending', label: 'Retrying' },
+          { value: 'done', label: 'Delivered' },
+          { value: 'all', label: 'All' },
+        ]}
+      />
+      <ProblemAlert error={log.error} />
+      <ProblemAlert error={redeliver.error} title="Redelivery refused" />
+      {log.isPending ? <Loader aria-label="Loading deliveries" /> : null}
+      {log.data && deliveries.length === 0 ? <Text>No deliveries here.</Text> : null}
+      {deliveries.length > 0 ? (
+        <Table.ScrollContainer minWidth={720}>
+          <Table striped data-testid="deliveries">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Raised</Table.Th>
+                <Table.Th>Event</Table.Th>
+                <Table.Th>Endpoint</Table.Th>
+                <Table.Th>Status</Table.Th>
+                <Table.Th>Attempts</Table.Th>
+                <Table.Th>Last answer</Table.Th>
+                <Table.Th>Next attempt</Table.Th>
+                <Table.Th />
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {deliveries.map((d) => (
+                <Table.Tr key={`${d.workId}:${d.endpointId}`}>
+                  <Table.Td>{formatTime(d.createdAt)}</Table.Td>
+                  <Table.Td>
+                    {d.event.reference ?? d.operationId ?? '–'}: {d.event.from ?? '–'} → {d.event.to ?? '–'}
+                  </Table.Td>
+                  <Table.Td>
+                    <Code>{d.endpointId.slice(0, 8)}</Code>
+                  </Table.Td>
+                  <Table.Td>
+                    <Badge
+                      variant="light"
+                      color={d.status === 'dead' ? 'red' : d.status === 'done' ? 'green' : 'yellow'}
+                    >
+                      {d.status}
+                    </Badge>
+                  </Table.Td>
+                  <Table.Td>{d.attempts}</Table.Td>
+                  <Table.Td>{d.lastResponseStatus ?? d.lastError ?? '–'}</Table.Td>
+                  <Table.Td>{d.nextAttemptAt ? formatTime(d.nextAttemptAt) : '–'}</Table.Td>
+                  <Table.Td>
+                    {d.status === 'pending' ? null : (
+                      <Group gap="xs">
+                        <Button
+                          size="xs"
+                          variant="light"
+                          loading={redeliver.isPending}
+                          onClick={() => redeliver.mutate({ workId: d.workId, endpointId: d.endpointId })}
+                        >
+                          Redeliver
+                        </Button>
+                      </Group>
+                    )}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      ) : null}
+      {log.hasNextPage ? (
+        <Button variant="default" loading={log.isFetchingNextPage} onClick={() => void log.fetchNextPage()}>
+          Older deliveries
+        </Button>
+      ) : null}
+    </>
+  );
+}
