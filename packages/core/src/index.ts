@@ -131,6 +131,16 @@ export {
   openBreak,
   type ReconciliationBreak,
 } from './reconciliation/breaks.ts';
+export {
+  allTenantIds,
+  type CustodianAccountLedger,
+  custodianAccountLedger,
+  custodianAccountOf,
+  IN_FLIGHT_WITHDRAWAL_STATES,
+  type LedgerFigures,
+  ledgerFigures,
+} from './reconciliation/balances.ts';
+export { failRun, finishRun, getRun, listRuns, startRun } from './reconciliation/runs.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
 export { type PolicyChange, policyHistory } from './risk/policy-history.ts';
 export {
