@@ -124,14 +124,6 @@ export {
 export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
 export {
-  type BreakClass,
-  closeBreak,
-  DEFAULT_BREAK_OWNERS,
-  listBreaks,
-  openBreak,
-  type ReconciliationBreak,
-} from './reconciliation/breaks.ts';
-export {
   allTenantIds,
   type CustodianAccountLedger,
   custodianAccountLedger,
@@ -140,6 +132,14 @@ export {
   type LedgerFigures,
   ledgerFigures,
 } from './reconciliation/balances.ts';
+export {
+  type BreakClass,
+  closeBreak,
+  DEFAULT_BREAK_OWNERS,
+  listBreaks,
+  openBreak,
+  type ReconciliationBreak,
+} from './reconciliation/breaks.ts';
 export { failRun, finishRun, getRun, listRuns, startRun } from './reconciliation/runs.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
 export { type PolicyChange, policyHistory } from './risk/policy-history.ts';

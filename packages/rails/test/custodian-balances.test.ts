@@ -32,8 +32,11 @@ it('I13-BAL the reported balance is funding less completed transfers, with its r
   });
   expect(submitted.outcome).toBe('acknowledged');
   await expect
-    .poll(async () => (await adapter.lookupByReference('op_balance_1')).found === 'one' &&
-      (await simulator.ledger()).transfers[0]?.status)
+    .poll(
+      async () =>
+        (await adapter.lookupByReference('op_balance_1')).found === 'one' &&
+        (await simulator.ledger()).transfers[0]?.status,
+    )
     .toBe('completed');
   const report = await adapter.balances();
   expect(report.data).toEqual([{ asset: 'BTC', amountMinor: '380000' }]);

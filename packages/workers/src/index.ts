@@ -1,3 +1,8 @@
+export {
+  type BalanceRunOptions,
+  type BalanceRunReport,
+  reconcileBalances,
+} from './balance-reconciliation/run.ts';
 export type { SendStep, WorkerContext } from './context.ts';
 export { defaultKeyResolver, RailRegistry, type RailsConfig, routeFor } from './rails.ts';
 export {

@@ -1,6 +1,8 @@
 import { scrubbedError } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import type { Logger } from 'pino';
+import type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
+import { reconcileBalances } from './balance-reconciliation/run.ts';
 import { tenantsWithWork } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
@@ -123,6 +125,8 @@ export function createWorker(options: WorkerOptions): Worker {
     };
     const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
     report.tenants = tenants.length;
+    // A shared custodian account is observed once per pass for all of its tenants.
+    const accountPasses = new Map<string, Promise<CustodianAccountPass>>();
     for (const tenantId of tenants) {
       report.reviewed += await stage('review', tenantId, () => reviewPending(ctx, tenantId));
       report.inbound += await stage('inbox', tenantId, () => processInbox(ctx, tenantId));
@@ -139,6 +143,18 @@ export function createWorker(options: WorkerOptions): Worker {
           'reconciliation',
           tenantId,
           async () => (await reconcileTenant(ctx, tenantId)).breaksOpened,
+        );
+        report.breaksOpened += await stage(
+          'balance-reconciliation',
+          tenantId,
+          async () =>
+            (
+              await reconcileBalances(ctx, tenantId, {
+                ranBy: `worker:${ctx.workerId}`,
+                trigger: 'schedule',
+                accountPasses,
+              })
+            ).breaksOpened,
         );
       }
       if (due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {

@@ -90,7 +90,12 @@ async function closeRun(
   tx: Tx,
   tenantId: string,
   runId: string,
-  outcome: { status: 'finished' | 'failed'; result: RunResult | null; breaksOpened: number; note: string | null },
+  outcome: {
+    status: 'finished' | 'failed';
+    result: RunResult | null;
+    breaksOpened: number;
+    note: string | null;
+  },
 ): Promise<void> {
   const updated = await tx
     .update(reconciliationRuns)

@@ -127,13 +127,18 @@ export const controlBodySchema = z.strictObject({
     })
     .optional(),
   /** Adds to the account's holdings of an asset (money arriving at the custodian: a deposit, a top-up). */
-  fund: z.strictObject({ asset: z.string().regex(/^[A-Z0-9]{2,12}$/), amountMinor: amountMinorSchema }).optional(),
+  fund: z
+    .strictObject({ asset: z.string().regex(/^[A-Z0-9]{2,12}$/), amountMinor: amountMinorSchema })
+    .optional(),
   /**
    * Misreport the balance of an asset by this signed amount from now on (GET /v1/balances only;
    * the holdings themselves are untouched). Null clears every misreport.
    */
   misreportBalance: z
-    .strictObject({ asset: z.string().regex(/^[A-Z0-9]{2,12}$/), deltaMinor: z.string().regex(/^-?[0-9]{1,78}$/) })
+    .strictObject({
+      asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+      deltaMinor: z.string().regex(/^-?[0-9]{1,78}$/),
+    })
     .nullable()
     .optional(),
   /** Clears the ledger, holdings, pending webhooks and faults. */

@@ -105,10 +105,7 @@ export const reconciliationRunFigures = pgTable(
       columns: [t.tenantId, t.runId],
       foreignColumns: [reconciliationRuns.tenantId, reconciliationRuns.runId],
     }),
-    check(
-      'reconciliation_run_figures_place_shape',
-      sql`${t.place} ~ '^(chain|custodian):[a-z0-9_-]{1,64}$'`,
-    ),
+    check('reconciliation_run_figures_place_shape', sql`${t.place} ~ '^(chain|custodian):[a-z0-9_-]{1,64}$'`),
     check(
       'reconciliation_run_figures_observation_shape',
       sql`(${t.observedMinor} is null) = (${t.unexplainedMinor} is null)
