@@ -1,5 +1,5 @@
 import { scrubbedError } from '@idem/contracts';
-import type { Database } from '@idem/core';
+import { allTenantIds, type Database } from '@idem/core';
 import type { Logger } from 'pino';
 import type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
 import { reconcileBalances } from './balance-reconciliation/run.ts';
@@ -138,6 +138,10 @@ export function createWorker(options: WorkerOptions): Worker {
       report.rechecked += await stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
       report.delivered += await stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));
       report.depositsObserved += await stage('deposits', tenantId, () => watchDeposits(ctx, tenantId));
+    }
+    // Periodic jobs run for EVERY tenant, idle or not: a quiet tenant's balances must still be
+    // proven and its keys still expire (issue 13). Tenant ids only, from a SECURITY DEFINER function.
+    for (const tenantId of await allTenantIds(ctx.db)) {
       if (due('reconciliation', tenantId, options.reconcileEveryMs)) {
         report.breaksOpened += await stage(
           'reconciliation',
