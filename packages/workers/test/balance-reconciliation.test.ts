@@ -9,7 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import {
   createTenant,
+  createWithdrawal,
   getBalances,
+  getOperation,
   getRun,
   listBreaks,
   listRuns,
@@ -56,6 +58,8 @@ async function setBalance(address: string, wei: bigint): Promise<void> {
 /** A tenant whose hot wallet is a fresh key holding exactly what its ledger says, and a USDC token. */
 async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
   const key = generatePrivateKey();
+  const keyVariable = `BALANCE_TEST_KEY_${randomBytes(4).toString('hex').toUpperCase()}`;
+  process.env[keyVariable] = key;
   const hotWallet = privateKeyToAccount(key).address;
   await setBalance(hotWallet, ETH);
   // Deployed by the hot wallet itself, so the whole supply is what it holds.
@@ -80,12 +84,14 @@ async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
       tenantId,
       network: 'ethereum',
       address: hotWallet,
-      keyRef: 'env:UNUSED_KEY',
+      keyRef: `env:${keyVariable}`,
+      // The token deployment used nonce 0.
+      nextNonce: 1,
     });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',
-      autoApproveMaxMinor: '0',
+      autoApproveMaxMinor: (10n * ETH).toString(),
       fourEyesMinMinor: (100n * ETH).toString(),
       actor: 'test',
     });
@@ -234,5 +240,40 @@ describe('balance-level reconciliation', () => {
     expect(detail.figures.find((f) => f.assetCode === 'ETH')?.explanations).toEqual([
       expect.objectContaining({ kind: 'deposit_seen_not_credited', amountMinor: (ETH / 2n).toString() }),
     ]);
+  });
+
+  it('I13-BAL a withdrawal mined but not yet at depth explains the difference (amount and gas), no break', async () => {
+    const { tenantId } = await fundedTenant(4n * ETH, 1_000n);
+    const destination = privateKeyToAccount(generatePrivateKey()).address;
+    const created = await withTenant(env.t.db, tenantId, (tx) =>
+      createWithdrawal(tx, {
+        tenantId,
+        request: {
+          withdrawalId: 'w-1',
+          accountId: 'acct-a',
+          asset: 'ETH',
+          destination,
+          amountMinor: ETH.toString(),
+        },
+        idempotencyKey: 'withdrawal-w-1',
+      }),
+    );
+    const worker = env.worker();
+    for (let i = 0; i < 4; i++) await worker.runOnce();
+    // Mined (anvil mines at once) and at depth 1 of the 2 ETH needs: still BROADCAST, still held.
+    const op = await withTenant(env.t.db, tenantId, async (tx) =>
+      getOperation(tx, tenantId, created.operation.operationId),
+    );
+    expect(op.state).toBe('BROADCAST');
+    const report = await reconcileBalances(contextFor(), tenantId, { ranBy: 'test', trigger: 'on_demand' });
+    const eth = report.figures.find((f) => f.assetCode === 'ETH');
+    expect(eth?.inFlightWithdrawalsMinor).toBe(ETH.toString());
+    expect(eth?.explanations.map((e) => e.kind).sort()).toEqual([
+      'gas_of_unsettled_withdrawal',
+      'withdrawal_mined_not_settled',
+    ]);
+    expect(eth?.unexplainedMinor).toBe('0');
+    expect(report.result).toBe('explained');
+    expect(await breaksOf(tenantId)).toEqual([]);
   });
 });
