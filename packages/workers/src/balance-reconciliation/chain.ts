@@ -1,4 +1,4 @@
-import type { Explanation } from '@idem/contracts';
+import { type Explanation, scrubbedError } from '@idem/contracts';
 import {
   attemptsByOperation,
   IN_FLIGHT_WITHDRAWAL_STATES,
@@ -69,7 +69,7 @@ export async function compareChainPlaces(ctx: WorkerContext, tenantId: string): 
       try {
         observed = await holdingsAt(chain, addresses, figure.contractAddress, pinnedBlock);
       } catch (error) {
-        unobservedReason = `the node did not answer for block ${pinnedBlock}: ${String(error).slice(0, 120)}`;
+        unobservedReason = `the node did not answer for block ${pinnedBlock}: ${scrubbedError(error, 120)}`;
       }
       comparisons.push({
         place,

@@ -1,4 +1,4 @@
-import type { Explanation } from '@idem/contracts';
+import { type Explanation, scrubbedError } from '@idem/contracts';
 import {
   allTenantIds,
   custodianAccountLedger,
@@ -13,6 +13,9 @@ import { sql } from 'drizzle-orm';
 import type { WorkerContext } from '../context.ts';
 import { routeFor } from '../rails.ts';
 import type { PlaceComparison } from './chain.ts';
+
+/** The account name of the deployment's one custodian connection unless configured otherwise. */
+export const DEFAULT_CUSTODIAN_ACCOUNT = 'omnibus';
 
 /** The networks whose assets the custodian holds (every network the platform runs no node for). */
 export const CUSTODIAN_NETWORKS = ['bitcoin'] as const;
@@ -68,10 +71,15 @@ export async function passCustodianAccount(
   }
   let report: AccountBalances | null = null;
   let unobservedReason: string | undefined;
-  try {
-    report = await ctx.rails.custodian().balances();
-  } catch (error) {
-    unobservedReason = `the custodian did not report balances: ${String(error).slice(0, 120)}`;
+  const connected = ctx.rails.config.custodianAccount ?? DEFAULT_CUSTODIAN_ACCOUNT;
+  if (account !== connected) {
+    unobservedReason = `this deployment's custodian connection is account '${connected}', not '${account}'`;
+  } else {
+    try {
+      report = await ctx.rails.custodian().balances();
+    } catch (error) {
+      unobservedReason = `the custodian did not report balances: ${scrubbedError(error, 120)}`;
+    }
   }
   const explanationsByTenant = new Map<string, AssetExplanation[]>();
   if (report) {

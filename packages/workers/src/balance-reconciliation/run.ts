@@ -70,6 +70,8 @@ async function compareAll(
       pass = passCustodianAccount(ctx, account);
       accountPasses.set(account, pass);
     }
+    // A failed pass is dropped so the next tenant's run (or the confirming comparison) asks again.
+    pass.catch(() => accountPasses.delete(account ?? ''));
     comparisons.push(...(await custodianComparisons(ctx, tenantId, await pass)));
   }
   return {
