@@ -15,6 +15,9 @@ import { erc20Abi, type Hex, type PublicClient } from 'viem';
 import type { WorkerContext } from '../context.ts';
 import { NATIVE_ASSETS, routeFor } from '../rails.ts';
 
+/** What balance reconciliation needs of a worker: the database, the rails and a log. */
+export type BalanceContext = Pick<WorkerContext, 'db' | 'rails' | 'log'>;
+
 /** One place and asset compared: the ledger's figure, what was observed, and what explains the gap. */
 export interface PlaceComparison {
   place: string;
@@ -45,7 +48,7 @@ export const SETTLED_AFTER_PIN_WINDOW_SECONDS = 600;
  * a withdrawal settled in the ledger but mined after the pin, a deposit seen at or before the pin
  * but not credited yet, a deposit credited but mined after the pin.
  */
-export async function compareChainPlaces(ctx: WorkerContext, tenantId: string): Promise<PlaceComparison[]> {
+export async function compareChainPlaces(ctx: BalanceContext, tenantId: string): Promise<PlaceComparison[]> {
   if (!ctx.rails.config.evm) return [];
   const chain = ctx.rails.chain();
   const wallets = (await withTenant(ctx.db, tenantId, (tx) => listHotWallets(tx, tenantId))).filter(

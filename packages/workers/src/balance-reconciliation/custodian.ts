@@ -10,9 +10,8 @@ import {
 } from '@idem/core';
 import type { AccountBalances } from '@idem/rails';
 import { sql } from 'drizzle-orm';
-import type { WorkerContext } from '../context.ts';
 import { routeFor } from '../rails.ts';
-import type { PlaceComparison } from './chain.ts';
+import type { BalanceContext, PlaceComparison } from './chain.ts';
 
 /** The account name of the deployment's one custodian connection unless configured otherwise. */
 export const DEFAULT_CUSTODIAN_ACCOUNT = 'omnibus';
@@ -48,7 +47,7 @@ export interface AssetExplanation {
  * The tenants of an account, found by asking each tenant's own scope which account it uses (no
  * cross-tenant read): the worker is the one party trusted to visit every tenant.
  */
-async function membersOf(ctx: WorkerContext, account: string): Promise<string[]> {
+async function membersOf(ctx: BalanceContext, account: string): Promise<string[]> {
   const members: string[] = [];
   for (const tenantId of await allTenantIds(ctx.db)) {
     const own = await withTenant(ctx.db, tenantId, (tx) => custodianAccountOf(tx, tenantId));
@@ -58,7 +57,7 @@ async function membersOf(ctx: WorkerContext, account: string): Promise<string[]>
 }
 
 export async function passCustodianAccount(
-  ctx: WorkerContext,
+  ctx: BalanceContext,
   account: string,
 ): Promise<CustodianAccountPass> {
   const members = await membersOf(ctx, account);
@@ -127,7 +126,7 @@ export async function passCustodianAccount(
   };
 }
 
-async function unsettledCustodianWithdrawals(ctx: WorkerContext, tenantId: string) {
+async function unsettledCustodianWithdrawals(ctx: BalanceContext, tenantId: string) {
   return withTenant(ctx.db, tenantId, async (tx) =>
     rowsOf<{ operation_id: string; asset_code: string; amount_minor: string; network: string }>(
       await tx.execute(sql`
@@ -155,7 +154,7 @@ async function unsettledCustodianWithdrawals(ctx: WorkerContext, tenantId: strin
  * total ('other_tenants_in_flight'), so the list still adds up to the account's explained figure.
  */
 export async function custodianComparisons(
-  ctx: WorkerContext,
+  ctx: BalanceContext,
   tenantId: string,
   pass: CustodianAccountPass,
 ): Promise<PlaceComparison[]> {

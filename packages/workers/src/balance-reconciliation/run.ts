@@ -1,6 +1,6 @@
 import { type RunFigure, type RunResult, scrubbedError } from '@idem/contracts';
 import { custodianAccountOf, failRun, finishRun, openBreak, startRun, withTenant } from '@idem/core';
-import type { WorkerContext } from '../context.ts';
+import type { BalanceContext } from './chain.ts';
 import { compareChainPlaces, type PlaceComparison, SETTLED_AFTER_PIN_WINDOW_SECONDS } from './chain.ts';
 import { type CustodianAccountPass, custodianComparisons, passCustodianAccount } from './custodian.ts';
 
@@ -26,6 +26,7 @@ export interface BalanceRunReport {
 
 /** A variance outranks an unobserved place, which outranks an explained difference. */
 function resultOf(figures: RunFigure[]): RunResult {
+  if (figures.length === 0) return 'incomplete';
   if (figures.some((f) => f.unexplainedMinor !== null && f.unexplainedMinor !== '0')) return 'variance';
   if (figures.some((f) => f.observedMinor === null)) return 'incomplete';
   if (figures.some((f) => f.explainedMinor !== '0')) return 'explained';
@@ -57,7 +58,7 @@ function toFigure(comparison: PlaceComparison): RunFigure {
 }
 
 async function compareAll(
-  ctx: WorkerContext,
+  ctx: BalanceContext,
   tenantId: string,
   accountPasses: Map<string, Promise<CustodianAccountPass>>,
 ): Promise<{ figures: RunFigure[]; unobserved: string[]; account: string | null }> {
@@ -91,7 +92,7 @@ async function compareAll(
  * adjusts a balance. The run and its figures are stored either way.
  */
 export async function reconcileBalances(
-  ctx: WorkerContext,
+  ctx: BalanceContext,
   tenantId: string,
   options: BalanceRunOptions,
 ): Promise<BalanceRunReport> {
@@ -130,6 +131,8 @@ export async function reconcileBalances(
     settledAfterPinWindowSeconds: SETTLED_AFTER_PIN_WINDOW_SECONDS,
   };
   const result = resultOf(figures);
+  if (figures.length === 0)
+    unobserved.push('no holding place to observe: no rail configured, or no hot wallet or custodian asset');
   const note = unobserved.length > 0 ? unobserved.join('; ').slice(0, 1_000) : null;
   const stored = await withTenant(ctx.db, tenantId, async (tx) => {
     const runId = await startRun(tx, { tenantId, ranBy: options.ranBy, trigger: options.trigger, inputs });
