@@ -1,3 +1,5 @@
+export type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
+export { runCsv, signRunReport, verifyRunReport } from './balance-reconciliation/report.ts';
 export {
   type BalanceRunOptions,
   type BalanceRunReport,

@@ -162,7 +162,7 @@ describe('an omnibus custodian account', () => {
         breaks.map((b) => [b.breakClass, b.subject, b.ledgerAmountMinor, b.observedAmountMinor]),
       ).toEqual([['genuine_variance', `balance:custodian:${ACCOUNT}:BTC`, '960000', '958500']]);
       expect(breaks[0]?.owner).toBe('finance-controller');
-      expect((breaks[0]?.details as { reportedAt: string }).reportedAt).toBeTruthy();
+      expect((breaks[0]?.details as { reportedAt?: string } | undefined)?.reportedAt).toBeTruthy();
     }
     await simulator.control({ misreportBalance: null });
   });
