@@ -69,10 +69,15 @@ export async function compareChainPlaces(ctx: BalanceContext, tenantId: string):
     for (const figure of snapshot.figures) {
       let observed: bigint | null = null;
       let unobservedReason: string | undefined;
-      try {
-        observed = await holdingsAt(chain, addresses, figure.contractAddress, pinnedBlock);
-      } catch (error) {
-        unobservedReason = `the node did not answer for block ${pinnedBlock}: ${scrubbedError(error, 120)}`;
+      const native = NATIVE_ASSETS[network] === figure.assetCode;
+      if (!native && !figure.contractAddress) {
+        unobservedReason = `${figure.assetCode} has no token contract configured on ${network}`;
+      } else {
+        try {
+          observed = await holdingsAt(chain, addresses, native ? null : figure.contractAddress, pinnedBlock);
+        } catch (error) {
+          unobservedReason = `the node did not answer for block ${pinnedBlock}: ${scrubbedError(error, 120)}`;
+        }
       }
       comparisons.push({
         place,
