@@ -82,6 +82,17 @@ export const signedRunReportSchema = z.object({
 });
 export type SignedRunReport = z.infer<typeof signedRunReportSchema>;
 
+/** One place and asset of one finished run, for the chart of ledger against observed over time. */
+export const runHistoryPointSchema = z.object({
+  runId: z.uuid(),
+  finishedAt: z.string(),
+  place: holdingPlaceSchema,
+  assetCode: z.string(),
+  expectedMinor: signedMinorSchema,
+  observedMinor: signedMinorSchema.nullable(),
+});
+export type RunHistoryPoint = z.infer<typeof runHistoryPointSchema>;
+
 export const runReconciliationInputSchema = z.strictObject({});
 export const listRunsInputSchema = z.strictObject({
   limit: z.number().int().min(1).max(200).optional(),

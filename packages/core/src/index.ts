@@ -140,7 +140,7 @@ export {
   openBreak,
   type ReconciliationBreak,
 } from './reconciliation/breaks.ts';
-export { failRun, finishRun, getRun, listRuns, startRun } from './reconciliation/runs.ts';
+export { failRun, finishRun, getRun, listRuns, runHistory, startRun } from './reconciliation/runs.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
 export { type PolicyChange, policyHistory } from './risk/policy-history.ts';
 export {

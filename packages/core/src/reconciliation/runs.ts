@@ -4,9 +4,10 @@ import {
   type ReconciliationRun,
   type ReconciliationRunDetail,
   type RunFigure,
+  type RunHistoryPoint,
   type RunResult,
 } from '@idem/contracts';
-import { and, asc, desc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { reconciliationRunFigures, reconciliationRuns } from '../db/schema/index.ts';
 
@@ -145,6 +146,45 @@ export async function getRun(
     )
     .orderBy(asc(reconciliationRunFigures.place), asc(reconciliationRunFigures.assetCode));
   return { ...toRunView(run), figures: figures.map(toFigureView) };
+}
+
+/**
+ * Ledger against observed per place and asset over the last `limit` finished runs, oldest first:
+ * what the staff screen charts.
+ */
+export async function runHistory(
+  tx: Tx,
+  input: { tenantId: string; limit?: number },
+): Promise<RunHistoryPoint[]> {
+  const runs = await tx
+    .select({ runId: reconciliationRuns.runId, finishedAt: reconciliationRuns.finishedAt })
+    .from(reconciliationRuns)
+    .where(and(eq(reconciliationRuns.tenantId, input.tenantId), eq(reconciliationRuns.status, 'finished')))
+    .orderBy(desc(reconciliationRuns.startedAt))
+    .limit(Math.min(Math.max(input.limit ?? 30, 1), 200));
+  if (runs.length === 0) return [];
+  const finishedAt = new Map(runs.map((run) => [run.runId, run.finishedAt?.toISOString() ?? '']));
+  const figures = await tx
+    .select({
+      runId: reconciliationRunFigures.runId,
+      place: reconciliationRunFigures.place,
+      assetCode: reconciliationRunFigures.assetCode,
+      expectedMinor: reconciliationRunFigures.expectedMinor,
+      observedMinor: reconciliationRunFigures.observedMinor,
+    })
+    .from(reconciliationRunFigures)
+    .where(
+      and(
+        eq(reconciliationRunFigures.tenantId, input.tenantId),
+        inArray(
+          reconciliationRunFigures.runId,
+          runs.map((run) => run.runId),
+        ),
+      ),
+    );
+  return figures
+    .map((figure) => ({ ...figure, finishedAt: finishedAt.get(figure.runId) ?? '' }))
+    .sort((a, b) => a.finishedAt.localeCompare(b.finishedAt));
 }
 
 function toRunView(row: RunRow): ReconciliationRun {

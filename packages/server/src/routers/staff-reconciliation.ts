@@ -4,10 +4,11 @@ import {
   listRunsInputSchema,
   reconciliationRunDetailSchema,
   reconciliationRunSchema,
+  runHistoryPointSchema,
   runReconciliationInputSchema,
   signedRunReportSchema,
 } from '@idem/contracts';
-import { getRun, listRuns } from '@idem/core';
+import { getRun, listRuns, runHistory } from '@idem/core';
 import { runCsv, signRunReport } from '@idem/workers';
 import { z } from 'zod';
 import { staffWith } from '../auth/procedures.ts';
@@ -38,6 +39,16 @@ export const staffReconciliationRouter = router({
     .query(({ ctx, input }) =>
       ctx.inTenant((tx) =>
         listRuns(tx, { tenantId: ctx.tenantId, ...(input.limit ? { limit: input.limit } : {}) }),
+      ),
+    ),
+
+  /** Ledger against observed per place and asset over the last runs (the screen's chart). */
+  history: staffWith('read')
+    .input(listRunsInputSchema)
+    .output(z.array(runHistoryPointSchema))
+    .query(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        runHistory(tx, { tenantId: ctx.tenantId, ...(input.limit ? { limit: input.limit } : {}) }),
       ),
     ),
 
