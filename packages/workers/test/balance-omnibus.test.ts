@@ -84,6 +84,13 @@ afterAll(async () => {
   await env.close();
 });
 
+/** One worker pass, and the balance reconciliation it starts beside itself, to the end. */
+async function passAndReconcile(options: Parameters<Environment['worker']>[0]): Promise<void> {
+  const worker = env.worker(options);
+  await worker.runOnce();
+  await worker.idle();
+}
+
 const breaksOf = (tenantId: string) =>
   withTenant(env.t.db, tenantId, (tx) => listBreaks(tx, { tenantId, status: 'open' }));
 const latestRun = async (tenantId: string) => {
@@ -95,7 +102,7 @@ const latestRun = async (tenantId: string) => {
 describe('an omnibus custodian account', () => {
   it('I13-BAL C21 C22 shared by three tenants reconciles once per pass against the sum, with no false break', async () => {
     balanceReads = 0;
-    await env.worker({ rails, reconcileEveryMs: 1 }).runOnce();
+    await passAndReconcile({ rails, reconcileEveryMs: 1 });
     expect(balanceReads).toBe(1);
     for (const [index, tenantId] of members.entries()) {
       expect(await breaksOf(tenantId)).toEqual([]);
@@ -141,7 +148,7 @@ describe('an omnibus custodian account', () => {
       getOperation(tx, first, created.operation.operationId),
     );
     expect(op.state).toBe('CONFIRMED');
-    await env.worker({ rails, reconcileEveryMs: 1 }).runOnce();
+    await passAndReconcile({ rails, reconcileEveryMs: 1 });
     for (const tenantId of members) {
       expect(await breaksOf(tenantId)).toEqual([]);
       const figure = (await latestRun(tenantId)).figures.find((f) => f.place === `custodian:${ACCOUNT}`);
@@ -155,7 +162,7 @@ describe('an omnibus custodian account', () => {
 
   it('I13-BAL C21 a custodian that misreports the shared balance is a genuine_variance break in every member', async () => {
     await simulator.control({ misreportBalance: { asset: 'BTC', deltaMinor: '-1500' } });
-    await env.worker({ rails, reconcileEveryMs: 1 }).runOnce();
+    await passAndReconcile({ rails, reconcileEveryMs: 1 });
     for (const tenantId of members) {
       const breaks = await breaksOf(tenantId);
       expect(

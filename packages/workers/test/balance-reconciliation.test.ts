@@ -142,6 +142,13 @@ const contextFor = (): WorkerContext => ({
   escalationOwner: 'ops-oncall',
 });
 
+/** One worker pass, and the balance reconciliation it starts beside itself, to the end. */
+async function passAndReconcile(options: Parameters<Environment['worker']>[0]): Promise<void> {
+  const worker = env.worker(options);
+  await worker.runOnce();
+  await worker.idle();
+}
+
 const breaksOf = (tenantId: string) =>
   withTenant(env.t.db, tenantId, (tx) => listBreaks(tx, { tenantId, status: 'open' }));
 const runsOf = (tenantId: string) => withTenant(env.t.db, tenantId, (tx) => listRuns(tx, { tenantId }));
@@ -154,7 +161,7 @@ describe('balance-level reconciliation', () => {
     await setBalance(hotWallet, 4n * ETH);
     const before = await withTenant(env.t.db, tenantId, (tx) => getBalances(tx, tenantId, 'acct-a'));
 
-    await env.worker({ reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS }).runOnce();
+    await passAndReconcile({ reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS });
 
     const breaks = await breaksOf(tenantId);
     expect(breaks.map((b) => [b.breakClass, b.subject])).toEqual([
@@ -196,7 +203,7 @@ describe('balance-level reconciliation', () => {
   it('I13-BAL an idle tenant in agreement gets a balanced run and no break', async () => {
     const { tenantId } = await fundedTenant(3n * ETH, 1_000n);
     await makeIdle(tenantId);
-    await env.worker({ reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS }).runOnce();
+    await passAndReconcile({ reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS });
     expect(await breaksOf(tenantId)).toEqual([]);
     const [run] = await runsOf(tenantId);
     expect(run?.result).toBe('balanced');

@@ -37,8 +37,6 @@ export interface PlaceComparison {
 
 /** At most this many unsettled or recently settled withdrawals are looked up per pass. */
 const LOOKUPS_MAX = 500;
-/** Withdrawals confirmed this recently may have been mined after the pinned block. */
-export const SETTLED_AFTER_PIN_WINDOW_SECONDS = 600;
 
 /**
  * The tenant's on-chain places: for each EVM network it has a hot wallet on, every address it holds
@@ -58,11 +56,16 @@ export async function compareChainPlaces(ctx: BalanceContext, tenantId: string):
   for (const wallet of wallets) {
     const network = wallet.network;
     const place = `chain:${network}`;
+    // The database's clock just before the pin: only what the ledger settled after it can sit on
+    // the other side of the pinned block.
+    const pinnedAt = rowsOf<{ at: string }>(
+      await ctx.db.execute(sql`select (clock_timestamp() - interval '5 seconds')::text as at`),
+    )[0]?.at;
     const pinnedBlock = await chain.getBlockNumber();
     const snapshot = await withTenant(ctx.db, tenantId, async (tx) => ({
       figures: (await ledgerFigures(tx, tenantId)).filter((figure) => figure.network === network),
       deposits: (await listDepositAddresses(tx, tenantId, network)).map((row) => row.address),
-      items: await chainItems(tx, tenantId, network),
+      items: await chainItems(tx, tenantId, network, pinnedAt ?? new Date().toISOString()),
     }));
     const addresses = [...new Set([wallet.address, ...snapshot.deposits].map((a) => a.toLowerCase()))];
     const receipts = await receiptsOf(chain, snapshot.items.withdrawals);
@@ -118,10 +121,11 @@ async function chainItems(
   tx: Tx,
   tenantId: string,
   network: string,
+  pinnedAt: string,
 ): Promise<{ withdrawals: WithdrawalItem[]; deposits: DepositItem[] }> {
   // Unsettled withdrawals (and SIGNED: a crash after the broadcast leaves one sent but SIGNED),
-  // the ones confirmed recently enough to have been mined after the pin, and the ones released
-  // after a mined cancel (whose gas the ledger does not post). The most recent LOOKUPS_MAX.
+  // the ones confirmed since the pin (mined after it, perhaps), and the ones released after one
+  // of our cancels (a mined cancel's gas the ledger does not post). The most recent LOOKUPS_MAX.
   const ops = rowsOf<{
     operation_id: string;
     asset_code: string;
@@ -136,8 +140,10 @@ async function chainItems(
            ['SIGNED', ...IN_FLIGHT_WITHDRAWAL_STATES].map((state) => sql`${state}`),
            sql`, `,
          )})
-              or (state = 'CONFIRMED' and updated_at > now() - make_interval(secs => ${SETTLED_AFTER_PIN_WINDOW_SECONDS}))
-              or state = 'VERIFIED_NOT_SENT')
+              or (state = 'CONFIRMED' and updated_at >= ${pinnedAt}::timestamptz)
+              or (state = 'VERIFIED_NOT_SENT' and exists (
+                    select 1 from signed_attempts a where a.tenant_id = operations.tenant_id
+                       and a.operation_id = operations.operation_id and a.kind = 'cancel')))
        order by updated_at desc
        limit ${LOOKUPS_MAX}`),
   );
@@ -169,7 +175,7 @@ async function chainItems(
     await tx.execute(sql`
       select deposit_id, asset_code, amount_minor::text, block_number::text, status from deposit_observations
        where tenant_id = ${tenantId}::uuid and network = ${network}
-         and (status = 'seen' or (status = 'credited' and updated_at > now() - make_interval(secs => ${SETTLED_AFTER_PIN_WINDOW_SECONDS})))
+         and (status = 'seen' or (status = 'credited' and updated_at >= ${pinnedAt}::timestamptz))
        limit ${LOOKUPS_MAX}`),
   ).map((row) => ({
     depositId: row.deposit_id,

@@ -1,7 +1,7 @@
 import { type RunFigure, type RunResult, scrubbedError } from '@idem/contracts';
 import { custodianAccountOf, failRun, finishRun, openBreak, startRun, withTenant } from '@idem/core';
 import type { BalanceContext } from './chain.ts';
-import { compareChainPlaces, type PlaceComparison, SETTLED_AFTER_PIN_WINDOW_SECONDS } from './chain.ts';
+import { compareChainPlaces, type PlaceComparison } from './chain.ts';
 import { type CustodianAccountPass, custodianComparisons, passCustodianAccount } from './custodian.ts';
 
 export interface BalanceRunOptions {
@@ -128,7 +128,6 @@ export async function reconcileBalances(
       figures.filter((f) => f.reportedAt !== null).map((f) => [f.place, f.reportedAt]),
     ),
     custodianAccount: account,
-    settledAfterPinWindowSeconds: SETTLED_AFTER_PIN_WINDOW_SECONDS,
   };
   const result = resultOf(figures);
   if (figures.length === 0)
