@@ -26,6 +26,7 @@ import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
 import { Proposals } from './Proposals.tsx';
+import { Reconciliation } from './Reconciliation.tsx';
 import { Search } from './Search.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
 
@@ -46,6 +47,7 @@ const SECTIONS = [
   { href: '/nonces', label: 'Wallet nonces' },
   { href: '/inbox', label: 'Webhook inbox' },
   { href: '/breaks', label: 'Reconciliation breaks' },
+  { href: '/reconciliation', label: 'Balance reconciliation' },
   { href: '/search', label: 'Search' },
   { href: '/withdraw', label: 'New withdrawal' },
   { href: '/adjustments', label: 'Adjustments and credits' },
@@ -137,6 +139,7 @@ export function StaffApp() {
                 </Route>
                 <Route path="/inbox" component={Inbox} />
                 <Route path="/breaks" component={Breaks} />
+                <Route path="/reconciliation" component={Reconciliation} />
                 <Route path="/search" component={Search} />
                 <Route path="/withdraw" component={NewWithdrawal} />
                 <Route path="/proposals" component={Proposals} />
