@@ -16,6 +16,7 @@ import {
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
+import { rpc } from '@idem/rails/testing';
 import { verifyRunReport } from '@idem/workers';
 import { toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -87,17 +88,7 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
-const setBalance = (wei: bigint) =>
-  fetch(anvil.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'anvil_setBalance',
-      params: [hotWallet, toHex(wei)],
-    }),
-  });
+const setBalance = (wei: bigint) => rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, toHex(wei)]);
 
 function verifyWithCli(file: string, key: string): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {

@@ -24,7 +24,7 @@ import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RailsConfig } from '../src/rails.ts';
-import { type Environment, startEnvironment } from './environment.ts';
+import { type Environment, passAndReconcile, startEnvironment } from './environment.ts';
 
 const ACCOUNT = 'shared-1';
 const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
@@ -84,13 +84,6 @@ afterAll(async () => {
   await env.close();
 });
 
-/** One worker pass, and the balance reconciliation it starts beside itself, to the end. */
-async function passAndReconcile(options: Parameters<Environment['worker']>[0]): Promise<void> {
-  const worker = env.worker(options);
-  await worker.runOnce();
-  await worker.idle();
-}
-
 const breaksOf = (tenantId: string) =>
   withTenant(env.t.db, tenantId, (tx) => listBreaks(tx, { tenantId, status: 'open' }));
 const latestRun = async (tenantId: string) => {
@@ -102,7 +95,7 @@ const latestRun = async (tenantId: string) => {
 describe('an omnibus custodian account', () => {
   it('I13-BAL C21 C22 shared by three tenants reconciles once per pass against the sum, with no false break', async () => {
     balanceReads = 0;
-    await passAndReconcile({ rails, reconcileEveryMs: 1 });
+    await passAndReconcile(env, { rails, reconcileEveryMs: 1 });
     expect(balanceReads).toBe(1);
     for (const [index, tenantId] of members.entries()) {
       expect(await breaksOf(tenantId)).toEqual([]);
@@ -148,7 +141,7 @@ describe('an omnibus custodian account', () => {
       getOperation(tx, first, created.operation.operationId),
     );
     expect(op.state).toBe('CONFIRMED');
-    await passAndReconcile({ rails, reconcileEveryMs: 1 });
+    await passAndReconcile(env, { rails, reconcileEveryMs: 1 });
     for (const tenantId of members) {
       expect(await breaksOf(tenantId)).toEqual([]);
       const figure = (await latestRun(tenantId)).figures.find((f) => f.place === `custodian:${ACCOUNT}`);
@@ -162,7 +155,7 @@ describe('an omnibus custodian account', () => {
 
   it('I13-BAL C21 a custodian that misreports the shared balance is a genuine_variance break in every member', async () => {
     await simulator.control({ misreportBalance: { asset: 'BTC', deltaMinor: '-1500' } });
-    await passAndReconcile({ rails, reconcileEveryMs: 1 });
+    await passAndReconcile(env, { rails, reconcileEveryMs: 1 });
     for (const tenantId of members) {
       const breaks = await breaksOf(tenantId);
       expect(

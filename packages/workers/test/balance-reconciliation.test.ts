@@ -23,15 +23,16 @@ import {
   withTenant,
 } from '@idem/core';
 import { deployTestToken } from '@idem/rails';
+import { rpc } from '@idem/rails/testing';
 import pino from 'pino';
 import { type Hex, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BalanceContext } from '../src/balance-reconciliation/chain.ts';
 import { reconcileBalances } from '../src/balance-reconciliation/run.ts';
 import { tenantsWithWork } from '../src/candidates.ts';
-import type { WorkerContext } from '../src/context.ts';
 import { RailRegistry } from '../src/rails.ts';
-import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
+import { CHAIN_ID, type Environment, ETH, passAndReconcile, startEnvironment } from './environment.ts';
 
 let env: Environment;
 
@@ -43,16 +44,7 @@ afterAll(async () => {
 });
 
 async function setBalance(address: string, wei: bigint): Promise<void> {
-  await fetch(env.anvil.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'anvil_setBalance',
-      params: [address, toHex(wei)],
-    }),
-  });
+  await rpc(env.anvil.rpcUrl, 'anvil_setBalance', [address, toHex(wei)]);
 }
 
 /** A tenant whose hot wallet is a fresh key holding exactly what its ledger says, and a USDC token. */
@@ -129,25 +121,11 @@ async function makeIdle(tenantId: string): Promise<void> {
   expect(await tenantsWithWork(env.t.db, REORG_WINDOW_SECONDS)).not.toContain(tenantId);
 }
 
-const contextFor = (): WorkerContext => ({
+const contextFor = (): BalanceContext => ({
   db: env.t.db,
   rails: new RailRegistry({ evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID } }),
   log: pino({ level: 'silent' }),
-  workerId: 'balance-test',
-  leaseMs: 5_000,
-  batchSize: 20,
-  reorgWindowSeconds: 3_600,
-  unknownEscalateAfterMs: 60_000,
-  notSentConfirmIntervalMs: 60_000,
-  escalationOwner: 'ops-oncall',
 });
-
-/** One worker pass, and the balance reconciliation it starts beside itself, to the end. */
-async function passAndReconcile(options: Parameters<Environment['worker']>[0]): Promise<void> {
-  const worker = env.worker(options);
-  await worker.runOnce();
-  await worker.idle();
-}
 
 const breaksOf = (tenantId: string) =>
   withTenant(env.t.db, tenantId, (tx) => listBreaks(tx, { tenantId, status: 'open' }));
@@ -161,7 +139,7 @@ describe('balance-level reconciliation', () => {
     await setBalance(hotWallet, 4n * ETH);
     const before = await withTenant(env.t.db, tenantId, (tx) => getBalances(tx, tenantId, 'acct-a'));
 
-    await passAndReconcile({ reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS });
+    await passAndReconcile(env, { reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS });
 
     const breaks = await breaksOf(tenantId);
     expect(breaks.map((b) => [b.breakClass, b.subject])).toEqual([
@@ -203,7 +181,7 @@ describe('balance-level reconciliation', () => {
   it('I13-BAL an idle tenant in agreement gets a balanced run and no break', async () => {
     const { tenantId } = await fundedTenant(3n * ETH, 1_000n);
     await makeIdle(tenantId);
-    await passAndReconcile({ reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS });
+    await passAndReconcile(env, { reconcileEveryMs: 1, reorgWindowSeconds: REORG_WINDOW_SECONDS });
     expect(await breaksOf(tenantId)).toEqual([]);
     const [run] = await runsOf(tenantId);
     expect(run?.result).toBe('balanced');

@@ -35,7 +35,7 @@ import { workerSettingsFrom } from '../worker-settings.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
 import { RECONCILE_USAGE, reconcileCommand } from './reconcile.ts';
-import { required, UsageError } from './usage.ts';
+import { print, required, UsageError } from './usage.ts';
 
 const USAGE = `Usage: pnpm idem <command> [options]
 
@@ -347,16 +347,6 @@ async function runWorker(workerId: string): Promise<number> {
   await database.close();
   log.flush();
   return 0;
-}
-
-function print(result: Record<string, unknown>, json: boolean): void {
-  if (json) {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    return;
-  }
-  for (const [key, value] of Object.entries(result)) {
-    process.stdout.write(`${key}: ${typeof value === 'object' ? JSON.stringify(value) : String(value)}\n`);
-  }
 }
 
 main(process.argv.slice(2)).then(

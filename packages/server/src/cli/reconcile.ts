@@ -15,7 +15,7 @@ import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
-import { required, UsageError } from './usage.ts';
+import { print as printResult, required, UsageError } from './usage.ts';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -152,11 +152,5 @@ function verify(file: string | undefined, flags: Flags): number {
 }
 
 function print(result: Record<string, unknown>, flags: Flags): void {
-  if (flags.json === true) {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    return;
-  }
-  for (const [key, value] of Object.entries(result)) {
-    process.stdout.write(`${key}: ${typeof value === 'object' ? JSON.stringify(value) : String(value)}\n`);
-  }
+  printResult(result, flags.json === true);
 }
