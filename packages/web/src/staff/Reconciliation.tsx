@@ -264,6 +264,7 @@ function HistoryChart() {
         ]}
         withLegend
         connectNulls={false}
+        yAxisProps={{ width: 110 }}
       />
     </Stack>
   );
