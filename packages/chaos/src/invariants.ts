@@ -6,6 +6,7 @@
  */
 import { HOLDING_STATES } from '@idem/core';
 import type { Ledger } from '@idem/rails';
+import type { BalanceRunReport } from '@idem/workers';
 import type { Sql } from 'postgres';
 import type { DepositLog } from './deposits.ts';
 import type { IntegratorLog } from './integrators.ts';
@@ -55,6 +56,12 @@ export interface Landed {
 
 export interface InvariantInput {
   sql: Sql;
+  /**
+   * The balance-level reconciliation of every tenant made after the quiet phase (the workers' own
+   * code): per asset and holding place, the ledger against the chain at a pinned block and the
+   * custodian's reported balance.
+   */
+  balanceRuns: BalanceRunReport[];
   tenants: TenantInfo[];
   /** The tenant whose webhook endpoint the custodian calls (BTC goes through it). */
   custodianTenantId: string;
@@ -460,7 +467,14 @@ async function journalBalances(sql: Sql): Promise<CheckResult> {
   );
 }
 
-/** 4. Confirmed withdrawals equal outflows on the chain and at the custodian, or an open break says why. */
+/**
+ * 4. The ledger agrees with the chain and the custodian. First at the balance level (issue 13):
+ * for every tenant, asset and holding place, what the hot wallet and deposit addresses hold at a
+ * pinned block, and what the shared custodian account reports, equals the ledger's custody figure
+ * up to named in-flight items; a place not observed, or a remainder, is a violation (money the
+ * books do not explain, whatever breaks were opened). Then per withdrawal: confirmed withdrawals
+ * equal outflows on the chain and at the custodian, or an open break says why.
+ */
 function ledgerAgreesWithRails(
   input: InvariantInput,
   withdrawals: OpRow[],
@@ -469,6 +483,22 @@ function ledgerAgreesWithRails(
   breakMentions: (text: string) => boolean,
 ): CheckResult {
   const violations: string[] = [];
+  let placesCompared = 0;
+  for (const run of input.balanceRuns) {
+    if (run.result === null)
+      violations.push(`tenant ${run.tenantId}: balance reconciliation failed: ${run.note}`);
+    for (const figure of run.figures) {
+      placesCompared += 1;
+      const where = `tenant ${run.tenantId} ${figure.place} ${figure.assetCode}`;
+      if (figure.observedMinor === null)
+        violations.push(`${where}: not observed (${run.note ?? 'no reason'})`);
+      else if (figure.unexplainedMinor !== '0')
+        violations.push(
+          `${where}: ledger ${figure.expectedMinor}, observed ${figure.observedMinor}, explained ${figure.explainedMinor}, unexplained ${figure.unexplainedMinor}`,
+        );
+    }
+  }
+  if (placesCompared === 0) violations.push('no balance was compared: a pass over nothing is not a pass');
   const onChain = new Set(input.chain.hotWalletTransfers.map((t) => t.hash.toLowerCase()));
   let confirmedEth = 0n;
   let outflowEth = 0n;
@@ -544,7 +574,7 @@ function ledgerAgreesWithRails(
   return result(
     'I4',
     'ledger agrees with chain and custodian (or an open break explains the difference)',
-    `ETH confirmed ${confirmedEth} wei vs chain outflow ${outflowEth} wei; BTC confirmed ${confirmedBtc} vs custodian completed ${completedBtc} sat${input.landed.reconciliation ? '' : '; three-way reconciliation not landed, so no break can explain a difference'}`,
+    `${placesCompared} asset/place balances compared; ETH confirmed ${confirmedEth} wei vs chain outflow ${outflowEth} wei; BTC confirmed ${confirmedBtc} vs custodian completed ${completedBtc} sat${input.landed.reconciliation ? '' : '; three-way reconciliation not landed, so no break can explain a difference'}`,
     violations,
   );
 }

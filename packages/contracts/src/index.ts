@@ -7,6 +7,7 @@ export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
 export * from './proposals.ts';
+export * from './reconciliation.ts';
 export * from './redaction.ts';
 export * from './web.ts';
 export * from './webhooks.ts';

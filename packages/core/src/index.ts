@@ -142,6 +142,15 @@ export {
 } from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
 export {
+  allTenantIds,
+  type CustodianAccountLedger,
+  custodianAccountLedger,
+  custodianAccountOf,
+  IN_FLIGHT_WITHDRAWAL_STATES,
+  type LedgerFigures,
+  ledgerFigures,
+} from './reconciliation/balances.ts';
+export {
   type BreakClass,
   closeBreak,
   DEFAULT_BREAK_OWNERS,
@@ -149,6 +158,7 @@ export {
   openBreak,
   type ReconciliationBreak,
 } from './reconciliation/breaks.ts';
+export { failRun, finishRun, getRun, listRuns, runHistory, startRun } from './reconciliation/runs.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
 export { type PolicyChange, policyHistory } from './risk/policy-history.ts';
 export {

@@ -10,6 +10,7 @@ import { type Env, isDevelopment } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
+import { railReconciler } from './reconciler.ts';
 import { railWitness } from './settlement-witness.ts';
 
 export interface RunningServer {
@@ -84,6 +85,7 @@ export async function startServer(
     development,
     metricsToken,
     witness: railWitness(database.db, boundary.rails),
+    reconciler: railReconciler(database.db, boundary.rails, log),
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -8,6 +8,7 @@ import { staffAuthRouter } from './routers/staff-auth.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { staffProposalsRouter } from './routers/staff-proposals.ts';
+import { staffReconciliationRouter } from './routers/staff-reconciliation.ts';
 import { withdrawalsRouter } from './routers/withdrawals.ts';
 import { router } from './trpc.ts';
 
@@ -25,6 +26,8 @@ export const appRouter = router({
   staffConsole: staffConsoleRouter,
   // Four eyes for every manual money path: resolutions, adjustments, manual credits.
   staffProposals: staffProposalsRouter,
+  // Balance-level reconciliation: run now, runs and figures, CSV and signed JSON exports.
+  staffReconciliation: staffReconciliationRouter,
   branding: brandingRouter,
 });
 

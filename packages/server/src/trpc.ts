@@ -8,6 +8,7 @@ import type { PasswordCheckCap } from './auth/sign-in-throttle.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { BalanceReconciler } from './reconciler.ts';
 import type { SettlementWitness } from './settlement-witness.ts';
 
 /** What the HTTP layer learns back from a call, for its access log and metrics. */
@@ -41,6 +42,8 @@ export interface Context {
   web?: WebRequest;
   /** Asks the chain or custodian about a withdrawal a person resolves (absent: nothing is proven). */
   witness?: SettlementWitness;
+  /** Runs a balance reconciliation now (absent: this server has no rail to observe with). */
+  reconciler?: BalanceReconciler;
   /**
    * Per network, the BROADCAST age past which the workers alert (IDEM_BROADCAST_ALERT_AFTER_MS
    * over the workers' defaults), shown in the staff queue. It is this server's setting: workers

@@ -1,3 +1,10 @@
+export type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
+export { runCsv, signRunReport, verifyRunReport } from './balance-reconciliation/report.ts';
+export {
+  type BalanceRunOptions,
+  type BalanceRunReport,
+  reconcileBalances,
+} from './balance-reconciliation/run.ts';
 export type { SendStep, WorkerContext } from './context.ts';
 export { defaultKeyResolver, RailRegistry, type RailsConfig, routeFor } from './rails.ts';
 export {

@@ -28,6 +28,11 @@ export interface RailsConfig {
     fees?: FeePolicyInput;
   };
   custodian?: CustodianAdapter;
+  /**
+   * Which custodian account the adapter's credentials reach (tenants.custodian_account names it;
+   * default 'omnibus'). Tenants of another account are not observed by this deployment.
+   */
+  custodianAccount?: string;
   /** Resolves a hot wallet's `keyRef` to a private key. Never logged. */
   resolveKey?: (keyRef: string) => Hex;
 }

@@ -1,6 +1,8 @@
 import { scrubbedError } from '@idem/contracts';
-import type { Database } from '@idem/core';
+import { allTenantIds, type Database } from '@idem/core';
 import type { Logger } from 'pino';
+import type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
+import { reconcileBalances } from './balance-reconciliation/run.ts';
 import { tenantsWithWork } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
@@ -58,6 +60,8 @@ export interface Worker {
   runOnce(): Promise<TickReport>;
   /** Runs passes every `intervalMs` until `stop`. */
   start(intervalMs: number): void;
+  /** Resolves once the work a pass started beside itself (balance reconciliation) has finished. */
+  idle(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -105,6 +109,39 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
+  /**
+   * Balance-level reconciliation reads many balances and receipts from the node and the custodian;
+   * a slow or hanging node must not hold up the stages that move money. So it runs beside the
+   * passes, one job at a time: tenants that come due while a job runs wait for the next pass.
+   */
+  let balanceJob: Promise<void> | null = null;
+  function startBalanceReconciliation(tenantIds: string[]): void {
+    if (balanceJob) {
+      for (const tenantId of tenantIds) lastRun.delete(`balance-reconciliation:${tenantId}`);
+      return;
+    }
+    // A shared custodian account is observed once per job for all of its tenants.
+    const accountPasses = new Map<string, Promise<CustodianAccountPass>>();
+    balanceJob = (async () => {
+      for (const tenantId of tenantIds) {
+        await stage(
+          'balance-reconciliation',
+          tenantId,
+          async () =>
+            (
+              await reconcileBalances(ctx, tenantId, {
+                ranBy: `worker:${ctx.workerId}`,
+                trigger: 'schedule',
+                accountPasses,
+              })
+            ).breaksOpened,
+        );
+      }
+    })().finally(() => {
+      balanceJob = null;
+    });
+  }
+
   async function runOnce(): Promise<TickReport> {
     const report: TickReport = {
       tenants: 0,
@@ -123,6 +160,7 @@ export function createWorker(options: WorkerOptions): Worker {
     };
     const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
     report.tenants = tenants.length;
+    const balanceDue: string[] = [];
     for (const tenantId of tenants) {
       report.reviewed += await stage('review', tenantId, () => reviewPending(ctx, tenantId));
       report.inbound += await stage('inbox', tenantId, () => processInbox(ctx, tenantId));
@@ -134,6 +172,10 @@ export function createWorker(options: WorkerOptions): Worker {
       report.rechecked += await stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
       report.delivered += await stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));
       report.depositsObserved += await stage('deposits', tenantId, () => watchDeposits(ctx, tenantId));
+    }
+    // Periodic jobs run for EVERY tenant, idle or not: a quiet tenant's balances must still be
+    // proven and its keys still expire (issue 13). Tenant ids only, from a SECURITY DEFINER function.
+    for (const tenantId of await allTenantIds(ctx.db)) {
       if (due('reconciliation', tenantId, options.reconcileEveryMs)) {
         report.breaksOpened += await stage(
           'reconciliation',
@@ -141,10 +183,12 @@ export function createWorker(options: WorkerOptions): Worker {
           async () => (await reconcileTenant(ctx, tenantId)).breaksOpened,
         );
       }
+      if (due('balance-reconciliation', tenantId, options.reconcileEveryMs)) balanceDue.push(tenantId);
       if (due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {
         report.keysExpired += await stage('retention', tenantId, () => expireSettledKeys(ctx, tenantId));
       }
     }
+    if (balanceDue.length > 0) startBalanceReconciliation(balanceDue);
     return report;
   }
 
@@ -166,10 +210,14 @@ export function createWorker(options: WorkerOptions): Worker {
       };
       tick();
     },
+    async idle() {
+      await balanceJob;
+    },
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
       await running;
+      await balanceJob;
     },
   };
 }

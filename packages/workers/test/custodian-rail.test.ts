@@ -41,6 +41,7 @@ function worker() {
           return adapter.lookupByReference(reference, options);
         },
         listTransfers: (options) => adapter.listTransfers(options),
+        balances: () => adapter.balances(),
       },
     },
   });

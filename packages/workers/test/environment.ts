@@ -160,3 +160,13 @@ export async function rpc(url: string, method: string, params: unknown[] = []): 
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result;
 }
+
+/** One worker pass, and the balance reconciliation it starts beside itself, to the end. */
+export async function passAndReconcile(
+  env: Environment,
+  options: Parameters<Environment['worker']>[0],
+): Promise<void> {
+  const worker = env.worker(options);
+  await worker.runOnce();
+  await worker.idle();
+}

@@ -28,7 +28,13 @@ export const DEFAULT_ASSETS: AssetConfig[] = [
  */
 export async function createTenant(
   db: Database,
-  input: { name: string; assets?: AssetConfig[]; tenantId?: string },
+  input: {
+    name: string;
+    assets?: AssetConfig[];
+    tenantId?: string;
+    /** The custodian account its custodian-routed assets are held in (default 'omnibus', shared). */
+    custodianAccount?: string;
+  },
 ): Promise<{ tenantId: string }> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 120)
@@ -37,10 +43,15 @@ export async function createTenant(
     .array(assetConfigSchema)
     .max(100)
     .parse(input.assets ?? DEFAULT_ASSETS);
+  const custodianAccount = z
+    .string()
+    .regex(/^[a-z0-9_-]{1,64}$/, { error: 'custodian account: 1..64 of a-z, 0-9, _ and -' })
+    .optional()
+    .parse(input.custodianAccount);
   const tenantId = input.tenantId ?? randomUUID();
   await db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('app.tenant_id', ${tenantId}, true)`);
-    await tx.insert(tenants).values({ tenantId, name });
+    await tx.insert(tenants).values({ tenantId, name, ...(custodianAccount ? { custodianAccount } : {}) });
     if (assetList.length > 0) {
       await tx.insert(assets).values(
         assetList.map((asset) => ({

@@ -12,6 +12,8 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import {
+  type AccountBalances,
+  accountBalancesSchema,
   type CreateTransferBody,
   type CustodianTransfer,
   createTransferBodySchema,
@@ -67,6 +69,11 @@ export interface CustodianAdapter {
   lookupByReference(externalReference: string, options?: { signal?: AbortSignal }): Promise<ReferenceLookup>;
   /** Every transfer on the account, read page by page up to `max` (reconciliation). */
   listTransfers(options?: { max?: number }): Promise<CustodianTransfer[]>;
+  /**
+   * What the account holds per asset, as of the provider's report time (balance reconciliation).
+   * Throws when the custodian cannot be asked or answers malformed: no figure is no evidence.
+   */
+  balances(): Promise<AccountBalances>;
 }
 
 const timeoutMsDefault = 5_000;
@@ -135,6 +142,12 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
       if (page.length < 100) break;
     }
     return all.slice(0, max);
+  }
+
+  async function balances(): Promise<AccountBalances> {
+    const { status, text } = await call('/v1/balances', { method: 'GET' });
+    if (status !== 200) throw new Error(`custodian balances answered HTTP ${status}`);
+    return accountBalancesSchema.parse(JSON.parse(text));
   }
 
   async function resolveProviderId(id: string, reference: string): Promise<CustodianTransfer | null> {
@@ -215,7 +228,7 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     return ambiguous('http_status', `HTTP ${status}`);
   }
 
-  return { submit, lookupByReference, listTransfers };
+  return { submit, lookupByReference, listTransfers, balances };
 }
 
 function sameTerms(transfer: CustodianTransfer, body: CreateTransferBody): boolean {

@@ -44,6 +44,24 @@ export type CustodianTransfer = z.infer<typeof custodianTransferSchema>;
 
 export const transferListSchema = z.object({ data: z.array(custodianTransferSchema).max(100) });
 
+/**
+ * What the account holds per asset (GET /v1/balances), with the time the provider reports it as
+ * of: the custodian side of balance-level reconciliation. Signed, because a provider that lets an
+ * account go short must be seen to, not refused by our parser.
+ */
+export const accountBalancesSchema = z.object({
+  asOf: z.string().refine((value) => !Number.isNaN(Date.parse(value)), { error: 'asOf must be a date' }),
+  data: z
+    .array(
+      z.object({
+        asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+        amountMinor: z.string().regex(/^(0|-?[1-9][0-9]{0,77})$/),
+      }),
+    )
+    .max(1_000),
+});
+export type AccountBalances = z.infer<typeof accountBalancesSchema>;
+
 export const webhookEventTypes = ['transfer.submitted', 'transfer.completed', 'transfer.failed'] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -108,7 +126,22 @@ export const controlBodySchema = z.strictObject({
       afterMs: z.number().int().min(0).max(60_000),
     })
     .optional(),
-  /** Clears the ledger, pending webhooks and faults. */
+  /** Adds to the account's holdings of an asset (money arriving at the custodian: a deposit, a top-up). */
+  fund: z
+    .strictObject({ asset: z.string().regex(/^[A-Z0-9]{2,12}$/), amountMinor: amountMinorSchema })
+    .optional(),
+  /**
+   * Misreport the balance of an asset by this signed amount from now on (GET /v1/balances only;
+   * the holdings themselves are untouched). Null clears every misreport.
+   */
+  misreportBalance: z
+    .strictObject({
+      asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+      deltaMinor: z.string().regex(/^-?[0-9]{1,78}$/),
+    })
+    .nullable()
+    .optional(),
+  /** Clears the ledger, holdings, pending webhooks and faults. */
   reset: z.literal(true).optional(),
 });
 export type ControlBody = z.infer<typeof controlBodySchema>;

@@ -3,7 +3,8 @@
  * adapter's promises can be tested over real HTTP against a separate process.
  *
  * Real routes: POST /v1/transfers (idempotent on externalReference unless told otherwise),
- * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id. Status webhooks are signed with
+ * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id, GET /v1/balances (the account's
+ * holdings: funded through /_control, less completed transfers; misreported on request). Status webhooks are signed with
  * Standard Webhooks. Test routes: POST /_control (zod-validated, see `controlBodySchema`) and
  * GET /_ledger (every transfer recorded, counts per reference, webhook deliveries).
  */
@@ -59,6 +60,9 @@ export async function startCustodianSimulator(
 ): Promise<RunningCustodianSimulator> {
   const signer = new Webhook(options.webhookSecret);
   const transfers: CustodianTransfer[] = [];
+  /** What the account holds per asset: funded, less every completed transfer. */
+  const holdings = new Map<string, bigint>();
+  const misreports = new Map<string, bigint>();
   const deliveries: Ledger['webhookDeliveries'] = [];
   const timers = new Set<NodeJS.Timeout>();
   const hanging = new Set<Socket>();
@@ -172,6 +176,7 @@ export async function startCustodianSimulator(
     later(afterMs, () => {
       const now = new Date().toISOString();
       if (outcome === 'complete') {
+        holdings.set(transfer.asset, (holdings.get(transfer.asset) ?? 0n) - BigInt(transfer.amountMinor));
         Object.assign(transfer, {
           status: 'completed',
           txHash: `0x${randomBytes(32).toString('hex')}`,
@@ -326,6 +331,15 @@ export async function startCustodianSimulator(
       });
       return;
     }
+    if (request.method === 'GET' && path === '/v1/balances') {
+      const assets = new Set([...holdings.keys(), ...misreports.keys()]);
+      const data = [...assets].sort().map((asset) => ({
+        asset,
+        amountMinor: ((holdings.get(asset) ?? 0n) + (misreports.get(asset) ?? 0n)).toString(),
+      }));
+      sendJson(response, 200, { asOf: new Date().toISOString(), data });
+      return;
+    }
     const byId = /^\/v1\/transfers\/([\w-]{1,128})$/.exec(path);
     if (request.method === 'GET' && byId) {
       const transfer = transfers.find((t) => t.id === byId[1]);
@@ -364,6 +378,8 @@ export async function startCustodianSimulator(
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       transfers.length = 0;
+      holdings.clear();
+      misreports.clear();
       deliveries.length = 0;
       heldEvents.clear();
       shutdown.abort();
@@ -380,6 +396,14 @@ export async function startCustodianSimulator(
       if (lateMs !== undefined) state.webhooks.lateMs = lateMs;
     }
     if (control.settlement) state.settlement = control.settlement;
+    if (control.fund) {
+      const { asset, amountMinor } = control.fund;
+      holdings.set(asset, (holdings.get(asset) ?? 0n) + BigInt(amountMinor));
+    }
+    if (control.misreportBalance === null) misreports.clear();
+    else if (control.misreportBalance) {
+      misreports.set(control.misreportBalance.asset, BigInt(control.misreportBalance.deltaMinor));
+    }
   }
 
   await new Promise<void>((resolve) =>

@@ -7,4 +7,5 @@ export {
   type RpcFaultRule,
   startFaultProxy,
 } from './fault-proxy.ts';
+export { rpc } from './rpc.ts';
 export { type SimulatorProcess, spawnSimulator } from './simulator-process.ts';

@@ -24,7 +24,7 @@ import {
   toView,
   withTenant,
 } from '@idem/core';
-import { createWorker, reconcileTenant } from '@idem/workers';
+import { createWorker } from '@idem/workers';
 import { z } from 'zod';
 import { hashPassword, PASSWORD_LENGTH_MIN } from '../auth/password.ts';
 import { startBoundary } from '../boundary.ts';
@@ -34,7 +34,8 @@ import { createLogger } from '../logger.ts';
 import { workerSettingsFrom } from '../worker-settings.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
-import { required, UsageError } from './usage.ts';
+import { RECONCILE_USAGE, reconcileCommand } from './reconcile.ts';
+import { print, required, UsageError } from './usage.ts';
 
 const USAGE = `Usage: pnpm idem <command> [options]
 
@@ -73,7 +74,7 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   close a break with the evidence found
   outbound-endpoint create --tenant ID --url URL [--json]
                                                   where the operator receives signed state-change webhooks
-  reconcile --tenant ID [--json]                  three-way reconciliation now; prints findings, opens breaks
+${RECONCILE_USAGE}
   user create --tenant ID --email E --role support|approver|operator|admin [--password P]
                                                   create a staff user for the web screens; without
                                                   --password it prompts (or reads one line from stdin)
@@ -265,6 +266,10 @@ function parseFlags(argv: string[]) {
         hash: { type: 'string' },
         state: { type: 'string' },
         cursor: { type: 'string' },
+        run: { type: 'string' },
+        out: { type: 'string' },
+        secret: { type: 'string' },
+        csv: { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean' },
       },
@@ -284,8 +289,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (name === 'reconcile')
-    return runReconcile(typeof values.tenant === 'string' ? values.tenant : '', values.json === true);
+  if (positionals[0] === 'reconcile') return reconcileCommand(positionals.slice(1), values);
   if (name === 'worker')
     return runWorker(typeof values.id === 'string' ? values.id : `worker-${process.pid}`);
   const run = commands[name];
@@ -343,49 +347,6 @@ async function runWorker(workerId: string): Promise<number> {
   await database.close();
   log.flush();
   return 0;
-}
-
-async function runReconcile(tenantId: string, json: boolean): Promise<number> {
-  if (!tenantId) throw new UsageError('--tenant is required');
-  const env = readEnv();
-  const log = createLogger({ level: env.LOG_LEVEL });
-  const database = await openConfiguredDatabase(env, { purpose: 'cli' });
-  try {
-    await database.migrateAsOwner();
-    const boundary = await startBoundary({ ...env, IDEM_WORKER_IN_PROCESS: false }, database.db, log, {
-      embedded: false,
-    });
-    const report = await reconcileTenant(
-      {
-        db: database.db,
-        rails: boundary.rails,
-        log,
-        workerId: 'cli-reconcile',
-        leaseMs: env.IDEM_WORKER_LEASE_MS,
-        batchSize: 20,
-        reorgWindowSeconds: 3_600,
-        unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
-        notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
-        escalationOwner: env.IDEM_ESCALATION_OWNER,
-      },
-      tenantId,
-    );
-    await boundary.stop();
-    print({ ...report }, json);
-    return report.findings.length === 0 ? 0 : 3;
-  } finally {
-    await database.close();
-  }
-}
-
-function print(result: Record<string, unknown>, json: boolean): void {
-  if (json) {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    return;
-  }
-  for (const [key, value] of Object.entries(result)) {
-    process.stdout.write(`${key}: ${typeof value === 'object' ? JSON.stringify(value) : String(value)}\n`);
-  }
 }
 
 main(process.argv.slice(2)).then(

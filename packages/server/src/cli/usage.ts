@@ -8,3 +8,14 @@ export function required(flags: Flags, name: string): string {
   if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
   return value;
 }
+
+/** What a command returns, as one JSON line (`--json`) or as `key: value` lines. */
+export function print(result: Record<string, unknown>, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  for (const [key, value] of Object.entries(result)) {
+    process.stdout.write(`${key}: ${typeof value === 'object' ? JSON.stringify(value) : String(value)}\n`);
+  }
+}

@@ -13,6 +13,7 @@ import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
 import type { Metrics } from '../metrics.ts';
 import { RateLimiter } from '../rate-limit.ts';
+import type { BalanceReconciler } from '../reconciler.ts';
 import { appRouter } from '../router.ts';
 import type { SettlementWitness } from '../settlement-witness.ts';
 import type { Context, RequestState } from '../trpc.ts';
@@ -29,6 +30,8 @@ export interface ServerDeps {
   metrics: Metrics;
   /** The rails' answer for manual resolutions (see settlement-witness.ts). */
   witness?: SettlementWitness;
+  /** Balance reconciliation on demand (see reconciler.ts). */
+  reconciler?: BalanceReconciler;
   /** Development defaults (env.ts isDevelopment): plain cookie names, no Secure. */
   development: boolean;
   /** The bearer token /metrics asks for; null: no metrics are served (404). */
@@ -83,6 +86,7 @@ export function createIdemServer(deps: ServerDeps): Server {
       exposeStacks: env.NODE_ENV === 'development',
       web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
       ...(deps.witness ? { witness: deps.witness } : {}),
+      ...(deps.reconciler ? { reconciler: deps.reconciler } : {}),
       broadcastAlertAfterMs,
     };
   };

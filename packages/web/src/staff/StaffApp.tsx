@@ -28,6 +28,7 @@ import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
 import { Proposals } from './Proposals.tsx';
+import { Reconciliation } from './Reconciliation.tsx';
 import { Search } from './Search.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
 
@@ -49,6 +50,7 @@ const SECTIONS = [
   { href: '/inbox', label: 'Webhook inbox' },
   { href: '/deliveries', label: 'Outbound webhooks' },
   { href: '/breaks', label: 'Reconciliation breaks' },
+  { href: '/reconciliation', label: 'Balance reconciliation' },
   { href: '/search', label: 'Search' },
   { href: '/withdraw', label: 'New withdrawal' },
   { href: '/adjustments', label: 'Adjustments and credits' },
@@ -143,6 +145,7 @@ export function StaffApp() {
                 <Route path="/deliveries" component={Deliveries} />
                 <Route path="/audit" component={AuditLog} />
                 <Route path="/breaks" component={Breaks} />
+                <Route path="/reconciliation" component={Reconciliation} />
                 <Route path="/search" component={Search} />
                 <Route path="/withdraw" component={NewWithdrawal} />
                 <Route path="/proposals" component={Proposals} />

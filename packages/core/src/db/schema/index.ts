@@ -11,6 +11,7 @@ export * from './operations.ts';
 export * from './outbox.ts';
 export * from './policy.ts';
 export * from './proposals.ts';
+export * from './reconciliation.ts';
 export * from './sign-in.ts';
 export * from './staff.ts';
 export * from './tenants.ts';

@@ -9,9 +9,19 @@ export const tenants = pgTable(
     name: text('name').notNull(),
     /** Bumped when a tenant's risk or approval policy changes; part of every payload hash (C02). */
     policyVersion: integer('policy_version').notNull().default(1),
+    /**
+     * The custodian account holding this tenant's custodian-routed assets (bitcoin). Tenants with
+     * the same name share one (omnibus) account, reconciled once against the sum of their ledgers.
+     * The deployment has one custodian connection (IDEM_CUSTODIAN_URL), named 'omnibus' by default.
+     */
+    custodianAccount: text('custodian_account').notNull().default('omnibus'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId] }), tenantPolicy()],
+  (t) => [
+    primaryKey({ columns: [t.tenantId] }),
+    check('tenants_custodian_account_shape', sql`${t.custodianAccount} ~ '^[a-z0-9_-]{1,64}$'`),
+    tenantPolicy(),
+  ],
 );
 
 export const assets = pgTable(
