@@ -125,10 +125,14 @@ export { type AssetView, LIST_LIMIT_MAX, listAssets, listOperations } from './qu
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
 export {
   type BreakClass,
+  type BreakClosure,
+  type BreakFinding,
   closeBreak,
   DEFAULT_BREAK_OWNERS,
+  escalateBreak,
   listBreaks,
   openBreak,
+  openBreaksOfClass,
   type ReconciliationBreak,
 } from './reconciliation/breaks.ts';
 export { expireIdempotencyKeys, KEY_RETENTION_DAYS_DEFAULT } from './retention/expire-keys.ts';
