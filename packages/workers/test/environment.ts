@@ -44,15 +44,21 @@ export interface Environment {
 }
 
 export async function startEnvironment(
-  options: { mining?: 'auto' | 'manual'; rpcUrl?: (anvilUrl: string) => Promise<string> } = {},
+  options: {
+    mining?: 'auto' | 'manual';
+    rpcUrl?: (anvilUrl: string) => Promise<string>;
+    /** The assets' reconciliation windows (the default hour when omitted). */
+    reconciliationWindowSeconds?: { ETH?: number; BTC?: number };
+  } = {},
 ): Promise<Environment> {
+  const windows = options.reconciliationWindowSeconds ?? {};
   const anvil = await startAnvil({ chainId: CHAIN_ID, mining: options.mining ?? 'auto' });
   const t = await createTestDatabase({ maxConnections: 10 });
   const { tenantId } = await createTenant(t.db, {
     name: 'Worker Test Exchange',
     assets: [
-      { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 },
-      { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 },
+      { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2, reconciliationWindowSeconds: windows.ETH },
+      { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3, reconciliationWindowSeconds: windows.BTC },
     ],
   });
   const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
