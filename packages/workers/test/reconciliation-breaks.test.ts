@@ -22,12 +22,12 @@ import { type Environment, startEnvironment } from './environment.ts';
 
 /**
  * Issue 13, "breaks that cannot hide" (C21), against a real database, a real anvil and the
- * custodian simulator in its own process. BTC here has a reconciliation window of 4 seconds, so a
+ * custodian simulator in its own process. BTC here has a reconciliation window of 8 seconds, so a
  * timing break that outlives it escalates within the test.
  */
 const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
 const ELSEWHERE = 'bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh';
-const BTC_WINDOW_SECONDS = 4;
+const BTC_WINDOW_SECONDS = 8;
 
 let env: Environment;
 let simulator: SimulatorProcess;
@@ -85,13 +85,13 @@ function transfer(overrides: Partial<CustodianTransfer> & { externalReference: s
 describe('I13-BRK breaks that cannot hide', () => {
   it('I13-BRK C21 a timing break closes itself when the item arrives, and another escalates past the asset window', async () => {
     // The custodian completes both transfers but sends no webhook: the ledger lags behind it.
-    await simulator.control({ settlement: { outcome: 'complete', afterMs: 300 } });
+    await simulator.control({ settlement: { outcome: 'complete', afterMs: 1_500 } });
     const arrives = await btc(31_000n);
     const stays = await btc(32_000n);
     await worker().runOnce();
     expect((await env.operation(arrives.operationId)).state).toBe('BROADCAST');
     expect((await env.operation(stays.operationId)).state).toBe('BROADCAST');
-    await sleep(500);
+    await sleep(1_800);
 
     const first = await reconcileTenant(ctx, env.tenantId);
     const [arrivesTiming] = await breaksOf(env.tenantId, `operation:${arrives.operationId}`);

@@ -84,7 +84,7 @@ export async function escalateBreak(
     evidence: { ...input.evidence, escalatedTo: successorId },
   });
   if (closed.breakClass !== 'timing' || closed.subject !== input.finding.subject) {
-    throw new IdemError('CONFLICT', 'only a timing break of the same subject escalates');
+    throw new IdemError('INVALID_TRANSITION', 'only a timing break of the same subject escalates');
   }
   const [created] = await tx
     .insert(reconciliationBreaks)
