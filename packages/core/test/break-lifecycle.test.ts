@@ -137,7 +137,9 @@ describe('I13-BRK break lifecycle', () => {
     // Only the closed-as values we know, and only on a closed break.
     const other = await timing(`operation:${randomUUID()}`);
     expect(
-      await app(sql`update reconciliation_breaks set closed_as = 'arrived' where break_id = ${other.break.breakId}`),
+      await app(
+        sql`update reconciliation_breaks set closed_as = 'arrived' where break_id = ${other.break.breakId}`,
+      ),
     ).toMatch(/closed_as|check/);
   });
 });

@@ -142,9 +142,7 @@ function completed(op: Operation, overrides: { id?: string; destination?: string
 }
 
 async function openBreakOf(op: Operation) {
-  const open = await withTenant(database.db, tenantId, (tx) =>
-    listBreaks(tx, { tenantId, status: 'open' }),
-  );
+  const open = await withTenant(database.db, tenantId, (tx) => listBreaks(tx, { tenantId, status: 'open' }));
   return open.find((b) => b.subject === `operation:${op.operationId}`);
 }
 

@@ -12,13 +12,20 @@ export type CustodianTerm = 'providerId' | 'asset' | 'amount' | 'destination' | 
  */
 export function custodianTermsDiffer(
   op: Operation,
-  transfer: { id: string; asset: string; amountMinor: string; destination?: string; memo?: string | undefined },
+  transfer: {
+    id: string;
+    asset: string;
+    amountMinor: string;
+    destination?: string;
+    memo?: string | undefined;
+  },
 ): CustodianTerm[] {
   const differs: CustodianTerm[] = [];
   if (op.providerRef !== null && transfer.id !== op.providerRef) differs.push('providerId');
   if (transfer.asset !== op.assetCode) differs.push('asset');
   if (transfer.amountMinor !== op.amountMinor) differs.push('amount');
-  if (transfer.destination === undefined || transfer.destination !== op.destination) differs.push('destination');
+  if (transfer.destination === undefined || transfer.destination !== op.destination)
+    differs.push('destination');
   // No memo and an empty memo are the same instruction (an empty memo is never sent).
   if ((transfer.memo || null) !== (op.memo || null)) differs.push('memo');
   return differs;

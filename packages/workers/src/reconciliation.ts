@@ -148,7 +148,12 @@ export async function reconcileTenant(
       );
     } else {
       ctx.log.warn(
-        { alert: finding.breakClass === 'genuine_variance', tenantId, breakId: result.break.breakId, ...finding },
+        {
+          alert: finding.breakClass === 'genuine_variance',
+          tenantId,
+          breakId: result.break.breakId,
+          ...finding,
+        },
         'reconciliation break opened',
       );
     }
@@ -166,11 +171,18 @@ export async function reconcileTenant(
         breakId: open.breakId,
         closedBy: ctx.workerId,
         closedAs: 'arrived',
-        evidence: { reason: 'the ledger and the rail agree', ...evidence, checkedAt: new Date().toISOString() },
+        evidence: {
+          reason: 'the ledger and the rail agree',
+          ...evidence,
+          checkedAt: new Date().toISOString(),
+        },
       }),
     );
     breaksClosed += 1;
-    ctx.log.info({ tenantId, breakId: open.breakId, subject: open.subject }, 'timing break closed: the item arrived');
+    ctx.log.info(
+      { tenantId, breakId: open.breakId, subject: open.subject },
+      'timing break closed: the item arrived',
+    );
   }
   return {
     tenantId,

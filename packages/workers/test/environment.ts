@@ -57,8 +57,20 @@ export async function startEnvironment(
   const { tenantId } = await createTenant(t.db, {
     name: 'Worker Test Exchange',
     assets: [
-      { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2, reconciliationWindowSeconds: windows.ETH },
-      { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3, reconciliationWindowSeconds: windows.BTC },
+      {
+        code: 'ETH',
+        network: 'ethereum',
+        decimals: 18,
+        confirmations: 2,
+        reconciliationWindowSeconds: windows.ETH,
+      },
+      {
+        code: 'BTC',
+        network: 'bitcoin',
+        decimals: 8,
+        confirmations: 3,
+        reconciliationWindowSeconds: windows.BTC,
+      },
     ],
   });
   const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;

@@ -124,7 +124,10 @@ describe('I13-BRK breaks that cannot hide', () => {
     await reconcileTenant(ctx, env.tenantId);
     const [closed] = await breaksOf(env.tenantId, `operation:${arrives.operationId}`);
     expect(closed).toMatchObject({ breakClass: 'timing', status: 'closed', closedAs: 'arrived' });
-    expect(closed?.closureEvidence).toMatchObject({ operationState: 'CONFIRMED', transferStatus: 'completed' });
+    expect(closed?.closureEvidence).toMatchObject({
+      operationState: 'CONFIRMED',
+      transferStatus: 'completed',
+    });
     expect((await breaksOf(env.tenantId, `operation:${stays.operationId}`))[0]?.status).toBe('open');
 
     // The other never arrives: past the asset's window it escalates to a genuine variance.

@@ -83,7 +83,8 @@ export async function spawnSimulator(env: {
           body: JSON.stringify({ transfers: transfers.slice(start, start + seedChunk) }),
           signal: AbortSignal.timeout(10_000),
         });
-        if (response.status !== 200) throw new Error(`seed refused: ${response.status} ${await response.text()}`);
+        if (response.status !== 200)
+          throw new Error(`seed refused: ${response.status} ${await response.text()}`);
       }
     },
     async ledger() {

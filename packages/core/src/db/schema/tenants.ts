@@ -36,10 +36,7 @@ export const assets = pgTable(
     check('assets_decimals_range', sql`${t.decimals} between 0 and 36`),
     check('assets_confirmations_positive', sql`${t.confirmations} >= 1`),
     check('assets_network_known', sql`${t.network} in ('bitcoin', 'ethereum')`),
-    check(
-      'assets_reconciliation_window_range',
-      sql`${t.reconciliationWindowSeconds} between 1 and 604800`,
-    ),
+    check('assets_reconciliation_window_range', sql`${t.reconciliationWindowSeconds} between 1 and 604800`),
     tenantPolicy(),
   ],
 );
