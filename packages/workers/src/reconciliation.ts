@@ -13,7 +13,7 @@ import {
   withTenant,
 } from '@idem/core';
 import type { CustodianTransfer } from '@idem/rails';
-import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, type SQL, sql } from 'drizzle-orm';
 import { decodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { assetOf } from './candidates.ts';
 import type { WorkerContext } from './context.ts';
@@ -215,25 +215,23 @@ async function operationsToCompare(
   windowHours: number,
   timingBreaks: ReconciliationBreak[],
 ): Promise<Operation[]> {
-  const ops: Operation[] = [];
-  let after: string | null = null;
-  for (;;) {
-    const page = (await withTenant(ctx.db, tenantId, (tx) =>
+  const withdrawals = (...conditions: (SQL | undefined)[]) =>
+    withTenant(ctx.db, tenantId, (tx) =>
       tx
         .select()
         .from(operations)
-        .where(
-          and(
-            eq(operations.tenantId, tenantId),
-            eq(operations.kind, 'withdrawal'),
-            inArray(operations.state, SETTLED_OR_SENT),
-            gt(operations.updatedAt, sql`now() - make_interval(hours => ${windowHours})`),
-            after === null ? undefined : gt(operations.operationId, after),
-          ),
-        )
+        .where(and(eq(operations.tenantId, tenantId), eq(operations.kind, 'withdrawal'), ...conditions))
         .orderBy(asc(operations.operationId))
         .limit(OPERATIONS_PAGE),
-    )) as Operation[];
+    ) as Promise<Operation[]>;
+  const ops: Operation[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page = await withdrawals(
+      inArray(operations.state, SETTLED_OR_SENT),
+      gt(operations.updatedAt, sql`now() - make_interval(hours => ${windowHours})`),
+      after === null ? undefined : gt(operations.operationId, after),
+    );
     ops.push(...page);
     const last = page.at(-1);
     if (page.length < OPERATIONS_PAGE || !last) break;
@@ -243,20 +241,9 @@ async function operationsToCompare(
   const waiting = timingBreaks
     .map((b) => b.subject.replace(/^operation:/, ''))
     .filter((id) => isUuid(id) && !have.has(id));
-  if (waiting.length > 0) {
+  for (let start = 0; start < waiting.length; start += OPERATIONS_PAGE) {
     ops.push(
-      ...((await withTenant(ctx.db, tenantId, (tx) =>
-        tx
-          .select()
-          .from(operations)
-          .where(
-            and(
-              eq(operations.tenantId, tenantId),
-              eq(operations.kind, 'withdrawal'),
-              inArray(operations.operationId, waiting),
-            ),
-          ),
-      )) as Operation[]),
+      ...(await withdrawals(inArray(operations.operationId, waiting.slice(start, start + OPERATIONS_PAGE)))),
     );
   }
   return ops;

@@ -14,6 +14,7 @@ import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails
 import pino, { type Logger } from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import type { WorkerContext } from '../src/context.ts';
 import { RailRegistry, type RailsConfig } from '../src/rails.ts';
 import { createWorker, type WorkerOptions } from '../src/worker.ts';
 
@@ -177,4 +178,20 @@ export async function rpc(url: string, method: string, params: unknown[] = []): 
   const body = (await response.json()) as { result?: unknown; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result;
+}
+
+/** The context reconciliation tests run `reconcileTenant` with (the worker's defaults otherwise). */
+export function reconcilerContext(db: TestDatabase['db'], rails: RailsConfig, log: Logger): WorkerContext {
+  return {
+    db,
+    rails: new RailRegistry(rails),
+    log,
+    workerId: 'reconciler',
+    leaseMs: 5_000,
+    batchSize: 20,
+    reorgWindowSeconds: 3_600,
+    unknownEscalateAfterMs: 60_000,
+    notSentConfirmIntervalMs: 60_000,
+    escalationOwner: 'ops-oncall',
+  };
 }

@@ -15,10 +15,9 @@ import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerContext } from '../src/context.ts';
-import { RailRegistry } from '../src/rails.ts';
 import { reconcileTenant } from '../src/reconciliation.ts';
 import { processInbox } from '../src/steps/inbox.ts';
-import { type Environment, startEnvironment } from './environment.ts';
+import { type Environment, reconcilerContext, startEnvironment } from './environment.ts';
 
 /**
  * Issue 13, "breaks that cannot hide" (C21), against a real database, a real anvil and the
@@ -45,18 +44,11 @@ afterAll(async () => {
 });
 
 function contextFor(custodian: SimulatorProcess): WorkerContext {
-  return {
-    db: env.t.db,
-    rails: new RailRegistry({ custodian: createCustodianAdapter({ baseUrl: custodian.url }) }),
-    log: pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }),
-    workerId: 'reconciler',
-    leaseMs: 5_000,
-    batchSize: 20,
-    reorgWindowSeconds: 3_600,
-    unknownEscalateAfterMs: 60_000,
-    notSentConfirmIntervalMs: 60_000,
-    escalationOwner: 'ops-oncall',
-  };
+  return reconcilerContext(
+    env.t.db,
+    { custodian: createCustodianAdapter({ baseUrl: custodian.url }) },
+    pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }),
+  );
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
