@@ -247,6 +247,12 @@ export const breakViewSchema = z.object({
   closedAt: z.string().nullable(),
   closedBy: z.string().nullable(),
   closureEvidence: z.record(z.string(), z.unknown()).nullable(),
+  /** resolved (a person), arrived (the item came), escalated (see the break that names it). */
+  closedAs: z.enum(['resolved', 'arrived', 'escalated']).nullable(),
+  /** The timing break this genuine_variance escalated (docs/RECONCILIATION.md). */
+  escalatedFrom: uuid.nullable(),
+  /** Why the break was opened (the finding's reason). */
+  reason: z.string().nullable(),
 });
 export const breaksInputSchema = z.strictObject({ status: z.enum(['open', 'closed']).optional() });
 export const closeBreakInputSchema = z.strictObject({ breakId: uuid, evidence: runbookEvidenceSchema });

@@ -19,6 +19,9 @@ const custodianTransferSchema = z.object({
   externalReference: z.string().min(1).max(128),
   asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
   amountMinor: amountMinorSchema,
+  /** Where the custodian sends (or sent) the money: it must be the approved destination (issue 13). */
+  destination: z.string().min(1).max(128),
+  memo: z.string().max(256).optional(),
   status: z.enum(['submitted', 'completed', 'failed']),
   txHash: z.string().max(128).optional(),
   failureReason: z.string().max(500).optional(),

@@ -152,10 +152,14 @@ export {
 } from './reconciliation/balances.ts';
 export {
   type BreakClass,
+  type BreakClosure,
+  type BreakFinding,
   closeBreak,
   DEFAULT_BREAK_OWNERS,
+  escalateBreak,
   listBreaks,
   openBreak,
+  openBreaksOfClass,
   type ReconciliationBreak,
 } from './reconciliation/breaks.ts';
 export { failRun, finishRun, getRun, listRuns, runHistory, startRun } from './reconciliation/runs.ts';

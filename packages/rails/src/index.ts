@@ -4,10 +4,12 @@
 export {
   type CustodianAdapter,
   type CustodianAdapterConfig,
+  CustodianListIncompleteError,
   createCustodianAdapter,
   type ReferenceLookup,
   type SubmitAmbiguity,
   type SubmitOutcome,
+  transfersListedMax,
   type VerifiedWebhook,
   verifyWebhook,
   WebhookRejectedError,

@@ -1,22 +1,26 @@
 import {
   attemptsByOperation,
   type BreakClass,
+  closeBreak,
   getHotWallet,
   type Operation,
   openBreak,
+  openBreaksOfClass,
+  type ReconciliationBreak,
   rowsOf,
   SYSTEM_ACCOUNTS,
   schema,
   withTenant,
 } from '@idem/core';
 import type { CustodianTransfer } from '@idem/rails';
-import { and, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, type SQL, sql } from 'drizzle-orm';
 import { decodeFunctionData, erc20Abi, type Hex } from 'viem';
 import { assetOf } from './candidates.ts';
 import type { WorkerContext } from './context.ts';
+import { custodianTermsDiffer } from './custodian-terms.ts';
 import { NATIVE_ASSETS, routeFor } from './rails.ts';
 
-const { operations } = schema;
+const { assets, operations } = schema;
 
 export interface Finding {
   breakClass: BreakClass;
@@ -25,6 +29,8 @@ export interface Finding {
   assetCode?: string | null;
   ledgerAmountMinor?: string | null;
   observedAmountMinor?: string | null;
+  /** What else a person needs (which terms differ, the provider's id); stored with the break. */
+  details?: Record<string, unknown>;
 }
 
 export interface ReconciliationReport {
@@ -32,14 +38,26 @@ export interface ReconciliationReport {
   checkedOperations: number;
   checkedCustodianTransfers: number;
   findings: Finding[];
+  /** New breaks, escalations included. */
   breaksOpened: number;
+  /** Timing breaks closed because the item arrived. */
+  breaksClosed: number;
+  /** Timing breaks escalated to genuine_variance. */
+  breaksEscalated: number;
 }
 
-/** How far back settled withdrawals are compared, and how long a lag counts as timing. */
+/**
+ * How far back settled withdrawals are compared, and, for every asset at once, how long a lag
+ * counts as timing (tests; otherwise each asset's `reconciliation_window_seconds`).
+ */
 export interface ReconciliationOptions {
   windowHours?: number;
-  timingGraceMs?: number;
+  timingWindowMs?: number;
 }
+
+/** The window of an asset the ledger does not list (should not happen): the column's default. */
+const WINDOW_MS_DEFAULT = 3_600_000;
+const OPERATIONS_PAGE = 5_000;
 
 const SETTLED_OR_SENT: Operation['state'][] = [
   'BROADCAST',
@@ -54,6 +72,11 @@ const SETTLED_OR_SENT: Operation['state'][] = [
  * chain. Every difference becomes a break with a class and an owner; nothing here, or anywhere,
  * adjusts a balance because of a break. Also checks the ledger against itself (entries balance,
  * balances equal their postings), which must never fail.
+ *
+ * Break lifecycle (issue 13): a difference on an operation younger than its asset's window is
+ * `timing`; older, or a timing break older than the window, is `genuine_variance` and escalates
+ * the timing break (a new linked break, an alert). A timing break whose operation now matches
+ * closes itself as `arrived` with the evidence of the match.
  */
 export async function reconcileTenant(
   ctx: WorkerContext,
@@ -61,38 +84,44 @@ export async function reconcileTenant(
   options: ReconciliationOptions = {},
 ): Promise<ReconciliationReport> {
   const windowHours = options.windowHours ?? 72;
-  const graceMs = options.timingGraceMs ?? 10 * 60_000;
-  const ops = (await withTenant(ctx.db, tenantId, (tx) =>
-    tx
-      .select()
-      .from(operations)
-      .where(
-        and(
-          eq(operations.tenantId, tenantId),
-          eq(operations.kind, 'withdrawal'),
-          inArray(operations.state, SETTLED_OR_SENT),
-          gt(operations.updatedAt, sql`now() - make_interval(hours => ${windowHours})`),
-        ),
-      )
-      .limit(5_000),
-  )) as Operation[];
-  const findings: Finding[] = [];
-  const young = (op: Operation) => Date.now() - op.updatedAt.getTime() < graceMs;
+  const windows = await assetWindows(ctx, tenantId);
+  const windowOf = (assetCode: string | null | undefined): number =>
+    options.timingWindowMs ?? windows.get(assetCode ?? '') ?? WINDOW_MS_DEFAULT;
+  const timingBreaks = await withTenant(ctx.db, tenantId, (tx) =>
+    openBreaksOfClass(tx, { tenantId, breakClass: 'timing' }),
+  );
+  const ops = await operationsToCompare(ctx, tenantId, windowHours, timingBreaks);
+  const young = (op: Operation) => Date.now() - op.updatedAt.getTime() < windowOf(op.assetCode);
 
+  const findings: Finding[] = [];
+  /** Operations compared with their rail, and what the rail showed: the evidence when a timing break closes. */
+  const matched = new Map<string, Record<string, unknown>>();
   let checkedCustodianTransfers = 0;
   const custodianOps = ops.filter((op) => routeFor(op.network).kind === 'custodian');
   if (ctx.rails.config.custodian) {
     const transfers = await ctx.rails.custodian().listTransfers();
     checkedCustodianTransfers = transfers.length;
-    findings.push(...(await compareCustodian(ctx, tenantId, custodianOps, transfers, young)));
+    findings.push(...(await compareCustodian(ctx, tenantId, custodianOps, transfers, young, matched)));
   }
   const evmOps = ops.filter((op) => routeFor(op.network).kind === 'evm' && op.txHash);
-  if (ctx.rails.config.evm) findings.push(...(await compareChain(ctx, tenantId, evmOps, young)));
+  if (ctx.rails.config.evm) findings.push(...(await compareChain(ctx, tenantId, evmOps, young, matched)));
   findings.push(...(await checkLedgerItself(ctx, tenantId)));
 
-  let breaksOpened = 0;
+  // A timing difference that outlived its asset's window is no longer timing.
+  const openTiming = new Map(timingBreaks.map((b) => [b.subject, b]));
   for (const finding of findings) {
-    const opened = await withTenant(ctx.db, tenantId, (tx) =>
+    const open = openTiming.get(finding.subject);
+    const windowMs = windowOf(finding.assetCode);
+    if (finding.breakClass === 'timing' && open && Date.now() - open.openedAt.getTime() >= windowMs) {
+      finding.breakClass = 'genuine_variance';
+      finding.reason = `not resolved within the asset's window of ${windowMs / 1000} s: ${finding.reason}`;
+    }
+  }
+
+  let breaksOpened = 0;
+  let breaksEscalated = 0;
+  for (const finding of findings) {
+    const result = await withTenant(ctx.db, tenantId, (tx) =>
       openBreak(tx, {
         tenantId,
         breakClass: finding.breakClass,
@@ -100,18 +129,124 @@ export async function reconcileTenant(
         assetCode: finding.assetCode ?? null,
         ledgerAmountMinor: finding.ledgerAmountMinor ?? null,
         observedAmountMinor: finding.observedAmountMinor ?? null,
-        details: { reason: finding.reason, foundBy: ctx.workerId },
+        details: { ...finding.details, reason: finding.reason, foundBy: ctx.workerId },
       }),
     );
-    if (opened.opened) {
-      breaksOpened += 1;
+    if (!result.opened) continue;
+    breaksOpened += 1;
+    if (result.escalated) {
+      breaksEscalated += 1;
+      ctx.log.error(
+        {
+          alert: true,
+          tenantId,
+          breakId: result.break.breakId,
+          escalatedFrom: result.escalated.breakId,
+          ...finding,
+        },
+        'ALERT reconciliation timing break escalated to a genuine variance',
+      );
+    } else {
       ctx.log.warn(
-        { alert: finding.breakClass === 'genuine_variance', tenantId, ...finding },
+        {
+          alert: finding.breakClass === 'genuine_variance',
+          tenantId,
+          breakId: result.break.breakId,
+          ...finding,
+        },
         'reconciliation break opened',
       );
     }
   }
-  return { tenantId, checkedOperations: ops.length, checkedCustodianTransfers, findings, breaksOpened };
+
+  // The item arrived: a timing break whose operation was compared and now matches closes itself.
+  const found = new Set(findings.map((f) => f.subject));
+  let breaksClosed = 0;
+  for (const open of timingBreaks) {
+    const evidence = matched.get(open.subject.replace(/^operation:/, ''));
+    if (!open.subject.startsWith('operation:') || found.has(open.subject) || !evidence) continue;
+    await withTenant(ctx.db, tenantId, (tx) =>
+      closeBreak(tx, {
+        tenantId,
+        breakId: open.breakId,
+        closedBy: ctx.workerId,
+        closedAs: 'arrived',
+        evidence: {
+          reason: 'the ledger and the rail agree',
+          ...evidence,
+          checkedAt: new Date().toISOString(),
+        },
+      }),
+    );
+    breaksClosed += 1;
+    ctx.log.info(
+      { tenantId, breakId: open.breakId, subject: open.subject },
+      'timing break closed: the item arrived',
+    );
+  }
+  return {
+    tenantId,
+    checkedOperations: ops.length,
+    checkedCustodianTransfers,
+    findings,
+    breaksOpened,
+    breaksClosed,
+    breaksEscalated,
+  };
+}
+
+async function assetWindows(ctx: WorkerContext, tenantId: string): Promise<Map<string, number>> {
+  const rows = await withTenant(ctx.db, tenantId, (tx) =>
+    tx
+      .select({ code: assets.code, seconds: assets.reconciliationWindowSeconds })
+      .from(assets)
+      .where(eq(assets.tenantId, tenantId)),
+  );
+  return new Map(rows.map((row) => [row.code, row.seconds * 1000]));
+}
+
+/**
+ * Every withdrawal sent or settled within the window, page by page (no silent cap), and every
+ * operation an open timing break waits on, however old: its break must close or escalate.
+ */
+async function operationsToCompare(
+  ctx: WorkerContext,
+  tenantId: string,
+  windowHours: number,
+  timingBreaks: ReconciliationBreak[],
+): Promise<Operation[]> {
+  const withdrawals = (...conditions: (SQL | undefined)[]) =>
+    withTenant(ctx.db, tenantId, (tx) =>
+      tx
+        .select()
+        .from(operations)
+        .where(and(eq(operations.tenantId, tenantId), eq(operations.kind, 'withdrawal'), ...conditions))
+        .orderBy(asc(operations.operationId))
+        .limit(OPERATIONS_PAGE),
+    ) as Promise<Operation[]>;
+  const ops: Operation[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page = await withdrawals(
+      inArray(operations.state, SETTLED_OR_SENT),
+      gt(operations.updatedAt, sql`now() - make_interval(hours => ${windowHours})`),
+      after === null ? undefined : gt(operations.operationId, after),
+    );
+    ops.push(...page);
+    const last = page.at(-1);
+    if (page.length < OPERATIONS_PAGE || !last) break;
+    after = last.operationId;
+  }
+  const have = new Set(ops.map((op) => op.operationId));
+  const waiting = timingBreaks
+    .map((b) => b.subject.replace(/^operation:/, ''))
+    .filter((id) => isUuid(id) && !have.has(id));
+  for (let start = 0; start < waiting.length; start += OPERATIONS_PAGE) {
+    ops.push(
+      ...(await withdrawals(inArray(operations.operationId, waiting.slice(start, start + OPERATIONS_PAGE)))),
+    );
+  }
+  return ops;
 }
 
 async function compareCustodian(
@@ -120,14 +255,14 @@ async function compareCustodian(
   ops: Operation[],
   transfers: CustodianTransfer[],
   young: (op: Operation) => boolean,
+  matched: Map<string, Record<string, unknown>>,
 ): Promise<Finding[]> {
   const findings: Finding[] = [];
   const byReference = new Map<string, CustodianTransfer[]>();
   for (const transfer of transfers) {
-    byReference.set(transfer.externalReference, [
-      ...(byReference.get(transfer.externalReference) ?? []),
-      transfer,
-    ]);
+    const list = byReference.get(transfer.externalReference);
+    if (list) list.push(transfer);
+    else byReference.set(transfer.externalReference, [transfer]);
   }
   // Transfers of other tenants on a shared (omnibus) account are not unknown: only a reference
   // that matches no operation anywhere is (asked without reading other tenants' rows).
@@ -177,15 +312,20 @@ async function compareCustodian(
           reason: `ledger says ${op.state} but the custodian has no transfer with our reference`,
           observedAmountMinor: '0',
         });
+      } else {
+        matched.set(op.operationId, { operationState: op.state, transferStatus: null });
       }
       continue;
     }
-    if (transfer.asset !== op.assetCode || transfer.amountMinor !== op.amountMinor) {
+    // Our reference under another transfer id, asset, amount, destination or memo: not ours (issue 13).
+    const differs = custodianTermsDiffer(op, transfer);
+    if (differs.length > 0) {
       findings.push({
         ...base,
         breakClass: 'genuine_variance',
-        reason: 'custodian transfer terms differ from the approved payload',
+        reason: `custodian transfer terms differ from the approved payload: ${differs.join(', ')}`,
         observedAmountMinor: transfer.amountMinor,
+        details: { differs, providerId: transfer.id, expectedProviderId: op.providerRef },
       });
       continue;
     }
@@ -203,12 +343,19 @@ async function compareCustodian(
         reason: `ledger says CONFIRMED but the custodian says ${transfer.status}`,
         observedAmountMinor: '0',
       });
-    } else if (op.state !== 'CONFIRMED' && transfer.status === 'completed' && !young(op)) {
+    } else if (op.state !== 'CONFIRMED' && transfer.status === 'completed') {
+      // The ledger lags the custodian: timing until the asset's window has passed.
       findings.push({
         ...base,
-        breakClass: 'timing',
+        breakClass: young(op) ? 'timing' : 'genuine_variance',
         reason: `custodian completed the transfer; ledger still ${op.state}`,
         observedAmountMinor: transfer.amountMinor,
+      });
+    } else {
+      matched.set(op.operationId, {
+        operationState: op.state,
+        transferStatus: transfer.status,
+        providerId: transfer.id,
       });
     }
   }
@@ -220,6 +367,7 @@ async function compareChain(
   tenantId: string,
   ops: Operation[],
   young: (op: Operation) => boolean,
+  matched: Map<string, Record<string, unknown>>,
 ): Promise<Finding[]> {
   const evm = ctx.rails.config.evm;
   if (!evm || ops.length === 0) return [];
@@ -253,7 +401,8 @@ async function compareChain(
     // explains it only if each confirmation posted exactly its receipt's fee (and nothing else did).
     const posted = fees.get(op.operationId) ?? 0n;
     const paid = receipt && op.state === 'CONFIRMED' ? receipt.gasUsed * receipt.effectiveGasPrice : 0n;
-    if (receipt && posted !== paid) {
+    const feeDiffers = receipt !== null && posted !== paid;
+    if (feeDiffers) {
       findings.push({
         subject,
         breakClass: young(op) ? 'timing' : 'genuine_variance',
@@ -281,7 +430,10 @@ async function compareChain(
       });
       continue;
     }
-    if (!receipt) continue;
+    if (!receipt) {
+      if (!feeDiffers) matched.set(op.operationId, { operationState: op.state, mined: false });
+      continue;
+    }
     // The transaction on chain must be exactly the approved transfer.
     const [transaction, wallet, asset] = await Promise.all([
       chain.getTransaction({ hash: receipt.transactionHash }),
@@ -301,6 +453,8 @@ async function compareChain(
         reason: 'the transaction on chain differs from the approved payload',
         observedAmountMinor: sent?.amount.toString() ?? null,
       });
+    } else if (!feeDiffers) {
+      matched.set(op.operationId, { operationState: op.state, mined: true, txHash: receipt.transactionHash });
     }
   }
   return findings;

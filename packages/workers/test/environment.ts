@@ -14,6 +14,7 @@ import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails
 import pino, { type Logger } from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import type { WorkerContext } from '../src/context.ts';
 import { RailRegistry, type RailsConfig } from '../src/rails.ts';
 import { createWorker, type WorkerOptions } from '../src/worker.ts';
 
@@ -44,15 +45,33 @@ export interface Environment {
 }
 
 export async function startEnvironment(
-  options: { mining?: 'auto' | 'manual'; rpcUrl?: (anvilUrl: string) => Promise<string> } = {},
+  options: {
+    mining?: 'auto' | 'manual';
+    rpcUrl?: (anvilUrl: string) => Promise<string>;
+    /** The assets' reconciliation windows (the default hour when omitted). */
+    reconciliationWindowSeconds?: { ETH?: number; BTC?: number };
+  } = {},
 ): Promise<Environment> {
+  const windows = options.reconciliationWindowSeconds ?? {};
   const anvil = await startAnvil({ chainId: CHAIN_ID, mining: options.mining ?? 'auto' });
   const t = await createTestDatabase({ maxConnections: 10 });
   const { tenantId } = await createTenant(t.db, {
     name: 'Worker Test Exchange',
     assets: [
-      { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 },
-      { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 },
+      {
+        code: 'ETH',
+        network: 'ethereum',
+        decimals: 18,
+        confirmations: 2,
+        reconciliationWindowSeconds: windows.ETH,
+      },
+      {
+        code: 'BTC',
+        network: 'bitcoin',
+        decimals: 8,
+        confirmations: 3,
+        reconciliationWindowSeconds: windows.BTC,
+      },
     ],
   });
   const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
@@ -169,4 +188,20 @@ export async function passAndReconcile(
   const worker = env.worker(options);
   await worker.runOnce();
   await worker.idle();
+}
+
+/** The context reconciliation tests run `reconcileTenant` with (the worker's defaults otherwise). */
+export function reconcilerContext(db: TestDatabase['db'], rails: RailsConfig, log: Logger): WorkerContext {
+  return {
+    db,
+    rails: new RailRegistry(rails),
+    log,
+    workerId: 'reconciler',
+    leaseMs: 5_000,
+    batchSize: 20,
+    reorgWindowSeconds: 3_600,
+    unknownEscalateAfterMs: 60_000,
+    notSentConfirmIntervalMs: 60_000,
+    escalationOwner: 'ops-oncall',
+  };
 }

@@ -308,7 +308,7 @@ describe('I12-FEES fees from the node, the fee cap in native units, the gas paid
       transition(tx, broadcast, 'CONFIRMED', { actor: 'test', reason: 'confirmed without its fee' }),
     );
     const receipt = await env.chain.getTransactionReceipt({ hash: broadcast.txHash as Hex });
-    const report = await reconcileTenant(workerContext(), env.tenantId, { timingGraceMs: 0 });
+    const report = await reconcileTenant(workerContext(), env.tenantId, { timingWindowMs: 0 });
     const finding = report.findings.find((f) => f.subject === `operation:${op.operationId}`);
     expect(finding).toMatchObject({
       breakClass: 'genuine_variance',

@@ -43,12 +43,19 @@ function deliver(eventId: string, body: unknown) {
   );
 }
 
-function transferEvent(type: string, operationId: string, amountMinor: string, status: string) {
+function transferEvent(
+  type: string,
+  operationId: string,
+  amountMinor: string,
+  status: string,
+  /** The custodian's own id for the transfer (the one stored at acknowledgment, when there is one). */
+  id = `trf_${operationId}`,
+) {
   return {
     type,
     occurredAt: new Date().toISOString(),
     data: {
-      id: `trf_${operationId}`,
+      id,
       externalReference: operationId,
       asset: 'BTC',
       amountMinor,
@@ -78,8 +85,15 @@ describe('inbound custodian events are applied once, and only where the state ma
   it('C18 a duplicated completion webhook confirms the withdrawal exactly once', async () => {
     const op = await env.withdraw(11_000n, { asset: 'BTC', destination: BTC_DESTINATION });
     await worker().runOnce();
-    expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
-    const body = transferEvent('transfer.completed', op.operationId, '11000', 'completed');
+    const broadcast = await env.operation(op.operationId);
+    expect(broadcast.state).toBe('BROADCAST');
+    const body = transferEvent(
+      'transfer.completed',
+      op.operationId,
+      '11000',
+      'completed',
+      broadcast.providerRef ?? '',
+    );
     expect((await deliver('evt-complete-1', body)).outcome).toBe('ACCEPTED');
     expect((await deliver('evt-complete-1', body)).outcome).toBe('DUPLICATE');
     await worker().runOnce();

@@ -14,9 +14,8 @@ import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerContext } from '../src/context.ts';
-import { RailRegistry } from '../src/rails.ts';
 import { reconcileTenant } from '../src/reconciliation.ts';
-import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
+import { CHAIN_ID, type Environment, ETH, reconcilerContext, startEnvironment } from './environment.ts';
 
 const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
 
@@ -28,21 +27,14 @@ beforeAll(async () => {
   env = await startEnvironment();
   simulator = await spawnSimulator({ webhookSecret: generateWebhookSecret() });
   await simulator.control({ settlement: { outcome: 'complete', afterMs: 20 } });
-  ctx = {
-    db: env.t.db,
-    rails: new RailRegistry({
+  ctx = reconcilerContext(
+    env.t.db,
+    {
       evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID },
       custodian: createCustodianAdapter({ baseUrl: simulator.url }),
-    }),
-    log: pino({ level: 'silent' }),
-    workerId: 'reconciler',
-    leaseMs: 5_000,
-    batchSize: 20,
-    reorgWindowSeconds: 3_600,
-    unknownEscalateAfterMs: 60_000,
-    notSentConfirmIntervalMs: 60_000,
-    escalationOwner: 'ops-oncall',
-  };
+    },
+    pino({ level: 'silent' }),
+  );
 });
 afterAll(async () => {
   await simulator.stop();

@@ -11,6 +11,8 @@ export const assetConfigSchema = z.strictObject({
   decimals: z.number().int().min(0).max(36),
   confirmations: z.number().int().min(1).max(10_000),
   contractAddress: z.string().nullable().optional(),
+  /** How long a timing break may stay open before it escalates (C21); one hour when omitted. */
+  reconciliationWindowSeconds: z.number().int().min(1).max(604_800).optional(),
 });
 export type AssetConfig = z.infer<typeof assetConfigSchema>;
 
@@ -61,6 +63,9 @@ export async function createTenant(
           decimals: asset.decimals,
           confirmations: asset.confirmations,
           contractAddress: asset.contractAddress ?? null,
+          ...(asset.reconciliationWindowSeconds === undefined
+            ? {}
+            : { reconciliationWindowSeconds: asset.reconciliationWindowSeconds }),
         })),
       );
     }

@@ -67,7 +67,11 @@ export interface CustodianAdapter {
   ): Promise<SubmitOutcome>;
   /** Throws when the custodian cannot be asked: no answer is no evidence, so the caller stays UNKNOWN. */
   lookupByReference(externalReference: string, options?: { signal?: AbortSignal }): Promise<ReferenceLookup>;
-  /** Every transfer on the account, read page by page up to `max` (reconciliation). */
+  /**
+   * Every transfer on the account, read page by page along the provider's cursor (reconciliation).
+   * Never a silent part: throws CustodianListIncompleteError when the account holds more than
+   * `max` transfers or the provider pages without a cursor.
+   */
   listTransfers(options?: { max?: number }): Promise<CustodianTransfer[]>;
   /**
    * What the account holds per asset, as of the provider's report time (balance reconciliation).
@@ -76,7 +80,15 @@ export interface CustodianAdapter {
   balances(): Promise<AccountBalances>;
 }
 
+/** Thrown when the custodian's books cannot be read completely: a partial list proves nothing. */
+export class CustodianListIncompleteError extends Error {
+  override readonly name = 'CustodianListIncompleteError';
+}
+
 const timeoutMsDefault = 5_000;
+const listPageSize = 100;
+/** The most transfers one listing reads (memory bound); above it reconciliation fails loudly. */
+export const transfersListedMax = 1_000_000;
 const responseBodyBytesMax = 256 * 1024;
 const detailLengthMax = 300;
 
@@ -132,16 +144,29 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
   }
 
   async function listTransfers(options: { max?: number } = {}): Promise<CustodianTransfer[]> {
-    const max = Math.min(Math.max(options.max ?? 10_000, 1), 100_000);
+    const max = Math.min(Math.max(options.max ?? transfersListedMax, 1), transfersListedMax);
     const all: CustodianTransfer[] = [];
-    while (all.length < max) {
-      const { status, text } = await call(`/v1/transfers?offset=${all.length}&limit=100`, { method: 'GET' });
+    const cursors = new Set<string>();
+    let cursor: string | null = null;
+    for (;;) {
+      const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
+      const { status, text } = await call(`/v1/transfers?limit=${listPageSize}${query}`, { method: 'GET' });
       if (status !== 200) throw new Error(`custodian list answered HTTP ${status}`);
-      const page = transferListSchema.parse(JSON.parse(text)).data;
-      all.push(...page);
-      if (page.length < 100) break;
+      const page = transferListSchema.parse(JSON.parse(text));
+      all.push(...page.data);
+      if (all.length > max) {
+        throw new CustodianListIncompleteError(`the custodian holds more than ${max} transfers`);
+      }
+      if (page.nextCursor === undefined && page.data.length === listPageSize) {
+        throw new CustodianListIncompleteError('a full page of transfers came without a cursor');
+      }
+      if (page.nextCursor === undefined || page.nextCursor === null) return all;
+      if (cursors.has(page.nextCursor)) {
+        throw new CustodianListIncompleteError('the custodian repeated a cursor');
+      }
+      cursors.add(page.nextCursor);
+      cursor = page.nextCursor;
     }
-    return all.slice(0, max);
   }
 
   async function balances(): Promise<AccountBalances> {

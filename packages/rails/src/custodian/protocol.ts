@@ -42,7 +42,20 @@ export const custodianTransferSchema = z.object({
 });
 export type CustodianTransfer = z.infer<typeof custodianTransferSchema>;
 
-export const transferListSchema = z.object({ data: z.array(custodianTransferSchema).max(100) });
+/**
+ * A page of transfers. Listing the whole account is cursor-paged: `nextCursor` is null on the last
+ * page; a lookup by reference answers one page without it.
+ */
+export const transferListSchema = z.object({
+  data: z.array(custodianTransferSchema).max(100),
+  nextCursor: z.string().min(1).max(256).nullable().optional(),
+});
+
+/** Test route POST /_seed: transfers put on the simulator's books as given (no webhooks, no settlement). */
+export const seedBodySchema = z.strictObject({
+  transfers: z.array(custodianTransferSchema).min(1).max(5_000),
+});
+export type SeedBody = z.infer<typeof seedBodySchema>;
 
 /**
  * What the account holds per asset (GET /v1/balances), with the time the provider reports it as

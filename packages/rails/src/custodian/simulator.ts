@@ -4,8 +4,9 @@
  *
  * Real routes: POST /v1/transfers (idempotent on externalReference unless told otherwise),
  * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id, GET /v1/balances (the account's
- * holdings: funded through /_control, less completed transfers; misreported on request). Status webhooks are signed with
- * Standard Webhooks. Test routes: POST /_control (zod-validated, see `controlBodySchema`) and
+ * holdings: funded through /_control, less completed transfers; misreported on request). Status
+ * webhooks are signed with Standard Webhooks. Test routes: POST /_control (zod-validated, see
+ * `controlBodySchema`), POST /_seed (transfers put on the books directly, see `seedBodySchema`) and
  * GET /_ledger (every transfer recorded, counts per reference, webhook deliveries).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -20,6 +21,7 @@ import {
   createTransferBodySchema,
   type Ledger,
   type SubmitFault,
+  seedBodySchema,
   submitFaultSchema,
   type WebhookDelivery,
   type WebhookEventType,
@@ -45,7 +47,8 @@ export interface RunningCustodianSimulator {
 export const faultHeader = 'x-simulator-fault';
 
 const requestBodyBytesMax = 64 * 1024;
-const transfersMax = 10_000;
+const seedBodyBytesMax = 4 * 1024 * 1024;
+const transfersMax = 100_000;
 const deliveriesLogMax = 1_000;
 const webhookAttemptsMax = 3;
 const webhookTimeoutMs = 2_000;
@@ -320,10 +323,18 @@ export async function startCustodianSimulator(
     if (request.method === 'GET' && path === '/v1/transfers') {
       const reference = url.searchParams.get('externalReference');
       if (!reference) {
-        // The whole account, a page at a time (reconciliation reads it).
-        const offset = Math.max(Number(url.searchParams.get('offset') ?? 0) || 0, 0);
+        // The whole account, a page at a time (reconciliation reads it). The books only grow, so a
+        // cursor is a position in them: pages neither skip nor repeat while transfers are added.
+        const cursor = url.searchParams.get('cursor');
+        const position = cursor === null ? 0 : Number(/^c_(\d{1,9})$/.exec(cursor)?.[1] ?? Number.NaN);
+        if (!Number.isSafeInteger(position) || position > transfers.length) {
+          sendJson(response, 400, { error: 'invalid_cursor' });
+          return;
+        }
         const limit = Math.min(Math.max(Number(url.searchParams.get('limit') ?? 100) || 100, 1), 100);
-        sendJson(response, 200, { data: transfers.slice(offset, offset + limit) });
+        const data = transfers.slice(position, position + limit);
+        const end = position + data.length;
+        sendJson(response, 200, { data, nextCursor: end < transfers.length ? `c_${end}` : null });
         return;
       }
       sendJson(response, 200, {
@@ -360,6 +371,23 @@ export async function startCustodianSimulator(
       }
       applyControl(parsed.data);
       sendJson(response, 200, { ok: true });
+      return;
+    }
+    if (request.method === 'POST' && path === '/_seed') {
+      const body = await readJson(request, response, seedBodyBytesMax);
+      if (body === undefined) return;
+      const parsed = seedBodySchema.safeParse(body);
+      const known = new Set(transfers.map((t) => t.id));
+      if (
+        !parsed.success ||
+        parsed.data.transfers.some((t) => known.has(t.id)) ||
+        transfers.length + parsed.data.transfers.length > transfersMax
+      ) {
+        sendJson(response, 400, { error: 'invalid_seed' });
+        return;
+      }
+      transfers.push(...parsed.data.transfers);
+      sendJson(response, 200, { ok: true, transfers: transfers.length });
       return;
     }
     if (request.method === 'GET' && path === '/_ledger') {
@@ -422,12 +450,16 @@ export async function startCustodianSimulator(
   };
 }
 
-async function readJson(request: IncomingMessage, response: ServerResponse): Promise<unknown | undefined> {
+async function readJson(
+  request: IncomingMessage,
+  response: ServerResponse,
+  bytesMax = requestBodyBytesMax,
+): Promise<unknown | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > requestBodyBytesMax) {
+    if (size > bytesMax) {
       sendJson(response, 413, { error: 'payload_too_large' });
       return undefined;
     }

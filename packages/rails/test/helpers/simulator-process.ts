@@ -5,16 +5,24 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { type ControlBody, type Ledger, ledgerSchema } from '../../src/custodian/protocol.ts';
+import {
+  type ControlBody,
+  type CustodianTransfer,
+  type Ledger,
+  ledgerSchema,
+} from '../../src/custodian/protocol.ts';
 
 export interface SimulatorProcess {
   readonly url: string;
   control(body: ControlBody): Promise<void>;
+  /** Puts transfers on the simulator's books directly (POST /_seed, in chunks). */
+  seed(transfers: readonly CustodianTransfer[]): Promise<void>;
   ledger(): Promise<Ledger>;
   stop(): Promise<void>;
 }
 
 const startupTimeoutMs = 15_000;
+const seedChunk = 5_000;
 const binPath = fileURLToPath(new URL('../../bin/custodian-simulator.ts', import.meta.url));
 
 export async function spawnSimulator(env: {
@@ -66,6 +74,18 @@ export async function spawnSimulator(env: {
       });
       if (response.status !== 200)
         throw new Error(`control refused: ${response.status} ${await response.text()}`);
+    },
+    async seed(transfers) {
+      for (let start = 0; start < transfers.length; start += seedChunk) {
+        const response = await fetch(`${url}/_seed`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ transfers: transfers.slice(start, start + seedChunk) }),
+          signal: AbortSignal.timeout(10_000),
+        });
+        if (response.status !== 200)
+          throw new Error(`seed refused: ${response.status} ${await response.text()}`);
+      }
     },
     async ledger() {
       const response = await fetch(`${url}/_ledger`, { signal: AbortSignal.timeout(3_000) });

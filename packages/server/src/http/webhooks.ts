@@ -115,6 +115,12 @@ export async function handleWebhook(
   if (recorded.outcome === 'QUARANTINED') {
     // The alert: an owner must look at two bodies under one event id, or a body we cannot read.
     log.error({ ...context, alert: 'webhook_quarantined' }, 'ALERT webhook event quarantined (C19)');
+  } else if (recorded.outcome === 'UNHANDLED') {
+    // Stored, never acted on: a sender's event we do not understand may be money moving (issue 13).
+    log.error(
+      { ...context, eventType: recorded.eventType, alert: 'webhook_unhandled' },
+      'ALERT webhook event of a type we do not handle stored UNHANDLED (C19)',
+    );
   } else {
     log.info({ ...context, outcome: recorded.outcome, eventType: recorded.eventType }, 'webhook recorded');
   }

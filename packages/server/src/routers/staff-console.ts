@@ -21,6 +21,8 @@ import { z } from 'zod';
 import { staffWith } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
+const breakClosureSchema = breakViewSchema.shape.closedAs.unwrap();
+
 function toBreakView(row: ReconciliationBreak) {
   return {
     breakId: row.breakId,
@@ -38,6 +40,9 @@ function toBreakView(row: ReconciliationBreak) {
       row.closureEvidence && typeof row.closureEvidence === 'object'
         ? (row.closureEvidence as Record<string, unknown>)
         : null,
+    closedAs: breakClosureSchema.nullable().parse(row.closedAs),
+    escalatedFrom: row.escalatedFrom,
+    reason: z.object({ reason: z.string() }).safeParse(row.details).data?.reason ?? null,
   };
 }
 

@@ -59,10 +59,16 @@ export function Breaks() {
             Ledger {row.ledgerAmountMinor ?? '–'} / observed {row.observedAmountMinor ?? '–'}{' '}
             {row.assetCode ?? ''} (minor units)
           </Text>
+          {row.reason ? <Text size="sm">{row.reason}</Text> : null}
+          {row.escalatedFrom ? (
+            <Text size="sm">
+              Escalated from timing break <Code>{row.escalatedFrom}</Code>
+            </Text>
+          ) : null}
           {row.status === 'closed' ? (
             <Text size="sm">
-              Closed by {row.closedBy} on {row.closedAt ? formatTime(row.closedAt) : '?'}:{' '}
-              {JSON.stringify(row.closureEvidence)}
+              Closed ({row.closedAs ?? 'resolved'}) by {row.closedBy} on{' '}
+              {row.closedAt ? formatTime(row.closedAt) : '?'}: {JSON.stringify(row.closureEvidence)}
             </Text>
           ) : (
             <CloseBreak breakId={row.breakId} />

@@ -3,6 +3,7 @@ import type { EvmLookupEvidence, ReferenceLookup } from '@idem/rails';
 import type { Hex } from 'viem';
 import { assetOf } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
+import { custodianTermsDiffer } from '../custodian-terms.ts';
 import { routeFor } from '../rails.ts';
 
 /**
@@ -126,6 +127,10 @@ async function custodianVerdict(ctx: WorkerContext, op: Operation): Promise<Verd
     status: transfer.status,
     txHash: transfer.txHash ?? null,
   });
+  // A transfer under our reference with other terms is not ours settling (issue 13): reconciliation
+  // records the variance; the state machine treats it as a contradiction (UNKNOWN, an owner).
+  const differs = custodianTermsDiffer(op, transfer);
+  if (differs.length > 0) return { kind: 'contradictory', evidence: { ...evidence, differs } };
   if (transfer.status === 'completed') return { kind: 'confirmed', evidence };
   if (transfer.status === 'failed')
     return { kind: 'not_sent', evidence: { ...evidence, failureReason: transfer.failureReason ?? null } };

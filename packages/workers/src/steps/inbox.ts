@@ -11,6 +11,7 @@ import {
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { WorkerContext } from '../context.ts';
+import { custodianTermsDiffer } from '../custodian-terms.ts';
 import { routeFor } from '../rails.ts';
 import { processWorkItems } from '../work-items.ts';
 
@@ -135,17 +136,34 @@ async function decide(
       });
       return { status: 'PARKED', reason: 'no matching withdrawal' };
     }
-    if (transfer.asset !== op.assetCode || transfer.amountMinor !== op.amountMinor) {
-      await openBreak(tx, {
+    // A report under another transfer id, or to another destination or memo, is not our withdrawal
+    // settling: it stays as it is and a person looks at the variance (issue 13).
+    const differs = custodianTermsDiffer(op, transfer);
+    if (differs.length > 0) {
+      const reason = `custodian transfer terms differ from the approved payload: ${differs.join(', ')}`;
+      const opened = await openBreak(tx, {
         tenantId,
         breakClass: 'genuine_variance',
         subject: `operation:${op.operationId}`,
         assetCode: op.assetCode,
         ledgerAmountMinor: op.amountMinor,
         observedAmountMinor: transfer.amountMinor,
-        details: { source, eventType, reason: 'custodian transfer terms differ from the approved payload' },
+        details: {
+          source,
+          eventType,
+          reason,
+          differs,
+          providerId: transfer.id,
+          expectedProviderId: op.providerRef,
+        },
       });
-      return { status: 'PARKED', reason: 'terms differ from the approved payload' };
+      if (opened.opened) {
+        ctx.log.warn(
+          { alert: true, tenantId, operationId: op.operationId, breakId: opened.break.breakId, differs },
+          'reconciliation break opened: a custodian report differs from the approved withdrawal',
+        );
+      }
+      return { status: 'PARKED', reason };
     }
     return applyTransferStatus(ctx, tx, op, eventType, transfer.id);
   }

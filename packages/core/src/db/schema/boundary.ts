@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import {
   bigint,
   check,
+  foreignKey,
   index,
   integer,
   jsonb,
@@ -106,9 +107,26 @@ export const reconciliationBreaks = pgTable(
     closedAt: timestamp('closed_at', { withTimezone: true }),
     closedBy: text('closed_by'),
     closureEvidence: jsonb('closure_evidence'),
+    /**
+     * How a closed break ended: resolved (a person), arrived (a timing difference the item closed),
+     * escalated (a timing difference that outlived its asset's window; see `escalated_from`).
+     * The values and their consistency with `status` are checked in the recon_breaks custom migration.
+     */
+    closedAs: text('closed_as'),
+    /** The timing break this genuine_variance break escalated (same subject, closed as escalated). */
+    escalatedFrom: uuid('escalated_from'),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.breakId] }),
+    foreignKey({
+      name: 'reconciliation_breaks_escalated_from_fk',
+      columns: [t.tenantId, t.escalatedFrom],
+      foreignColumns: [t.tenantId, t.breakId],
+    }),
+    // A timing break escalates at most once.
+    uniqueIndex('reconciliation_breaks_one_escalation')
+      .on(t.tenantId, t.escalatedFrom)
+      .where(sql`${t.escalatedFrom} is not null`),
     uniqueIndex('reconciliation_breaks_one_open_per_subject')
       .on(t.tenantId, t.subject)
       .where(sql`${t.status} = 'open'`),

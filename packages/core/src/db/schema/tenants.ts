@@ -35,12 +35,18 @@ export const assets = pgTable(
     confirmations: integer('confirmations').notNull(),
     /** The token contract on EVM networks; null for a network's native asset. */
     contractAddress: text('contract_address'),
+    /**
+     * How long a difference between the ledger and the rail may last as a `timing` break before
+     * reconciliation escalates it to `genuine_variance` (C21). Default one hour.
+     */
+    reconciliationWindowSeconds: integer('reconciliation_window_seconds').notNull().default(3600),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.code] }),
     check('assets_decimals_range', sql`${t.decimals} between 0 and 36`),
     check('assets_confirmations_positive', sql`${t.confirmations} >= 1`),
     check('assets_network_known', sql`${t.network} in ('bitcoin', 'ethereum')`),
+    check('assets_reconciliation_window_range', sql`${t.reconciliationWindowSeconds} between 1 and 604800`),
     tenantPolicy(),
   ],
 );
