@@ -40,9 +40,7 @@ interface ServerSide {
 
 async function whereAmI(handle: DatabaseHandle): Promise<ServerSide> {
   const [row] = rowsOf<ServerSide>(
-    await handle.db.execute(
-      sql`select inet_server_port() as port, pg_is_in_recovery() as in_recovery`,
-    ),
+    await handle.db.execute(sql`select inet_server_port() as port, pg_is_in_recovery() as in_recovery`),
   );
   if (!row) throw new Error('no row');
   return row;
@@ -67,7 +65,7 @@ function startWriter(handle: DatabaseHandle, table: string) {
         if (firstFailureAt !== null && firstSuccessAfterFailureAt === null)
           firstSuccessAfterFailureAt = Date.now();
       } catch (error) {
-        failures.push((error as { code?: string }).code ?? (error as Error).message);
+        failures.push(errorCode(error));
         firstFailureAt ??= Date.now();
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -86,13 +84,36 @@ function startWriter(handle: DatabaseHandle, table: string) {
       const deadline = Date.now() + timeoutMs;
       while (acknowledged.length < target && Date.now() < deadline)
         await new Promise((resolve) => setTimeout(resolve, 50));
-      if (acknowledged.length < target) throw new Error(`writer stalled: ${failures.slice(-3).join('; ')}`);
+      if (acknowledged.length < target)
+        throw new Error(`writer stalled after ${failures.length} failures: ${failures.slice(-3).join('; ')}`);
     },
     async stop() {
       running = false;
       await done;
     },
   };
+}
+
+/** PostgreSQL's SQLSTATE or postgres.js's connection code, under drizzle's wrapping error. */
+function errorCode(error: unknown): string {
+  const { code, cause, message } = error as { code?: string; cause?: unknown; message?: string };
+  if (code) return code;
+  if (cause) return errorCode(cause);
+  return message ?? String(error);
+}
+
+/** What the primary's sessions wait on: for a stall's diagnosis. */
+async function activityOnPrimary(): Promise<unknown[]> {
+  const client = postgres(await formation.url('postgres', 'primary-first'), {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: 5,
+  });
+  try {
+    return await client`select state, wait_event_type, wait_event, left(query, 60) as query, (select setting from pg_settings where name = 'synchronous_standby_names') as sync from pg_stat_activity where backend_type = 'client backend'`;
+  } finally {
+    await client.end();
+  }
 }
 
 /** Reads the table straight from the current primary, through a fresh connection. */
@@ -109,7 +130,10 @@ async function rowsOnPrimary(table: string): Promise<Set<number>> {
 describe.skipIf(!available)('the connection layer on a pg_auto_failover formation', () => {
   it('I16 C25 a multi-host string with target_session_attrs=read-write reaches the primary even with the standby listed first', async () => {
     const primary = await formation.primary();
-    const handle = await openDatabase({ url: await formation.url('postgres', 'standby-first'), maxConnections: 2 });
+    const handle = await openDatabase({
+      url: await formation.url('postgres', 'standby-first'),
+      maxConnections: 2,
+    });
     try {
       const side = await whereAmI(handle);
       expect(side).toEqual({ port: primary.port, in_recovery: false });
@@ -124,7 +148,10 @@ describe.skipIf(!available)('the connection layer on a pg_auto_failover formatio
     it(`I16 C10 C25 ${scenario}: the same open handle writes again on the promoted standby without a restart, and every acknowledged write is there`, async () => {
       const table = scenario.startsWith('SIGKILL') ? 'i16_killed' : 'i16_switched';
       const before = await formation.primary();
-      const handle = await openDatabase({ url: await formation.url('postgres', 'standby-first'), maxConnections: 3 });
+      const handle = await openDatabase({
+        url: await formation.url('postgres', 'standby-first'),
+        maxConnections: 3,
+      });
       try {
         await handle.db.execute(sql`create table ${sql.identifier(table)} (n int primary key)`);
         const writer = startWriter(handle, table);
@@ -134,7 +161,11 @@ describe.skipIf(!available)('the connection layer on a pg_auto_failover formatio
         const after = await formation.waitForPromotion(before);
         expect(after.name).not.toBe(before.name);
         // Writes resume through the same handle: nobody restarted anything.
-        await writer.untilAcknowledged(50, 60_000);
+        await writer.untilAcknowledged(50, 60_000).catch(async (error: unknown) => {
+          throw new Error(
+            `${(error as Error).message}; formation ${JSON.stringify(await formation.state())}; on the primary: ${JSON.stringify(await activityOnPrimary())}`,
+          );
+        });
         await writer.stop();
         expect((await whereAmI(handle)).port).toBe(after.port);
         const present = await rowsOnPrimary(table);

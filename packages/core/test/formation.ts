@@ -94,7 +94,9 @@ export async function startFormation(options: { log?: (line: string) => void } =
     LANG: 'C.UTF-8',
   };
   const command = (args: string[]): [string, string[]] =>
-    asRoot ? ['runuser', ['-u', 'postgres', '--', 'env', ...envArgs(env), PG_AUTOCTL, ...args]] : [PG_AUTOCTL, args];
+    asRoot
+      ? ['runuser', ['-u', 'postgres', '--', 'env', ...envArgs(env), PG_AUTOCTL, ...args]]
+      : [PG_AUTOCTL, args];
   const autoctl = async (args: string[]): Promise<string> => {
     const [file, argv] = command(args);
     const { stdout } = await run(file, argv, { env, timeout: COMMAND_TIMEOUT_MS, maxBuffer: 8 << 20 });
@@ -181,7 +183,10 @@ export async function startFormation(options: { log?: (line: string) => void } =
       nodes.push(node);
       // The second node clones the first: it must be a running primary first.
       await waitFor(
-        async () => (await readState()).some((s) => s.nodename === node.name && (settled(s) || s.current_group_state === 'single')),
+        async () =>
+          (await readState()).some(
+            (s) => s.nodename === node.name && (settled(s) || s.current_group_state === 'single'),
+          ),
         60_000,
       );
       say(`${node.name} on ${node.port}`);
@@ -217,7 +222,11 @@ export async function startFormation(options: { log?: (line: string) => void } =
       async url(database = 'postgres', order = 'standby-first') {
         const first = await primary();
         const ordered = [...nodes].sort((a, b) =>
-          (a === first) === (order === 'primary-first') ? -1 : (b === first) === (order === 'primary-first') ? 1 : 0,
+          (a === first) === (order === 'primary-first')
+            ? -1
+            : (b === first) === (order === 'primary-first')
+              ? 1
+              : 0,
         );
         return `postgres://postgres@${ordered.map((n) => `127.0.0.1:${n.port}`).join(',')}/${database}?target_session_attrs=read-write`;
       },

@@ -25,18 +25,29 @@ export interface DatabaseHandle {
 }
 
 export interface OpenOptions {
-  /** A PostgreSQL connection string. Without it, an embedded PGlite database is used. */
+  /**
+   * A PostgreSQL connection string (connection-string.ts). Several hosts with
+   * target_session_attrs=read-write reach whichever is primary, also after a failover. Without it,
+   * an embedded PGlite database is used.
+   */
   url?: string | undefined;
   /** PGlite data directory; in memory when absent. */
   dataDir?: string | undefined;
   /** Pool size for PostgreSQL. */
   maxConnections?: number;
+  /**
+   * How long one connection attempt, and with several hosts one search for a writable host, may
+   * take before the statement waiting for it fails (seconds). Short: around a failover a caller
+   * that fails fast retries onto the promoted primary (docs/OPERATIONS.md).
+   */
+  connectTimeoutSeconds?: number;
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseHandle> {
   if (options.url) {
     const client = postgres(options.url, {
       max: options.maxConnections ?? 10,
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
       onnotice: () => {},
       // numeric(78,0) stays a string: amounts never pass through a float.
       types: {},
