@@ -8,8 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
 import { startFormation } from '@idem/core/testing';
+import { z } from 'zod';
 import { formatHtml, formatJsonLine, formatText } from './report.ts';
 import { type ChaosOptions, type ChaosReport, runChaos } from './run.ts';
 
@@ -90,8 +90,12 @@ const runOne = async (failover?: ChaosOptions['failover'], url = databaseUrl): P
 };
 
 if (args.failover) {
-  process.stderr.write(`chaos: failover drill (${args.failover}), seed ${args.seed}, starting a pg_auto_failover formation\n`);
-  const formation = await startFormation({ log: (line) => process.stderr.write(`chaos: formation ${line}\n`) });
+  process.stderr.write(
+    `chaos: failover drill (${args.failover}), seed ${args.seed}, starting a pg_auto_failover formation\n`,
+  );
+  const formation = await startFormation({
+    log: (line) => process.stderr.write(`chaos: formation ${line}\n`),
+  });
   let ok = true;
   try {
     const scenarios = args.failover === 'both' ? (['kill', 'switchover'] as const) : [args.failover];

@@ -146,7 +146,9 @@ export function failoverChecks(outcome: FailoverOutcome, unplannedExits: string[
       `write-unavailability ${outcome.writeUnavailableMs ?? '?'} ms; probe ${outcome.probe.acknowledged} acknowledged, ${outcome.probe.failures} failed (${outcome.probe.errors.join(', ') || 'none'}); ${unplannedExits.length} unplanned process exits`,
       [
         ...unplannedExits.map((exit) => `process exited on its own: ${exit}`),
-        ...(outcome.writeUnavailableMs === null ? ['the probe never wrote again after its first failure'] : []),
+        ...(outcome.writeUnavailableMs === null
+          ? ['the probe never wrote again after its first failure']
+          : []),
       ],
     ),
     check(

@@ -137,7 +137,10 @@ export async function resolveUnknown(log: IntegratorLog): Promise<{ retried: num
     const answer = await submitUntilKnown({ ...setup, stopAt: Date.now() }, log, request, key);
     record(setup, log, request, key, answer);
     if (answer.kind !== 'unknown') resolved += 1;
-    else log.violations.push(`withdrawal ${request.withdrawalId} (key ${key}) still unknown when retried after the faults`);
+    else
+      log.violations.push(
+        `withdrawal ${request.withdrawalId} (key ${key}) still unknown when retried after the faults`,
+      );
   }
   return { retried: pending.length, resolved };
 }

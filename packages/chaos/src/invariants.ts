@@ -165,9 +165,21 @@ async function fencing(sql: Sql): Promise<CheckResult> {
   const [probe] = await sql<{ attempts: boolean }[]>`
     select to_regclass('public.signed_attempts') is not null as attempts`;
   if (!probe?.attempts)
-    return result('fencing', 'no worker acted on a stale lease', 'no signed_attempts table', [], 'not-checkable');
+    return result(
+      'fencing',
+      'no worker acted on a stale lease',
+      'no signed_attempts table',
+      [],
+      'not-checkable',
+    );
   const rows = await sql<
-    { operation_id: string; attempts: number; shared: string | null; regress: string | null; ahead: string | null }[]
+    {
+      operation_id: string;
+      attempts: number;
+      shared: string | null;
+      regress: string | null;
+      ahead: string | null;
+    }[]
   >`
     select a.operation_id::text, count(*)::int as attempts,
            (select string_agg(distinct x.lease_generation::text, ',') from signed_attempts x
@@ -188,11 +200,17 @@ async function fencing(sql: Sql): Promise<CheckResult> {
   for (const row of rows) {
     attempts += row.attempts;
     if (row.shared)
-      violations.push(`withdrawal ${row.operation_id}: lease generation ${row.shared} was used by two workers`);
+      violations.push(
+        `withdrawal ${row.operation_id}: lease generation ${row.shared} was used by two workers`,
+      );
     if (row.regress)
-      violations.push(`withdrawal ${row.operation_id}: attempt(s) ${row.regress} carry an older generation than an earlier attempt`);
+      violations.push(
+        `withdrawal ${row.operation_id}: attempt(s) ${row.regress} carry an older generation than an earlier attempt`,
+      );
     if (row.ahead)
-      violations.push(`withdrawal ${row.operation_id}: attempt(s) ${row.ahead} carry a generation newer than the operation's`);
+      violations.push(
+        `withdrawal ${row.operation_id}: attempt(s) ${row.ahead} carry a generation newer than the operation's`,
+      );
   }
   return result(
     'fencing',

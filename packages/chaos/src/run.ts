@@ -37,8 +37,8 @@ import {
   type FailoverOutcome,
   type FailoverPlan,
   failoverChecks,
-  performFailover,
   type Probe,
+  performFailover,
   startProbe,
 } from './failover.ts';
 import { type IntegratorLog, newIntegratorLog, resolveUnknown, runClient, sleep } from './integrators.ts';
@@ -515,7 +515,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // --- the failover drill (instead of the schedule) ---
     let probe: Probe | null = null;
-    let failoverEvent: Promise<Omit<FailoverOutcome, 'writeUnavailableMs' | 'probe' | 'clientRetries' | 'unknownRetried' | 'unknownResolved'>> | null = null;
+    let failoverEvent: Promise<
+      Omit<
+        FailoverOutcome,
+        'writeUnavailableMs' | 'probe' | 'clientRetries' | 'unknownRetried' | 'unknownResolved'
+      >
+    > | null = null;
     if (options.failover) {
       const plan = options.failover;
       const started = startProbe(databaseUrl);
