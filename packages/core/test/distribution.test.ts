@@ -67,7 +67,10 @@ describe('distribution by tenant (Citus readiness)', () => {
             !key.cols?.startsWith('tenant_id') ||
             (key.ref_cols !== null && !key.ref_cols.startsWith('tenant_id')),
         )
-        .map((key) => `${key.tbl}.${key.name} (${key.kind}: ${key.cols}${key.ref_cols ? ` -> ${key.ref_cols}` : ''})`),
+        .map(
+          (key) =>
+            `${key.tbl}.${key.name} (${key.kind}: ${key.cols}${key.ref_cols ? ` -> ${key.ref_cols}` : ''})`,
+        ),
     ];
     expect(violations).toEqual([]);
     // The exceptions still exist: a stale allowlist hides nothing but misleads the reader.

@@ -110,7 +110,9 @@ async function activityOnPrimary(): Promise<unknown[]> {
     connect_timeout: 5,
   });
   try {
-    return await client`select state, wait_event_type, wait_event, left(query, 60) as query, (select setting from pg_settings where name = 'synchronous_standby_names') as sync from pg_stat_activity where backend_type = 'client backend'`;
+    return [
+      ...(await client`select state, wait_event_type, wait_event, left(query, 60) as query, (select setting from pg_settings where name = 'synchronous_standby_names') as sync from pg_stat_activity where backend_type = 'client backend'`),
+    ];
   } finally {
     await client.end();
   }
