@@ -23,42 +23,25 @@ import {
   registerHotWallet,
   rowsOf,
   setRiskPolicy,
-  withDatabase,
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, startAnvil } from '@idem/rails';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startServerProcess } from '../test/support/server-process.ts';
+import { fundAccounts, scratchDatabase } from './support.ts';
 
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 10);
 const CLIENTS = 16;
 const ACCOUNTS = 200;
 const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
 const SETUPS = [1, 2, 4];
-const BASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const RESULTS = fileURLToPath(new URL('../../../bench-results/', import.meta.url));
 const SERVER_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 120);
 const WALLETS = 4;
-
-async function scratch(label: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `idem_bench_${label}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${name}"`);
-  await admin.end();
-  return {
-    url: withDatabase(BASE_URL, name),
-    drop: async () => {
-      const dropper = postgres(BASE_URL, { max: 1, onnotice: () => {} });
-      await dropper.unsafe(`drop database if exists "${name}" with (force)`);
-      await dropper.end();
-    },
-  };
-}
 
 interface SetupResult {
   servers: number;
@@ -69,26 +52,13 @@ interface SetupResult {
 }
 
 async function runSetup(servers: number): Promise<SetupResult> {
-  const { url, drop } = await scratch('scale');
+  const { url, drop } = await scratchDatabase('idem_bench_scale');
   const setup = await openDatabase({ url, maxConnections: 8 });
   try {
     await setup.migrate();
     const { tenantId } = await createTenant(setup.db, { name: `bench scale ${servers}` });
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct-${i}`);
-    for (const accountId of accounts)
-      await withTenant(setup.db, tenantId, (tx) =>
-        recordDeposit(tx, {
-          tenantId,
-          deposit: {
-            reference: `fund-${accountId}`,
-            accountId,
-            asset: 'ETH',
-            amountMinor: (10n ** 24n).toString(),
-          },
-          idempotencyKey: `deposit-fund-${accountId}`,
-          actor: 'bench',
-        }),
-      );
+    await fundAccounts(setup.db, tenantId, accounts);
     const { apiKey } = await createApiKey(setup.db, tenantId);
     const processes = await Promise.all(
       Array.from({ length: servers }, () =>
@@ -204,7 +174,7 @@ async function startWorkerProcess(id: string, env: Record<string, string>): Prom
  */
 async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSetupResult> {
   const chain = createPublicClient({ transport: http(rpcUrl) });
-  const { url, drop } = await scratch('drain');
+  const { url, drop } = await scratchDatabase('idem_bench_drain');
   const db: DatabaseHandle = await openDatabase({ url, maxConnections: 4 });
   try {
     await db.migrate();
