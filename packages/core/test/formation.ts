@@ -221,13 +221,8 @@ export async function startFormation(options: { log?: (line: string) => void } =
       primary,
       async url(database = 'postgres', order = 'standby-first') {
         const first = await primary();
-        const ordered = [...nodes].sort((a, b) =>
-          (a === first) === (order === 'primary-first')
-            ? -1
-            : (b === first) === (order === 'primary-first')
-              ? 1
-              : 0,
-        );
+        const standbys = nodes.filter((node) => node !== first);
+        const ordered = order === 'primary-first' ? [first, ...standbys] : [...standbys, first];
         return `postgres://postgres@${ordered.map((n) => `127.0.0.1:${n.port}`).join(',')}/${database}?target_session_attrs=read-write`;
       },
       async killPrimary() {
