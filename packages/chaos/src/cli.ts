@@ -1,14 +1,17 @@
 /**
  * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--html]`
+ * `pnpm chaos --failover kill|switchover|both [--seed N ...]`: the failover drill on a local
+ * pg_auto_failover formation instead of the seeded faults (one run per scenario).
  * Exits 0 when every invariant holds, 1 when one is violated (the seed and the first violation are
  * printed), 2 on a usage error.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { startFormation } from '@idem/core/testing';
 import { z } from 'zod';
 import { formatHtml, formatJsonLine, formatText } from './report.ts';
-import { runChaos } from './run.ts';
+import { type ChaosOptions, type ChaosReport, runChaos } from './run.ts';
 
 const durationSchema = z
   .string()
@@ -29,6 +32,7 @@ const argsSchema = z.object({
   clients: z.coerce.number().int().min(1).max(32).default(8),
   html: z.boolean().default(false),
   out: z.string().optional(),
+  failover: z.enum(['kill', 'switchover', 'both']).optional(),
 });
 
 const { values } = parseArgs({
@@ -42,6 +46,7 @@ const { values } = parseArgs({
     clients: { type: 'string' },
     html: { type: 'boolean' },
     out: { type: 'string' },
+    failover: { type: 'string' },
   },
 });
 const parsed = argsSchema.safeParse({
@@ -50,7 +55,7 @@ const parsed = argsSchema.safeParse({
 });
 if (!parsed.success) {
   process.stderr.write(
-    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--quiet 90s] [--html] [--out DIR]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
+    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--quiet 90s] [--html] [--out DIR] [--failover kill|switchover|both]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
   );
   process.exit(2);
 }
@@ -59,25 +64,51 @@ const args = parsed.data;
 const databaseUrl =
   process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
-process.stderr.write(`chaos: seed ${args.seed}, ${args.duration / 1000}s of faults\n`);
-const report = await runChaos({
-  seed: args.seed,
-  durationMs: args.duration,
-  servers: args.servers,
-  workers: args.workers,
-  clients: args.clients,
-  databaseUrl,
-  ...(args.quiet !== undefined ? { quietMsMax: args.quiet } : {}),
-  ...(args.out ? { outDir: args.out } : {}),
-  progress: (line) => process.stderr.write(`chaos: ${line}\n`),
-});
-const text = formatText(report);
-process.stdout.write(`${text}\n${formatJsonLine(report)}\n`);
-writeFileSync(join(report.outDir, 'report.txt'), `${text}\n`);
-writeFileSync(join(report.outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-if (args.html) {
-  const path = join(report.outDir, 'report.html');
-  writeFileSync(path, formatHtml(report));
-  process.stdout.write(`html report: ${path}\n`);
+const runOne = async (failover?: ChaosOptions['failover'], url = databaseUrl): Promise<ChaosReport> => {
+  const report = await runChaos({
+    seed: args.seed,
+    durationMs: args.duration,
+    servers: args.servers,
+    workers: args.workers,
+    clients: args.clients,
+    databaseUrl: url,
+    ...(args.quiet !== undefined ? { quietMsMax: args.quiet } : {}),
+    ...(args.out ? { outDir: args.out } : {}),
+    ...(failover ? { failover } : {}),
+    progress: (line) => process.stderr.write(`chaos: ${line}\n`),
+  });
+  const text = formatText(report);
+  process.stdout.write(`${text}\n${formatJsonLine(report)}\n`);
+  writeFileSync(join(report.outDir, 'report.txt'), `${text}\n`);
+  writeFileSync(join(report.outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  if (args.html) {
+    const path = join(report.outDir, 'report.html');
+    writeFileSync(path, formatHtml(report));
+    process.stdout.write(`html report: ${path}\n`);
+  }
+  return report;
+};
+
+if (args.failover) {
+  process.stderr.write(
+    `chaos: failover drill (${args.failover}), seed ${args.seed}, starting a pg_auto_failover formation\n`,
+  );
+  const formation = await startFormation({
+    log: (line) => process.stderr.write(`chaos: formation ${line}\n`),
+  });
+  let ok = true;
+  try {
+    const scenarios = args.failover === 'both' ? (['kill', 'switchover'] as const) : [args.failover];
+    for (const scenario of scenarios) {
+      const report = await runOne({ scenario, formation }, await formation.url('postgres', 'standby-first'));
+      ok &&= report.ok;
+    }
+  } finally {
+    await formation.stop();
+  }
+  process.exit(ok ? 0 : 1);
 }
+
+process.stderr.write(`chaos: seed ${args.seed}, ${args.duration / 1000}s of faults\n`);
+const report = await runOne();
 process.exit(report.ok ? 0 : 1);

@@ -35,10 +35,21 @@ export interface IntegratorLog {
   counts: Record<string, number>;
   /** When each CREATED answer arrived (ms since the run started), for throughput. */
   createdAtMs: number[];
+  /**
+   * Submissions whose outcome the client never learned (it gave up retrying): retried later with
+   * the same key (resolveUnknown), each must come back as one operation.
+   */
+  unknown: UnknownSubmission[];
+}
+
+export interface UnknownSubmission {
+  setup: ClientSetup;
+  request: WithdrawalRequest;
+  key: string;
 }
 
 export function newIntegratorLog(): IntegratorLog {
-  return { seen: new Map(), secondClient: [], violations: [], counts: {}, createdAtMs: [] };
+  return { seen: new Map(), secondClient: [], violations: [], counts: {}, createdAtMs: [], unknown: [] };
 }
 
 export interface ClientSetup {
@@ -85,10 +96,13 @@ async function submitUntilKnown(
   request: WithdrawalRequest,
   key: string,
 ): Promise<Attempt> {
+  let ambiguous = false;
   for (let round = 1; round <= roundsMax; round += 1) {
     bump(log, 'submit_calls');
     try {
       const answer = await setup.client.withdrawals.submit(request, key);
+      // The commit's outcome was unknown to the client at least once; the same key settled it.
+      if (ambiguous) bump(log, 'known_after_retry');
       return {
         kind: 'ok',
         outcome: answer.outcome,
@@ -97,6 +111,7 @@ async function submitUntilKnown(
       };
     } catch (error) {
       if (error instanceof IdemApiError && !error.isRetryable) return { kind: 'refused', error };
+      ambiguous = true;
       bump(
         log,
         error instanceof IdemTransportError ? 'transport_errors' : `api_${(error as IdemApiError).code}`,
@@ -106,7 +121,28 @@ async function submitUntilKnown(
     }
   }
   bump(log, 'gave_up_unknown');
+  log.unknown.push({ setup, request, key });
   return { kind: 'unknown' };
+}
+
+/**
+ * The integrator's later retry of every submission it gave up on, with the same key and request,
+ * as a well-behaved client does once the service answers again: each must now come back CREATED or
+ * REPLAYED, and `record` checks the key never maps to two operations.
+ */
+export async function resolveUnknown(log: IntegratorLog): Promise<{ retried: number; resolved: number }> {
+  const pending = log.unknown.splice(0);
+  let resolved = 0;
+  for (const { setup, request, key } of pending) {
+    const answer = await submitUntilKnown({ ...setup, stopAt: Date.now() }, log, request, key);
+    record(setup, log, request, key, answer);
+    if (answer.kind !== 'unknown') resolved += 1;
+    else
+      log.violations.push(
+        `withdrawal ${request.withdrawalId} (key ${key}) still unknown when retried after the faults`,
+      );
+  }
+  return { retried: pending.length, resolved };
 }
 
 function record(

@@ -159,7 +159,72 @@ export async function checkInvariants(input: InvariantInput): Promise<CheckResul
     depositsOnce(input, ops),
     holds(withdrawals),
     await webhooksInInbox(input),
+    await fencing(sql),
   ];
+}
+
+/**
+ * Fencing held: every lease generation of a withdrawal belongs to one worker (two workers acting
+ * under one generation means a claim was lost, as a failover that dropped an acknowledged commit
+ * would do), generations only grow along its attempts, and none is newer than the operation's own.
+ */
+async function fencing(sql: Sql): Promise<CheckResult> {
+  const [probe] = await sql<{ attempts: boolean }[]>`
+    select to_regclass('public.signed_attempts') is not null as attempts`;
+  if (!probe?.attempts)
+    return result(
+      'fencing',
+      'no worker acted on a stale lease',
+      'no signed_attempts table',
+      [],
+      'not-checkable',
+    );
+  const rows = await sql<
+    {
+      operation_id: string;
+      attempts: number;
+      shared: string | null;
+      regress: string | null;
+      ahead: string | null;
+    }[]
+  >`
+    select a.operation_id::text, count(*)::int as attempts,
+           (select string_agg(distinct x.lease_generation::text, ',') from signed_attempts x
+             where x.tenant_id = a.tenant_id and x.operation_id = a.operation_id
+             group by x.lease_generation having count(distinct x.created_by) > 1 limit 1) as shared,
+           (select string_agg(x.attempt_no::text, ',') from signed_attempts x
+             join signed_attempts y on y.tenant_id = x.tenant_id and y.operation_id = x.operation_id
+                                   and y.attempt_no < x.attempt_no and y.lease_generation > x.lease_generation
+             where x.tenant_id = a.tenant_id and x.operation_id = a.operation_id) as regress,
+           (select string_agg(x.attempt_no::text, ',') from signed_attempts x
+             where x.tenant_id = a.tenant_id and x.operation_id = a.operation_id
+               and x.lease_generation > o.lease_generation) as ahead
+    from signed_attempts a
+    join operations o on o.tenant_id = a.tenant_id and o.operation_id = a.operation_id
+    group by a.tenant_id, a.operation_id, o.lease_generation`;
+  const violations: string[] = [];
+  let attempts = 0;
+  for (const row of rows) {
+    attempts += row.attempts;
+    if (row.shared)
+      violations.push(
+        `withdrawal ${row.operation_id}: lease generation ${row.shared} was used by two workers`,
+      );
+    if (row.regress)
+      violations.push(
+        `withdrawal ${row.operation_id}: attempt(s) ${row.regress} carry an older generation than an earlier attempt`,
+      );
+    if (row.ahead)
+      violations.push(
+        `withdrawal ${row.operation_id}: attempt(s) ${row.ahead} carry a generation newer than the operation's`,
+      );
+  }
+  return result(
+    'fencing',
+    'no worker acted on a stale lease: one worker per lease generation, generations only grow',
+    `${rows.length} withdrawals with ${attempts} signed attempts`,
+    violations,
+  );
 }
 
 /** Quiet phase outcome: every withdrawal final, or UNKNOWN/FAILED_TERMINAL with a named owner. */

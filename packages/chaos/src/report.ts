@@ -9,6 +9,14 @@ export function formatText(report: ChaosReport): string {
   );
   lines.push(`replay: ${report.command}`);
   if (!report.ok) lines.push(`FIRST VIOLATION (seed ${report.seed}): ${report.firstViolation}`);
+  if (report.failover) {
+    const f = report.failover;
+    lines.push(
+      '',
+      `failover (${f.scenario} at t+${(f.atMs / 1000).toFixed(1)}s): ${f.formerPrimary} -> ${f.promoted ?? 'nobody'} in ${f.promotedAfterMs ?? '?'} ms; write-unavailability ${f.writeUnavailableMs ?? '?'} ms; ${f.clientRetries} client retries; ${f.unknownRetried} unknown outcomes retried, ${f.unknownResolved} resolved; probe ${f.probe.acknowledged} acknowledged, ${f.probe.lost} lost`,
+    );
+    if (f.error) lines.push(`  failover error: ${f.error}`);
+  }
   lines.push('', 'invariants:');
   for (const check of report.checks) {
     const mark = check.status === 'pass' ? 'ok  ' : check.status === 'fail' ? 'FAIL' : 'n/a ';

@@ -16,6 +16,7 @@ import {
   recordDeposit,
   registerHotWallet,
   setRiskPolicy,
+  withDatabase,
   withTenant,
 } from '@idem/core';
 import {
@@ -45,7 +46,15 @@ import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { scanChain } from './chain.ts';
 import { DEPOSIT_FUNDER_KEY, type DepositLog, newDepositLog, runDepositors } from './deposits.ts';
-import { type IntegratorLog, newIntegratorLog, runClient, sleep } from './integrators.ts';
+import {
+  type FailoverOutcome,
+  type FailoverPlan,
+  failoverChecks,
+  type Probe,
+  performFailover,
+  startProbe,
+} from './failover.ts';
+import { type IntegratorLog, newIntegratorLog, resolveUnknown, runClient, sleep } from './integrators.ts';
 import { type CheckResult, checkInvariants, type Landed, type TenantInfo } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
@@ -68,6 +77,11 @@ export interface ChaosOptions {
   thinkMs?: [number, number];
   /** Progress lines (to stderr in the CLI; silent in tests unless asked). */
   progress?: (line: string) => void;
+  /**
+   * A failover drill instead of the seeded fault schedule (issue 16): `databaseUrl` is the
+   * formation's multi-host URL, and the plan's event happens 40% into the fault phase.
+   */
+  failover?: FailoverPlan;
 }
 
 export interface TimelineSample {
@@ -109,6 +123,7 @@ export interface ChaosReport {
   outDir: string;
   timeline: TimelineSample[];
   wallClockMs: number;
+  failover: FailoverOutcome | null;
 }
 
 const CHAIN_ID = 31337;
@@ -124,11 +139,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const say = options.progress ?? (() => {});
   const quietMsMax = options.quietMsMax ?? Math.max(60_000, options.durationMs);
   const prng = new Prng(options.seed);
-  const schedule = buildSchedule(prng.fork('faults'), {
-    faultPhaseMs: options.durationMs,
-    servers: options.servers,
-    workers: options.workers,
-  });
+  // A failover drill loses the primary and nothing else: its window and retries are its own.
+  const schedule = options.failover
+    ? []
+    : buildSchedule(prng.fork('faults'), {
+        faultPhaseMs: options.durationMs,
+        servers: options.servers,
+        workers: options.workers,
+      });
   const seedLabel = `s${options.seed}`;
   const outDir = options.outDir ?? join(tmpdir(), 'idem-chaos', `seed-${options.seed}-${Date.now()}`);
   mkdirSync(outDir, { recursive: true });
@@ -151,9 +169,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await dropper.end();
       }
     });
-    const url = new URL(options.databaseUrl);
-    url.pathname = `/${databaseName}`;
-    const databaseUrl = url.toString();
+    const databaseUrl = withDatabase(options.databaseUrl, databaseName);
     say(`database ${databaseName}; logs in ${outDir}`);
 
     // --- the chain ---
@@ -527,6 +543,42 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         }, event.atMs),
       );
 
+    // --- the failover drill (instead of the schedule) ---
+    let probe: Probe | null = null;
+    let failoverEvent: Promise<
+      Omit<
+        FailoverOutcome,
+        'writeUnavailableMs' | 'probe' | 'clientRetries' | 'unknownRetried' | 'unknownResolved'
+      >
+    > | null = null;
+    if (options.failover) {
+      const plan = options.failover;
+      const started = startProbe(databaseUrl);
+      probe = started;
+      cleanups.push(() => started.close());
+      const atMs = Math.round(options.durationMs * 0.4);
+      failoverEvent = sleep(atMs)
+        .then(() => performFailover(plan, say))
+        .then(
+          ({ formerPrimary, promoted, promotedAfterMs }) => ({
+            scenario: plan.scenario,
+            atMs,
+            formerPrimary: formerPrimary.name,
+            promoted: promoted.name,
+            promotedAfterMs,
+            error: null,
+          }),
+          (error: unknown) => ({
+            scenario: plan.scenario,
+            atMs,
+            formerPrimary: '?',
+            promoted: null,
+            promotedAfterMs: null,
+            error: `failover ${plan.scenario}: ${(error as Error).message}`,
+          }),
+        );
+    }
+
     const timeline: TimelineSample[] = [];
     let phase: TimelineSample['phase'] = 'faults';
     const sampler = setInterval(() => {
@@ -626,6 +678,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await sleep(100);
         await worker.start();
       }
+    // What the clients gave up on during the failover, they now ask again with the same key.
+    const failoverEnded = failoverEvent ? await failoverEvent : null;
+    const unknownRetries = options.failover ? await resolveUnknown(integrators) : { retried: 0, resolved: 0 };
     const landed = detectLanded();
     let convergedAfterMs: number | null = null;
     let outstanding = '';
@@ -681,11 +736,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     });
     const finalRows = await sql<{ state: string; n: number }[]>`
       select state, count(*)::int as n from operations where kind = 'withdrawal' group by state order by state`;
+    let failover: FailoverOutcome | null = null;
+    if (failoverEnded && probe) {
+      await probe.stop();
+      const lost = await probe.lost();
+      const summary = probe.summary();
+      failover = {
+        ...failoverEnded,
+        writeUnavailableMs: probe.windowMs,
+        probe: { ...summary, lost: lost.length },
+        clientRetries: Object.entries(integrators.counts)
+          .filter(([name]) => name === 'transport_errors' || name.startsWith('api_'))
+          .reduce((sum, [, n]) => sum + n, 0),
+        unknownRetried: unknownRetries.retried,
+        unknownResolved: unknownRetries.resolved,
+      };
+      checks.push(...failoverChecks(failover, unplannedExits));
+    }
     const failed = checks.find((check) => check.status === 'fail');
     const faultSeconds = options.durationMs / 1_000;
     const report: ChaosReport = {
       seed: options.seed,
-      command: `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}`,
+      command: `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}${options.failover ? ` --failover ${options.failover.scenario}` : ''}`,
       options: {
         durationMs: options.durationMs,
         servers: options.servers,
@@ -727,6 +799,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       outDir,
       timeline,
       wallClockMs: 0,
+      failover,
     };
     report.wallClockMs = Date.now() - began;
     return report;

@@ -43,6 +43,13 @@ export {
 } from './customer/account.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { migrationsFolder, openDatabase } from './db/connect.ts';
+export {
+  type ConnectionString,
+  connectionStringSchema,
+  formatConnectionString,
+  parseConnectionString,
+  withDatabase,
+} from './db/connection-string.ts';
 export { errorCodes } from './db/error-codes.ts';
 export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
+import { parseConnectionString, withDatabase } from '../src/db/connection-string.ts';
 
 /**
  * One harness for every test file: a real PostgreSQL server when TEST_DATABASE_URL or DATABASE_URL
@@ -36,8 +37,9 @@ export async function createTestDatabase(options: { maxConnections?: number } = 
   const scratch = await scratchPostgresDatabase(base, 'idem_t');
   const handle = await openDatabase({ url: scratch.url, maxConnections: options.maxConnections ?? 10 });
   await handle.migrate();
+  const where = parseConnectionString(scratch.url);
   console.info(
-    `[idem test] database: PostgreSQL ${new URL(scratch.url).host}${new URL(scratch.url).pathname}`,
+    `[idem test] database: PostgreSQL ${where.hosts.map((h) => `${h.host}:${h.port}`).join(',')}/${where.database}`,
   );
   return {
     ...handle,
@@ -61,10 +63,8 @@ export async function scratchPostgresDatabase(
   } finally {
     await admin.end();
   }
-  const url = new URL(base);
-  url.pathname = `/${name}`;
   return {
-    url: url.toString(),
+    url: withDatabase(base, name),
     drop: async () => {
       const dropper = postgres(base, { max: 1, onnotice: () => {} });
       try {
@@ -77,3 +77,4 @@ export async function scratchPostgresDatabase(
 }
 
 export { strandWithdrawal } from './fixtures.ts';
+export { type Formation, type FormationNode, formationAvailable, startFormation } from './formation.ts';

@@ -6,12 +6,12 @@ import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createApiKey, createTenant, openDatabase, recordDeposit, rowsOf, withTenant } from '@idem/core';
+import { createApiKey, createTenant, openDatabase, rowsOf } from '@idem/core';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { getAddress } from 'viem';
 import { startServerProcess } from '../test/support/server-process.ts';
+import { fundAccounts, scratchDatabase } from './support.ts';
 
 /**
  * `pnpm bench` (server): N concurrent SDK clients creating withdrawals over HTTP against the real
@@ -33,25 +33,7 @@ const TARGET_RATIO = 0.4;
  */
 const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
 const TARGET_P99_MS = 25;
-const BASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const RESULTS = fileURLToPath(new URL('../../../bench-results/', import.meta.url));
-
-async function scratchDatabase(prefix: string) {
-  const name = `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${name}"`);
-  await admin.end();
-  const url = new URL(BASE_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const dropper = postgres(BASE_URL, { max: 1, onnotice: () => {} });
-      await dropper.unsafe(`drop database if exists "${name}" with (force)`);
-      await dropper.end();
-    },
-  };
-}
 
 async function pgbenchTps(): Promise<number> {
   const scratch = await scratchDatabase('idem_bench_http_pgbench');
@@ -99,25 +81,7 @@ async function main() {
     await setup.migrate();
     const { tenantId } = await createTenant(setup.db, { name: 'bench http' });
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct-${i}`);
-    for (let i = 0; i < accounts.length; i += 50) {
-      await Promise.all(
-        accounts.slice(i, i + 50).map((accountId) =>
-          withTenant(setup.db, tenantId, (tx) =>
-            recordDeposit(tx, {
-              tenantId,
-              deposit: {
-                reference: `fund-${accountId}`,
-                accountId,
-                asset: 'ETH',
-                amountMinor: (10n ** 24n).toString(),
-              },
-              idempotencyKey: `deposit-fund-${accountId}`,
-              actor: 'bench',
-            }),
-          ),
-        ),
-      );
-    }
+    await fundAccounts(setup.db, tenantId, accounts);
     const { apiKey } = await createApiKey(setup.db, tenantId);
 
     const server = await startServerProcess(

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { type Network, networkSchema } from '@idem/contracts';
+import { connectionStringSchema } from '@idem/core';
 import type { FeePolicyInput } from '@idem/rails';
 import { z } from 'zod';
 
@@ -42,13 +43,16 @@ const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('production'),
   PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
   HOST: z.string().default('127.0.0.1'),
-  /** PostgreSQL. Without it the server runs on an embedded PGlite database in IDEM_DATA_DIR. */
-  DATABASE_URL: z.string().url().optional(),
+  /**
+   * PostgreSQL. Several hosts with target_session_attrs=read-write follow an HA formation's primary
+   * (docs/OPERATIONS.md). Without it the server runs on an embedded PGlite database in IDEM_DATA_DIR.
+   */
+  DATABASE_URL: connectionStringSchema.optional(),
   /**
    * The owner role's connection, for migrations and tenant provisioning when DATABASE_URL names
    * the restricted login role (docs/API.md, production setup). Defaults to DATABASE_URL.
    */
-  MIGRATION_DATABASE_URL: z.string().url().optional(),
+  MIGRATION_DATABASE_URL: connectionStringSchema.optional(),
   IDEM_DATA_DIR: z.string().default(`${repositoryRoot}.idem`),
   IDEM_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(20),
   /** Apply migrations when the server starts (off when the app role cannot run DDL). */

@@ -6,6 +6,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import { parseConnectionString } from './connection-string.ts';
 
 /** Either driver behind one type: core code never knows which PostgreSQL it runs on. */
 export type Database = PgDatabase<PgQueryResultHKT, Record<string, never>>;
@@ -25,18 +26,33 @@ export interface DatabaseHandle {
 }
 
 export interface OpenOptions {
-  /** A PostgreSQL connection string. Without it, an embedded PGlite database is used. */
+  /**
+   * A PostgreSQL connection string (connection-string.ts). Several hosts with
+   * target_session_attrs=read-write reach whichever is primary, also after a failover. Without it,
+   * an embedded PGlite database is used.
+   */
   url?: string | undefined;
   /** PGlite data directory; in memory when absent. */
   dataDir?: string | undefined;
   /** Pool size for PostgreSQL. */
   maxConnections?: number;
+  /**
+   * How long one connection attempt, and with several hosts one search for a writable host, may
+   * take before the statement waiting for it fails (seconds). Default 5 with several hosts (around
+   * a failover a caller that fails fast retries onto the promoted primary; docs/OPERATIONS.md),
+   * 30 with one.
+   */
+  connectTimeoutSeconds?: number;
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseHandle> {
   if (options.url) {
     const client = postgres(options.url, {
       max: options.maxConnections ?? 10,
+      // With several hosts, failing fast lets callers retry onto the promoted primary; one host
+      // keeps postgres.js's default, which a loaded machine's connection set-up stays well within.
+      connect_timeout:
+        options.connectTimeoutSeconds ?? (parseConnectionString(options.url).hosts.length > 1 ? 5 : 30),
       onnotice: () => {},
       // numeric(78,0) stays a string: amounts never pass through a float.
       types: {},
