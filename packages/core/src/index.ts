@@ -99,7 +99,7 @@ export {
   type WorkTopic,
   workRetryDelayMs,
 } from './outbox/enqueue.ts';
-export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
+export { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 export { decideProposal, type ProposalDecision, type ProposalDecisionResult } from './proposals/decide.ts';
 export { proposalOperationKey } from './proposals/kinds/preconditions.ts';
 export {

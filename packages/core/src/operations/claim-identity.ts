@@ -3,7 +3,7 @@ import type { OperationKind } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
-import { type ApprovedPayload, payloadHash } from '../payload/payload-hash.ts';
+import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 import { IN_FLIGHT_STATES } from '../state-machine/transitions.ts';
 import { findByKey, findByReference, type Operation } from './operation-record.ts';
 

@@ -15,7 +15,7 @@ import { errorCodes } from '../db/error-codes.ts';
 import { rowsOf } from '../db/rows.ts';
 import { assets, tenants } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
-import { payloadHash } from '../payload/payload-hash.ts';
+import { payloadHash } from '@idem/contracts/payload';
 import { answerForHolder, type IdentityClaim } from './claim-identity.ts';
 import { operationFromRow } from './operation-row.ts';
 

@@ -3,7 +3,7 @@ import { IdemError } from '@idem/contracts';
 import { and, eq } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
-import { payloadHash } from '../payload/payload-hash.ts';
+import { payloadHash } from '@idem/contracts/payload';
 
 export type Operation = typeof operations.$inferSelect & { kind: OperationKind; state: OperationState };
 

@@ -8,7 +8,7 @@ import {
 import { approvedCancel, attemptHashes, feeCapInForce, noteOnHistory } from '../../attempts/attempts.ts';
 import type { Tx } from '../../db/connect.ts';
 import { getOperation, type Operation } from '../../operations/operation-record.ts';
-import { payloadHash } from '../../payload/payload-hash.ts';
+import { payloadHash } from '@idem/contracts/payload';
 import type { ProposalRule } from '../kinds.ts';
 import type { ProposalRecord } from '../record.ts';
 
