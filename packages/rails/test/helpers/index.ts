@@ -8,3 +8,5 @@ export {
   startFaultProxy,
 } from './fault-proxy.ts';
 export { type SimulatorProcess, spawnSimulator } from './simulator-process.ts';
+export { approvalFor } from './approval.ts';
+export { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from './softhsm.ts';
