@@ -80,6 +80,7 @@ export {
   submitWithdrawal,
 } from './operations/create-withdrawal.ts';
 export {
+  approvalOf,
   assertPayloadIntact,
   findByKey,
   findByReference,

@@ -107,7 +107,7 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
   });
 
   it('I18 C02 a withdrawal signed by the token is mined on anvil with the token address as its sender', async () => {
-    const signer = await openPkcs11Signer(keyRef);
+    const signer = openPkcs11Signer(keyRef);
     expect(signer.address).toBe(address);
     const rail = createEvmRail({ rpcUrl: anvil.rpcUrl, chainId, signer });
     expect(rail.address).toBe(address);
@@ -128,7 +128,7 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
   });
 
   it('I18 C02 a payload changed after approval is refused by the signer before the token is called', async () => {
-    const signer = counting(await openPkcs11Signer(keyRef));
+    const signer = counting(openPkcs11Signer(keyRef));
     const rail = createEvmRail({ rpcUrl: anvil.rpcUrl, chainId, signer });
     const to = freshAddress();
     const transfer = { asset: 'native' as const, to, amountMinor: 5_000n };
@@ -151,7 +151,7 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
   });
 
   it('I18 a token that answers after the deadline yields SIGNER_UNAVAILABLE, and its late signature is dropped', async () => {
-    const signer = await openPkcs11Signer(keyRef);
+    const signer = openPkcs11Signer(keyRef);
     let answered = 0;
     // The token signs, then its answer is held past the rail's deadline (a lost answer).
     const late: DigestSigner = {

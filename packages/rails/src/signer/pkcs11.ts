@@ -207,7 +207,7 @@ export async function createPkcs11Key(input: {
 }
 
 /** A signer for one key of a token, logged in through the key reference's PIN source. */
-export async function openPkcs11Signer(keyRef: string): Promise<DigestSigner> {
+export function openPkcs11Signer(keyRef: string): DigestSigner {
   const location = parsePkcs11KeyRef(keyRef);
   const module = pkcs11Module(location.modulePath);
   const slot = login(module, location.modulePath, location.tokenLabel, location.pinRef);
