@@ -44,7 +44,12 @@ export interface Environment {
 }
 
 export async function startEnvironment(
-  options: { mining?: 'auto' | 'manual'; rpcUrl?: (anvilUrl: string) => Promise<string> } = {},
+  options: {
+    mining?: 'auto' | 'manual';
+    rpcUrl?: (anvilUrl: string) => Promise<string>;
+    /** Another hot wallet than anvil's dev account 1 (an HSM key, issue 18); funded with 100 ETH. */
+    hotWallet?: { address: Hex; keyRef: string };
+  } = {},
 ): Promise<Environment> {
   const anvil = await startAnvil({ chainId: CHAIN_ID, mining: options.mining ?? 'auto' });
   const t = await createTestDatabase({ maxConnections: 10 });
@@ -55,9 +60,11 @@ export async function startEnvironment(
       { code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 },
     ],
   });
-  const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
+  const hotWallet = options.hotWallet?.address ?? privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
+  const keyRef = options.hotWallet?.keyRef ?? 'dev:1';
+  if (options.hotWallet) await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(100n * ETH).toString(16)}`]);
   await withTenant(t.db, tenantId, async (tx) => {
-    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef: 'dev:1' });
+    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',
