@@ -31,8 +31,14 @@ export {
   requestFeeBump,
   type SignedAttempt,
 } from './attempts/attempts.ts';
-export { listHotWallets, operationAttempts, walletNonceView } from './attempts/views.ts';
-export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
+export { operationAttempts, walletNonceView } from './attempts/views.ts';
+export {
+  allocateNonce,
+  getHotWallet,
+  type HotWallet,
+  listHotWallets,
+  registerHotWallet,
+} from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export {
   getAccountWithdrawal,

@@ -14,6 +14,7 @@ import {
   isPkcs11KeyRef,
   localKeySigner,
   openPkcs11Signer,
+  parsePkcs11KeyRef,
   quoteFees,
 } from '@idem/rails';
 import { createPublicClient, type Hex, http, type PublicClient } from 'viem';
@@ -69,6 +70,21 @@ export const NATIVE_ASSETS: Record<string, string> = { ethereum: 'ETH' };
 
 export function routeFor(network: string): Route {
   return network === 'ethereum' ? { kind: 'evm' } : { kind: 'custodian' };
+}
+
+/** Where a key reference says the key lives, in words for operators; no secret is in a reference. */
+export function keyLocation(keyRef: string): string {
+  if (isPkcs11KeyRef(keyRef)) {
+    const key = parsePkcs11KeyRef(keyRef);
+    return `PKCS#11 token ${key.tokenLabel}, key id ${key.keyId}, module ${key.modulePath}, PIN from ${key.pinRef}`;
+  }
+  const dev = /^dev:(\d+)$/.exec(keyRef);
+  if (dev) return `anvil development key ${dev[1]} (local chain only)`;
+  const env = /^env:([A-Z0-9_]+)$/.exec(keyRef);
+  if (env) return `in-process key from variable ${env[1]} (development chains only)`;
+  const keystore = /^keystore:(\/[^#]+)#([A-Z0-9_]+)$/.exec(keyRef);
+  if (keystore) return `in-process key from keystore ${keystore[1]} (development chains only)`;
+  return 'unsupported key reference';
 }
 
 /**
