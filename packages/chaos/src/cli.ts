@@ -1,5 +1,5 @@
 /**
- * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--html]`
+ * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11] [--html]`
  * Exits 0 when every invariant holds, 1 when one is violated (the seed and the first violation are
  * printed), 2 on a usage error.
  */
@@ -27,6 +27,7 @@ const argsSchema = z.object({
   workers: z.coerce.number().int().min(1).max(8).default(3),
   servers: z.coerce.number().int().min(1).max(4).default(2),
   clients: z.coerce.number().int().min(1).max(32).default(8),
+  signer: z.enum(['local', 'pkcs11']).default('local'),
   html: z.boolean().default(false),
   out: z.string().optional(),
 });
@@ -40,6 +41,7 @@ const { values } = parseArgs({
     workers: { type: 'string' },
     servers: { type: 'string' },
     clients: { type: 'string' },
+    signer: { type: 'string' },
     html: { type: 'boolean' },
     out: { type: 'string' },
   },
@@ -50,7 +52,7 @@ const parsed = argsSchema.safeParse({
 });
 if (!parsed.success) {
   process.stderr.write(
-    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--quiet 90s] [--html] [--out DIR]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
+    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11] [--quiet 90s] [--html] [--out DIR]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
   );
   process.exit(2);
 }
@@ -66,6 +68,7 @@ const report = await runChaos({
   servers: args.servers,
   workers: args.workers,
   clients: args.clients,
+  signer: args.signer,
   databaseUrl,
   ...(args.quiet !== undefined ? { quietMsMax: args.quiet } : {}),
   ...(args.out ? { outDir: args.out } : {}),
