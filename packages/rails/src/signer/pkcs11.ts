@@ -11,8 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { IdemError } from '@idem/contracts';
-import pkcs11js from 'pkcs11js';
+import type * as Pkcs11Binding from 'pkcs11js';
 import { type Address, getAddress, type Hex } from 'viem';
 import { publicKeyToAddress } from 'viem/accounts';
 import { z } from 'zod';
@@ -83,12 +84,34 @@ export function readPin(pinRef: string): string {
   return value;
 }
 
-const modules = new Map<string, pkcs11js.PKCS11>();
+type Binding = typeof Pkcs11Binding;
+let loaded: Binding | null = null;
+
+/**
+ * The native binding, loaded at the first PKCS#11 use: a process whose hot wallets use no HSM
+ * (the embedded demo) starts even where the addon was not built (pkcs11js is optional; building it
+ * needs Node's headers, see .ci/run).
+ */
+function binding(): Binding {
+  if (loaded) return loaded;
+  try {
+    loaded = createRequire(import.meta.url)('pkcs11js') as Binding;
+  } catch (error) {
+    throw new IdemError(
+      'VALIDATION',
+      `the PKCS#11 binding (pkcs11js) is not built here: ${String(error).slice(0, 120)}; run pnpm rebuild pkcs11js with npm_config_nodedir set to Node's headers`,
+    );
+  }
+  return loaded;
+}
+
+const modules = new Map<string, Pkcs11Binding.PKCS11>();
 
 /** The module loaded and initialised once per process (C_Initialize may run only once). */
-export function pkcs11Module(modulePath: string): pkcs11js.PKCS11 {
+export function pkcs11Module(modulePath: string): Pkcs11Binding.PKCS11 {
   const existing = modules.get(modulePath);
   if (existing) return existing;
+  const pkcs11js = binding();
   const module = new pkcs11js.PKCS11();
   module.load(modulePath);
   // The binding signs on libuv's threads: the library must lock for itself.
@@ -103,13 +126,14 @@ export function pkcs11Module(modulePath: string): pkcs11js.PKCS11 {
  */
 const loggedIn = new Map<string, Buffer>();
 
-function slotOf(module: pkcs11js.PKCS11, tokenLabel: string): Buffer {
+function slotOf(module: Pkcs11Binding.PKCS11, tokenLabel: string): Buffer {
   const slot = module.C_GetSlotList(true).find((s) => module.C_GetTokenInfo(s).label.trim() === tokenLabel);
   if (!slot) throw new IdemError('VALIDATION', `no PKCS#11 token labelled ${tokenLabel}`);
   return slot;
 }
 
-function login(module: pkcs11js.PKCS11, modulePath: string, tokenLabel: string, pinRef: string): Buffer {
+function login(module: Pkcs11Binding.PKCS11, modulePath: string, tokenLabel: string, pinRef: string): Buffer {
+  const pkcs11js = binding();
   const cacheKey = `${modulePath}\u0000${tokenLabel}`;
   const slot = slotOf(module, tokenLabel);
   if (!loggedIn.has(cacheKey)) {
@@ -127,7 +151,8 @@ function login(module: pkcs11js.PKCS11, modulePath: string, tokenLabel: string, 
   return slot;
 }
 
-function findObject(module: pkcs11js.PKCS11, session: Buffer, objectClass: number, keyId: string): Buffer {
+function findObject(module: Pkcs11Binding.PKCS11, session: Buffer, objectClass: number, keyId: string): Buffer {
+  const pkcs11js = binding();
   module.C_FindObjectsInit(session, [
     { type: pkcs11js.CKA_CLASS, value: objectClass },
     { type: pkcs11js.CKA_ID, value: Buffer.from(keyId, 'hex') },
@@ -141,7 +166,8 @@ function findObject(module: pkcs11js.PKCS11, session: Buffer, objectClass: numbe
 }
 
 /** The address of a public key object: keccak of the uncompressed point inside CKA_EC_POINT's DER. */
-function addressOf(module: pkcs11js.PKCS11, session: Buffer, publicKey: Buffer): Address {
+function addressOf(module: Pkcs11Binding.PKCS11, session: Buffer, publicKey: Buffer): Address {
+  const pkcs11js = binding();
   const [attribute] = module.C_GetAttributeValue(session, publicKey, [{ type: pkcs11js.CKA_EC_POINT }]);
   const value = attribute?.value;
   // An OCTET STRING (04 41) around the uncompressed point (04 X Y); some tokens give the bare point.
@@ -169,6 +195,7 @@ export async function createPkcs11Key(input: {
   const tokenLabel = tokenLabelSchema.parse(input.tokenLabel);
   const pinRef = pinRefSchema.parse(input.pinRef);
   const module = pkcs11Module(modulePath);
+  const pkcs11js = binding();
   const slot = login(module, modulePath, tokenLabel, pinRef);
   const keyId = randomBytes(keyIdBytes);
   const session = module.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
@@ -210,6 +237,7 @@ export async function createPkcs11Key(input: {
 export function openPkcs11Signer(keyRef: string): DigestSigner {
   const location = parsePkcs11KeyRef(keyRef);
   const module = pkcs11Module(location.modulePath);
+  const pkcs11js = binding();
   const slot = login(module, location.modulePath, location.tokenLabel, location.pinRef);
   const session = module.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION);
   let privateKey: Buffer;
