@@ -7,7 +7,7 @@
 import { HOLDING_STATES } from '@idem/core';
 import type { Ledger } from '@idem/rails';
 import type { Sql } from 'postgres';
-import { type Hex, keccak256, recoverTransactionAddress } from 'viem';
+import { type Hex, keccak256, parseTransaction, recoverTransactionAddress } from 'viem';
 import type { DepositLog } from './deposits.ts';
 import type { IntegratorLog } from './integrators.ts';
 
@@ -174,7 +174,8 @@ async function sentOnlyPersisted(input: InvariantInput, ours: OurHashes): Promis
     if (!sender || !wallets.has(sender.toLowerCase())) continue;
     fromHotWallets += 1;
     const hash = keccak256(raw as Hex).toLowerCase();
-    if (!ours.opByTxHash.has(hash)) violations.push(`hot wallet ${sender} sent ${hash}, which the ledger never stored`);
+    if (!ours.opByTxHash.has(hash))
+      violations.push(`hot wallet ${sender} sent ${hash}, which the ledger never stored`);
   }
   return result(
     'sent-only-persisted',

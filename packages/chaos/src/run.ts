@@ -18,7 +18,13 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { type AnvilInstance, anvilDevPrivateKeys, createPkcs11Key, type Ledger, startAnvil } from '@idem/rails';
+import {
+  type AnvilInstance,
+  anvilDevPrivateKeys,
+  createPkcs11Key,
+  type Ledger,
+  startAnvil,
+} from '@idem/rails';
 import {
   type ActiveRule,
   type FaultProxy,

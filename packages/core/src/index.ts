@@ -1,3 +1,4 @@
+export { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 export {
   API_KEY_SECRET_BYTES,
   authenticateApiKey,
@@ -106,7 +107,6 @@ export {
   type WorkTopic,
   workRetryDelayMs,
 } from './outbox/enqueue.ts';
-export { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 export { decideProposal, type ProposalDecision, type ProposalDecisionResult } from './proposals/decide.ts';
 export { proposalOperationKey } from './proposals/kinds/preconditions.ts';
 export {

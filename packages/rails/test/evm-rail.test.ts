@@ -8,9 +8,9 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
 import { createEvmRail, type EvmRail } from '../src/evm/rail.ts';
+import { deployTestToken } from '../src/evm/test-token.ts';
 import type { EvmSignRequestInput } from '../src/evm/types.ts';
 import { approvalFor } from './helpers/approval.ts';
-import { deployTestToken } from '../src/evm/test-token.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
 import { balanceOf, rpc } from './helpers/rpc.ts';
 
@@ -114,7 +114,9 @@ describe('EVM rail on an auto-mining anvil', () => {
       { transfer: { asset: 'native' as const, to, amountMinor: '1' }, nonce: -1, ...fees },
     ];
     for (const attempt of attempts) {
-      await expect(signApproved(rail, attempt)).rejects.toSatisfy((error) => isIdemError(error, 'VALIDATION'));
+      await expect(signApproved(rail, attempt)).rejects.toSatisfy((error) =>
+        isIdemError(error, 'VALIDATION'),
+      );
     }
   });
 

@@ -8,7 +8,14 @@
  */
 import { isIdemError } from '@idem/contracts';
 import pkcs11js from 'pkcs11js';
-import { type Address, createPublicClient, type Hex, http, parseTransaction, recoverTransactionAddress } from 'viem';
+import {
+  type Address,
+  createPublicClient,
+  type Hex,
+  http,
+  parseTransaction,
+  recoverTransactionAddress,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
@@ -57,7 +64,11 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
     keyRef = created.keyRef;
     address = created.address;
     // Fund the token's address from an anvil development account.
-    const funder = createEvmRail({ rpcUrl: anvil.rpcUrl, chainId, privateKey: anvilDevPrivateKeys[5] as Hex });
+    const funder = createEvmRail({
+      rpcUrl: anvil.rpcUrl,
+      chainId,
+      privateKey: anvilDevPrivateKeys[5] as Hex,
+    });
     const transfer = { asset: 'native' as const, to: address, amountMinor: 10n ** 18n };
     const funding = await funder.sign(
       { transfer, nonce: (await funder.readNonces()).pending, ...fees },
@@ -71,7 +82,9 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
   });
 
   it('I18 the key reference names where the key lives and holds no key material', () => {
-    expect(keyRef).toMatch(/^pkcs11:token=idem-test;id=(%[0-9a-f]{2})+\?module-path=.+&pin-source=env:IDEM_TEST_HSM_PIN$/);
+    expect(keyRef).toMatch(
+      /^pkcs11:token=idem-test;id=(%[0-9a-f]{2})+\?module-path=.+&pin-source=env:IDEM_TEST_HSM_PIN$/,
+    );
     expect(keyRef).not.toContain(token.pin);
   });
 
@@ -117,7 +130,9 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
     const signed = await rail.sign({ transfer, nonce, ...fees }, approvalFor(transfer));
     const parsed = parseTransaction(signed.rawTransaction);
     expect(BigInt(parsed.s ?? '0x0') <= halfOrder).toBe(true);
-    expect(await recoverTransactionAddress({ serializedTransaction: signed.rawTransaction as never })).toBe(address);
+    expect(await recoverTransactionAddress({ serializedTransaction: signed.rawTransaction as never })).toBe(
+      address,
+    );
 
     expect(await rail.broadcast(signed.rawTransaction)).toMatchObject({ outcome: 'accepted' });
     await rpc(anvil.rpcUrl, 'anvil_mine', ['0x1']);

@@ -4,9 +4,9 @@ import {
   type AnvilInstance,
   createCustodianAdapter,
   generateWebhookSecret,
+  lateAnsweringSigner,
   type RunningCustodianSimulator,
   startAnvil,
-  lateAnsweringSigner,
   startCustodianSimulator,
 } from '@idem/rails';
 import { createWorker, RailRegistry, type RailsConfig, type Worker } from '@idem/workers';
@@ -75,7 +75,8 @@ export async function startBoundary(
 
   const faultFile = env.IDEM_SIGNER_FAULT_FILE;
   if (faultFile) {
-    if (env.NODE_ENV !== 'test') throw new Error('IDEM_SIGNER_FAULT_FILE is for chaos runs (NODE_ENV=test) only');
+    if (env.NODE_ENV !== 'test')
+      throw new Error('IDEM_SIGNER_FAULT_FILE is for chaos runs (NODE_ENV=test) only');
     config.decorateSigner = (signer) => lateAnsweringSigner(signer, faultFile);
     describe.push('signer answers delayed on purpose (chaos)');
   }

@@ -786,7 +786,9 @@ describe.skipIf(!softHsmModulePath())('I18 idem hot-wallet create and list with 
 
     const listed = await idem(backend.env, 'hot-wallet', 'list', '--tenant', tenantId, '--json');
     expect(printed<{ wallets: unknown[] }>(listed)).toEqual({
-      wallets: [{ network: 'ethereum', address: created.address, keyLocation: created.keyLocation, nextNonce: 0 }],
+      wallets: [
+        { network: 'ethereum', address: created.address, keyLocation: created.keyLocation, nextNonce: 0 },
+      ],
     });
     expect(listed.stdout).not.toContain(token.pin);
 

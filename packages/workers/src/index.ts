@@ -1,5 +1,12 @@
 export type { SendStep, WorkerContext } from './context.ts';
-export { defaultKeyResolver, keyLocation, RailRegistry, type RailsConfig, routeFor, signerFor } from './rails.ts';
+export {
+  defaultKeyResolver,
+  keyLocation,
+  RailRegistry,
+  type RailsConfig,
+  routeFor,
+  signerFor,
+} from './rails.ts';
 export {
   type Finding,
   type ReconciliationOptions,

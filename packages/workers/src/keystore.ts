@@ -12,7 +12,13 @@ const keystoreCostSchema = z.object({
   crypto: z.object({
     kdf: z.enum(['scrypt', 'pbkdf2']),
     kdfparams: z.union([
-      z.object({ n: z.number().int().positive().max(2 ** 20) }),
+      z.object({
+        n: z
+          .number()
+          .int()
+          .positive()
+          .max(2 ** 20),
+      }),
       z.object({ c: z.number().int().positive().max(10_000_000) }),
     ]),
   }),

@@ -55,7 +55,10 @@ export const LOCAL_DEVELOPMENT_CHAIN_ID = 31337;
  */
 export function signerFor(keyRef: string, chainId: number): DigestSigner {
   if (isPkcs11KeyRef(keyRef)) return openPkcs11Signer(keyRef);
-  if (!DEVELOPMENT_CHAIN_IDS.includes(chainId) || (keyRef.startsWith('dev:') && chainId !== LOCAL_DEVELOPMENT_CHAIN_ID)) {
+  if (
+    !DEVELOPMENT_CHAIN_IDS.includes(chainId) ||
+    (keyRef.startsWith('dev:') && chainId !== LOCAL_DEVELOPMENT_CHAIN_ID)
+  ) {
     throw new IdemError(
       'VALIDATION',
       `in-process keys are refused on chain ${chainId}: keep the hot wallet's key in an HSM (docs/SIGNING.md)`,

@@ -62,7 +62,8 @@ export async function startEnvironment(
   });
   const hotWallet = options.hotWallet?.address ?? privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
   const keyRef = options.hotWallet?.keyRef ?? 'dev:1';
-  if (options.hotWallet) await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(100n * ETH).toString(16)}`]);
+  if (options.hotWallet)
+    await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(100n * ETH).toString(16)}`]);
   await withTenant(t.db, tenantId, async (tx) => {
     await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef });
     await setRiskPolicy(tx, {

@@ -15,7 +15,13 @@ afterAll(() => env.close());
 
 /** Runs a worker process until it reports being stopped at `step`, then kills it with SIGKILL. */
 function killWorkerAt(step: SendStep): Promise<void> {
-  return killWorker({ databaseUrl: env.t.url ?? '', rpcUrl: env.rpcUrl, chainId: CHAIN_ID, step, leaseMs: LEASE_MS });
+  return killWorker({
+    databaseUrl: env.t.url ?? '',
+    rpcUrl: env.rpcUrl,
+    chainId: CHAIN_ID,
+    step,
+    leaseMs: LEASE_MS,
+  });
 }
 
 async function transactionsFromHotWallet(): Promise<number> {

@@ -1,9 +1,9 @@
 import type { OperationKind, OperationState, OperationView } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
+import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 import { and, eq } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
-import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 
 export type Operation = typeof operations.$inferSelect & { kind: OperationKind; state: OperationState };
 

@@ -15,8 +15,8 @@ import {
   recoverTransactionAddress,
   TransactionNotFoundError,
   type TransactionReceipt,
-  type TransactionSerializableEIP1559,
   TransactionReceiptNotFoundError,
+  type TransactionSerializableEIP1559,
 } from 'viem';
 import { localKeySigner } from '../signer/local-key.ts';
 import {
@@ -135,7 +135,8 @@ function signerOf(config: EvmRailConfig): DigestSigner {
 
 /** The payment a signed transaction of ours makes: native value, or an ERC-20 transfer's arguments. */
 function transferOf(tx: { to?: Address | null; value?: bigint; data?: Hex }): ApprovedTransfer {
-  const notAPayment = () => new IdemError('PAYLOAD_MISMATCH', 'the transaction to replace is not an approved payment');
+  const notAPayment = () =>
+    new IdemError('PAYLOAD_MISMATCH', 'the transaction to replace is not an approved payment');
   if (!tx.to) throw notAPayment();
   if (!tx.data || tx.data === '0x') return { to: tx.to, amountMinor: tx.value ?? 0n };
   try {

@@ -38,8 +38,7 @@ export interface Pkcs11KeyLocation {
   pinRef: string;
 }
 
-const keyRefPattern =
-  /^pkcs11:token=([^;?]+);id=((?:%[0-9a-f]{2})+)\?module-path=([^&]+)&pin-source=(.+)$/;
+const keyRefPattern = /^pkcs11:token=([^;?]+);id=((?:%[0-9a-f]{2})+)\?module-path=([^&]+)&pin-source=(.+)$/;
 
 export function isPkcs11KeyRef(keyRef: string): boolean {
   return keyRef.startsWith('pkcs11:');
@@ -66,7 +65,10 @@ export function parsePkcs11KeyRef(keyRef: string): Pkcs11KeyLocation {
       pinRef: match?.[4],
     });
   if (!match || !parsed.success) {
-    throw new IdemError('VALIDATION', 'not a PKCS#11 key reference (pkcs11:token=…;id=…?module-path=…&pin-source=…)');
+    throw new IdemError(
+      'VALIDATION',
+      'not a PKCS#11 key reference (pkcs11:token=…;id=…?module-path=…&pin-source=…)',
+    );
   }
   return parsed.data;
 }
@@ -151,7 +153,12 @@ function login(module: Pkcs11Binding.PKCS11, modulePath: string, tokenLabel: str
   return slot;
 }
 
-function findObject(module: Pkcs11Binding.PKCS11, session: Buffer, objectClass: number, keyId: string): Buffer {
+function findObject(
+  module: Pkcs11Binding.PKCS11,
+  session: Buffer,
+  objectClass: number,
+  keyId: string,
+): Buffer {
   const pkcs11js = binding();
   module.C_FindObjectsInit(session, [
     { type: pkcs11js.CKA_CLASS, value: objectClass },
@@ -160,7 +167,10 @@ function findObject(module: Pkcs11Binding.PKCS11, session: Buffer, objectClass: 
   const found = module.C_FindObjects(session, 2);
   module.C_FindObjectsFinal(session);
   if (found.length !== 1 || !found[0]) {
-    throw new IdemError('VALIDATION', `expected one key with id ${keyId} in the token, found ${found.length}`);
+    throw new IdemError(
+      'VALIDATION',
+      `expected one key with id ${keyId} in the token, found ${found.length}`,
+    );
   }
   return found[0];
 }
@@ -177,7 +187,8 @@ function addressOf(module: Pkcs11Binding.PKCS11, session: Buffer, publicKey: Buf
       : value?.length === 65
         ? value
         : null;
-  if (!point || point[0] !== 0x04) throw new IdemError('VALIDATION', 'the token key is not an uncompressed secp256k1 point');
+  if (point?.[0] !== 0x04)
+    throw new IdemError('VALIDATION', 'the token key is not an uncompressed secp256k1 point');
   return getAddress(publicKeyToAddress(`0x${point.toString('hex')}`));
 }
 
@@ -244,7 +255,11 @@ export function openPkcs11Signer(keyRef: string): DigestSigner {
   let address: Address;
   try {
     privateKey = findObject(module, session, pkcs11js.CKO_PRIVATE_KEY, location.keyId);
-    address = addressOf(module, session, findObject(module, session, pkcs11js.CKO_PUBLIC_KEY, location.keyId));
+    address = addressOf(
+      module,
+      session,
+      findObject(module, session, pkcs11js.CKO_PUBLIC_KEY, location.keyId),
+    );
   } finally {
     module.C_CloseSession(session);
   }
@@ -257,7 +272,8 @@ export function openPkcs11Signer(keyRef: string): DigestSigner {
       try {
         module.C_SignInit(signing, { mechanism: pkcs11js.CKM_ECDSA }, privateKey);
         const raw = await module.C_SignAsync(signing, Buffer.from(digest.slice(2), 'hex'), Buffer.alloc(64));
-        if (raw.length !== 64) throw new IdemError('SIGNER_UNAVAILABLE', 'the token returned a malformed signature');
+        if (raw.length !== 64)
+          throw new IdemError('SIGNER_UNAVAILABLE', 'the token returned a malformed signature');
         const r = BigInt(`0x${raw.subarray(0, 32).toString('hex')}`);
         const s = BigInt(`0x${raw.subarray(32).toString('hex')}`);
         return ethereumSignature(digest, { r, s }, address);

@@ -1,4 +1,6 @@
 /** Test helpers other packages use against the real rails: a fault proxy and the simulator process. */
+
+export { approvalFor } from './approval.ts';
 export {
   type ActiveRule,
   type FaultProxy,
@@ -8,5 +10,4 @@ export {
   startFaultProxy,
 } from './fault-proxy.ts';
 export { type SimulatorProcess, spawnSimulator } from './simulator-process.ts';
-export { approvalFor } from './approval.ts';
 export { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from './softhsm.ts';

@@ -37,10 +37,14 @@ export function initSoftHsmToken(label = 'idem-test'): SoftHsmToken {
   writeFileSync(conf, `directories.tokendir = ${tokens}\nobjectstore.backend = file\nlog.level = ERROR\n`);
   process.env.SOFTHSM2_CONF = conf;
   const pin = '246810';
-  execFileSync('softhsm2-util', ['--init-token', '--free', '--label', label, '--so-pin', '13579', '--pin', pin], {
-    env: { ...process.env, SOFTHSM2_CONF: conf },
-    stdio: 'ignore',
-  });
+  execFileSync(
+    'softhsm2-util',
+    ['--init-token', '--free', '--label', label, '--so-pin', '13579', '--pin', pin],
+    {
+      env: { ...process.env, SOFTHSM2_CONF: conf },
+      stdio: 'ignore',
+    },
+  );
   const pinVariable = 'IDEM_TEST_HSM_PIN';
   process.env[pinVariable] = pin;
   return {

@@ -168,7 +168,9 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     const pinRef = required(flags, 'pkcs11-pin-ref');
     // A PIN on the command line would sit in shell history and the process list: references only.
     if (!pinRefSchema.safeParse(pinRef).success) {
-      throw new UsageError('--pkcs11-pin-ref must be a secret reference (env:NAME or file:/path), never the PIN');
+      throw new UsageError(
+        '--pkcs11-pin-ref must be a secret reference (env:NAME or file:/path), never the PIN',
+      );
     }
     const existing = await withTenant(db, tenantId, (tx) => listHotWallets(tx, tenantId));
     if (existing.some((wallet) => wallet.network === network)) {
@@ -184,7 +186,10 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       registerHotWallet(tx, { tenantId, network, address: key.address, keyRef: key.keyRef }),
     );
     if (wallet.address !== key.address) {
-      throw new IdemError('VALIDATION', `tenant already has a hot wallet for ${network}; the new key is unused`);
+      throw new IdemError(
+        'VALIDATION',
+        `tenant already has a hot wallet for ${network}; the new key is unused`,
+      );
     }
     return {
       network: wallet.network,

@@ -39,7 +39,10 @@ export async function killWorkerAt(input: {
     stderr += String(chunk);
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker never reached ${input.step}: ${stderr}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`worker never reached ${input.step}: ${stderr}`)),
+      60_000,
+    );
     child.stdout.on('data', (chunk) => {
       if (String(chunk).includes(`STOPPED ${input.step}`)) {
         clearTimeout(timer);
