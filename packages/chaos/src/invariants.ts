@@ -174,8 +174,12 @@ async function sentOnlyPersisted(input: InvariantInput, ours: OurHashes): Promis
     if (!sender || !wallets.has(sender.toLowerCase())) continue;
     fromHotWallets += 1;
     const hash = keccak256(raw as Hex).toLowerCase();
-    if (!ours.opByTxHash.has(hash))
-      violations.push(`hot wallet ${sender} sent ${hash}, which the ledger never stored`);
+    if (!ours.opByTxHash.has(hash)) {
+      const tx = parseTransaction(raw as Hex);
+      violations.push(
+        `hot wallet ${sender} sent ${hash} (nonce ${tx.nonce}, to ${tx.to}, value ${tx.value ?? 0n}), which the ledger never stored`,
+      );
+    }
   }
   return result(
     'sent-only-persisted',
