@@ -18,13 +18,7 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import {
-  type AnvilInstance,
-  anvilDevPrivateKeys,
-  createPkcs11Key,
-  type Ledger,
-  startAnvil,
-} from '@idem/rails';
+import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
 import {
   type ActiveRule,
   type FaultProxy,
@@ -32,6 +26,7 @@ import {
   type SimulatorProcess,
   spawnSimulator,
   startFaultProxy,
+  tokenKey,
 } from '@idem/rails/testing';
 import { createIdemClient } from '@idem/sdk';
 import postgres, { type Sql } from 'postgres';
@@ -178,12 +173,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         ],
       });
       const key = token
-        ? await createPkcs11Key({
-            modulePath: token.modulePath,
-            tokenLabel: token.tokenLabel,
-            pinRef: `env:${token.pinVariable}`,
-            label: `chaos-hot-wallet-${index}`,
-          })
+        ? await tokenKey(token, `chaos-hot-wallet-${index}`)
         : {
             address: privateKeyToAccount(anvilDevPrivateKeys[index + 1] as Hex).address,
             keyRef: `dev:${index + 1}`,

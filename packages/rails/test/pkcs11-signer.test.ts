@@ -20,11 +20,11 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
 import { createEvmRail } from '../src/evm/rail.ts';
-import { createPkcs11Key, openPkcs11Signer, pkcs11Module } from '../src/signer/pkcs11.ts';
+import { openPkcs11Signer, pkcs11Module } from '../src/signer/pkcs11.ts';
 import type { DigestSigner } from '../src/signer/signer.ts';
 import { approvalFor } from './helpers/approval.ts';
 import { balanceOf, rpc } from './helpers/rpc.ts';
-import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from './helpers/softhsm.ts';
+import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from './helpers/softhsm.ts';
 
 const chainId = 31337;
 const fees = { gasLimit: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
@@ -55,12 +55,7 @@ describe.skipIf(!softHsmModulePath())('I18 hot-wallet keys in a PKCS#11 token (S
   beforeAll(async () => {
     token = initSoftHsmToken();
     anvil = await startAnvil({ chainId });
-    const created = await createPkcs11Key({
-      modulePath: token.modulePath,
-      tokenLabel: token.tokenLabel,
-      pinRef: `env:${token.pinVariable}`,
-      label: 'hot-wallet-test',
-    });
+    const created = await tokenKey(token, 'hot-wallet-test');
     keyRef = created.keyRef;
     address = created.address;
     // Fund the token's address from an anvil development account.

@@ -8,13 +8,13 @@
  * transaction: only the persisted one may ever reach the node).
  */
 import { onPostgres } from '@idem/core/testing';
-import { createPkcs11Key } from '@idem/rails';
 import {
   type FaultProxy,
   initSoftHsmToken,
   type SoftHsmToken,
   softHsmModulePath,
   startFaultProxy,
+  tokenKey,
 } from '@idem/rails/testing';
 import { type Hex, parseTransaction, recoverTransactionAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,12 +33,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
 
     beforeAll(async () => {
       token = initSoftHsmToken();
-      const key = await createPkcs11Key({
-        modulePath: token.modulePath,
-        tokenLabel: token.tokenLabel,
-        pinRef: `env:${token.pinVariable}`,
-        label: 'hot-wallet-ethereum',
-      });
+      const key = await tokenKey(token, 'hot-wallet-ethereum');
       tokenAddress = key.address;
       env = await startEnvironment({
         rpcUrl: async (anvilUrl) => {

@@ -10,4 +10,4 @@ export {
   startFaultProxy,
 } from './fault-proxy.ts';
 export { type SimulatorProcess, spawnSimulator } from './simulator-process.ts';
-export { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from './softhsm.ts';
+export { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from './softhsm.ts';

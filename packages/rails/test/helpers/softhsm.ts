@@ -8,6 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Address } from 'viem';
+import { createPkcs11Key } from '../../src/signer/pkcs11.ts';
 
 export interface SoftHsmToken {
   readonly modulePath: string;
@@ -55,4 +57,14 @@ export function initSoftHsmToken(label = 'idem-test'): SoftHsmToken {
     env: { SOFTHSM2_CONF: conf, [pinVariable]: pin },
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** Generates a hot-wallet key in the token, its PIN read through the token's variable. */
+export function tokenKey(token: SoftHsmToken, label: string): Promise<{ keyRef: string; address: Address }> {
+  return createPkcs11Key({
+    modulePath: token.modulePath,
+    tokenLabel: token.tokenLabel,
+    pinRef: `env:${token.pinVariable}`,
+    label,
+  });
 }

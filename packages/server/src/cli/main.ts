@@ -15,6 +15,7 @@ import {
   createTenant,
   createWebhookEndpoint,
   type Database,
+  type HotWallet,
   listBreaks,
   listHotWallets,
   policyHistory,
@@ -91,6 +92,16 @@ const USAGE = `Usage: pnpm idem <command> [options]
 Works against DATABASE_URL, or the embedded database in IDEM_DATA_DIR while the server is stopped.`;
 
 type Flags = Record<string, string | boolean | undefined>;
+
+/** A hot wallet as the CLI shows it: where its key lives, never the key or a PIN. */
+function walletView(wallet: HotWallet) {
+  return {
+    network: wallet.network,
+    address: wallet.address,
+    keyLocation: keyLocation(wallet.keyRef),
+    nextNonce: wallet.nextNonce,
+  };
+}
 
 /** Each command takes the open database and its flags, and returns what to print. */
 const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<string, unknown>>> = {
@@ -191,24 +202,12 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
         `tenant already has a hot wallet for ${network}; the new key is unused`,
       );
     }
-    return {
-      network: wallet.network,
-      address: wallet.address,
-      keyLocation: keyLocation(wallet.keyRef),
-      nextNonce: wallet.nextNonce,
-    };
+    return walletView(wallet);
   },
   'hot-wallet list': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
     const wallets = await withTenant(db, tenantId, (tx) => listHotWallets(tx, tenantId));
-    return {
-      wallets: wallets.map((wallet) => ({
-        network: wallet.network,
-        address: wallet.address,
-        keyLocation: keyLocation(wallet.keyRef),
-        nextNonce: wallet.nextNonce,
-      })),
-    };
+    return { wallets: wallets.map(walletView) };
   },
   'risk-policy set': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
