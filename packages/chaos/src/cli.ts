@@ -1,5 +1,5 @@
 /**
- * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--html]`
+ * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11] [--html]`
  * `pnpm chaos --failover kill|switchover|both [--seed N ...]`: the failover drill on a local
  * pg_auto_failover formation instead of the seeded faults (one run per scenario).
  * Exits 0 when every invariant holds, 1 when one is violated (the seed and the first violation are
@@ -30,6 +30,7 @@ const argsSchema = z.object({
   workers: z.coerce.number().int().min(1).max(8).default(3),
   servers: z.coerce.number().int().min(1).max(4).default(2),
   clients: z.coerce.number().int().min(1).max(32).default(8),
+  signer: z.enum(['local', 'pkcs11']).default('local'),
   html: z.boolean().default(false),
   out: z.string().optional(),
   failover: z.enum(['kill', 'switchover', 'both']).optional(),
@@ -44,6 +45,7 @@ const { values } = parseArgs({
     workers: { type: 'string' },
     servers: { type: 'string' },
     clients: { type: 'string' },
+    signer: { type: 'string' },
     html: { type: 'boolean' },
     out: { type: 'string' },
     failover: { type: 'string' },
@@ -55,7 +57,7 @@ const parsed = argsSchema.safeParse({
 });
 if (!parsed.success) {
   process.stderr.write(
-    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--quiet 90s] [--html] [--out DIR] [--failover kill|switchover|both]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
+    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11] [--quiet 90s] [--html] [--out DIR] [--failover kill|switchover|both]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
   );
   process.exit(2);
 }
@@ -71,6 +73,7 @@ const runOne = async (failover?: ChaosOptions['failover'], url = databaseUrl): P
     servers: args.servers,
     workers: args.workers,
     clients: args.clients,
+    signer: args.signer,
     databaseUrl: url,
     ...(args.quiet !== undefined ? { quietMsMax: args.quiet } : {}),
     ...(args.out ? { outDir: args.out } : {}),

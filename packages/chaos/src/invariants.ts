@@ -8,6 +8,7 @@ import { HOLDING_STATES } from '@idem/core';
 import type { Ledger } from '@idem/rails';
 import type { BalanceRunReport } from '@idem/workers';
 import type { Sql } from 'postgres';
+import { type Hex, keccak256, parseTransaction, recoverTransactionAddress } from 'viem';
 import type { DepositLog } from './deposits.ts';
 import type { IntegratorLog } from './integrators.ts';
 
@@ -70,6 +71,8 @@ export interface InvariantInput {
   integrators: IntegratorLog;
   deposits: DepositLog;
   landed: Landed;
+  /** Every raw transaction that reached the node, in order (the recording proxy in front of anvil). */
+  broadcast: readonly string[];
 }
 
 /** Our transaction hashes: each maps to its withdrawal; cancels are listed apart (they pay nobody). */
@@ -160,6 +163,7 @@ export async function checkInvariants(input: InvariantInput): Promise<CheckResul
     holds(withdrawals),
     await webhooksInInbox(input),
     await fencing(sql),
+    await sentOnlyPersisted(input, ours),
   ];
 }
 
@@ -224,6 +228,37 @@ async function fencing(sql: Sql): Promise<CheckResult> {
     'no worker acted on a stale lease: one worker per lease generation, generations only grow',
     `${rows.length} withdrawals with ${attempts} signed attempts`,
     violations,
+  );
+}
+
+/**
+ * Issue 18: a signature is used only once persisted. Every transaction of a hot wallet that reached
+ * the node is one the ledger stored (the operation's bytes or a recorded attempt), so a signature
+ * whose answer came late, or whose worker died before the write, was never sent. (An HSM's second
+ * signature of one nonce is a different transaction: sent unpersisted, it would pay twice.)
+ */
+async function sentOnlyPersisted(input: InvariantInput, ours: OurHashes): Promise<CheckResult> {
+  const wallets = new Set(input.tenants.map((t) => t.hotWallet.toLowerCase()));
+  let fromHotWallets = 0;
+  const violations: string[] = [];
+  for (const raw of new Set(input.broadcast)) {
+    const sender = await recoverTransactionAddress({ serializedTransaction: raw as never }).catch(() => null);
+    if (!sender || !wallets.has(sender.toLowerCase())) continue;
+    fromHotWallets += 1;
+    const hash = keccak256(raw as Hex).toLowerCase();
+    if (!ours.opByTxHash.has(hash)) {
+      const tx = parseTransaction(raw as Hex);
+      violations.push(
+        `hot wallet ${sender} sent ${hash} (nonce ${tx.nonce}, to ${tx.to}, value ${tx.value ?? 0n}), which the ledger never stored`,
+      );
+    }
+  }
+  return result(
+    'sent-only-persisted',
+    'every hot-wallet transaction that reached the node was persisted before it was sent',
+    `${fromHotWallets} distinct hot-wallet transactions reached the node`,
+    violations,
+    fromHotWallets === 0 ? 'not-checkable' : undefined,
   );
 }
 

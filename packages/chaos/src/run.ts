@@ -4,7 +4,7 @@
  * and the database it creates it drops, whatever happens.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,9 +29,11 @@ import {
 import {
   type ActiveRule,
   type FaultProxy,
+  initSoftHsmToken,
   type SimulatorProcess,
   spawnSimulator,
   startFaultProxy,
+  tokenKey,
 } from '@idem/rails/testing';
 import { createIdemClient } from '@idem/sdk';
 import {
@@ -75,6 +77,11 @@ export interface ChaosOptions {
   outDir?: string;
   /** Think time between a client's calls. */
   thinkMs?: [number, number];
+  /**
+   * Who holds the hot wallets' keys: anvil's development keys in process (default), or a SoftHSM2
+   * token the run initialises, with the HSM's answers held past the deadline among the faults.
+   */
+  signer?: 'local' | 'pkcs11';
   /** Progress lines (to stderr in the CLI; silent in tests unless asked). */
   progress?: (line: string) => void;
   /**
@@ -146,6 +153,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         faultPhaseMs: options.durationMs,
         servers: options.servers,
         workers: options.workers,
+        signer: options.signer ?? 'local',
       });
   const seedLabel = `s${options.seed}`;
   const outDir = options.outDir ?? join(tmpdir(), 'idem-chaos', `seed-${options.seed}-${Date.now()}`);
@@ -184,6 +192,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const apiKeys: string[] = [];
     const depositAddresses: { tenantIndex: number; address: string; accountRef: string }[] = [];
     const setupPrng = prng.fork('setup');
+    // With --signer pkcs11, each hot wallet's key is generated in a SoftHSM2 token made for this run.
+    const token = options.signer === 'pkcs11' ? initSoftHsmToken('idem-chaos') : null;
+    if (token) cleanups.push(async () => token.dispose());
+    const signerFaultFile = join(outDir, 'signer-fault.json');
     for (let index = 0; index < TENANTS; index += 1) {
       const { tenantId } = await createTenant(setupDb.db, {
         name: `Chaos Exchange ${index}`,
@@ -192,7 +204,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           { code: 'ETH', network: 'ethereum', decimals: 18, confirmations: ETH_CONFIRMATIONS },
         ],
       });
-      const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[index + 1] as Hex).address;
+      const key = token
+        ? await tokenKey(token, `chaos-hot-wallet-${index}`)
+        : {
+            address: privateKeyToAccount(anvilDevPrivateKeys[index + 1] as Hex).address,
+            keyRef: `dev:${index + 1}`,
+          };
+      const hotWallet = key.address;
+      if (token) await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(10n ** 22n).toString(16)}`]);
       // Register with the chain's current nonce: the ledger allocates nonces from here on.
       const nextNonce = await chain.getTransactionCount({ address: hotWallet, blockTag: 'pending' });
       await withTenant(setupDb.db, tenantId, async (tx) => {
@@ -200,7 +219,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           tenantId,
           network: 'ethereum',
           address: hotWallet,
-          keyRef: `dev:${index + 1}`,
+          keyRef: key.keyRef,
           nextNonce,
         });
         for (const assetCode of ['ETH', 'BTC'])
@@ -313,6 +332,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: '1000',
       // Stuck transactions (evicted by a fee spike, dropped) are bumped within the run.
       IDEM_BUMP_AFTER_MS: 'ethereum=2000',
+      ...(token
+        ? { ...token.env, IDEM_SIGN_TIMEOUT_MS: '1000', IDEM_SIGNER_FAULT_FILE: signerFaultFile }
+        : {}),
     };
     const workers = Array.from({ length: options.workers }, (_, w) =>
       workerProcess(`worker-${w}`, workerEnv, outDir),
@@ -504,6 +526,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             nodeRules.push({ label: `node ${event.mode}`, rule });
           }
           count(`node ${event.mode}`);
+          return;
+        }
+        case 'signer-timeout': {
+          writeFileSync(
+            signerFaultFile,
+            JSON.stringify({ holdUntil: Date.now() + event.forMs, holdMs: event.holdMs }),
+          );
+          count('signer-timeout');
           return;
         }
         case 'fee-spike': {
@@ -733,6 +763,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       integrators,
       deposits,
       landed,
+      broadcast: nodeFaults.rawTransactions,
     });
     const finalRows = await sql<{ state: string; n: number }[]>`
       select state, count(*)::int as n from operations where kind = 'withdrawal' group by state order by state`;
@@ -757,7 +788,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const faultSeconds = options.durationMs / 1_000;
     const report: ChaosReport = {
       seed: options.seed,
-      command: `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}${options.failover ? ` --failover ${options.failover.scenario}` : ''}`,
+      command: `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}${options.signer === 'pkcs11' ? ' --signer pkcs11' : ''}${options.failover ? ` --failover ${options.failover.scenario}` : ''}`,
       options: {
         durationMs: options.durationMs,
         servers: options.servers,
@@ -770,6 +801,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         ...faultsInjected,
         ...proxyHits(serverProxies, custodianProxy, chainProxy),
         ...nodeRuleHits(nodeRules),
+        ...(token ? { 'signer-timeout calls hit': signerTimeoutsLogged(outDir) } : {}),
       },
       faultErrors,
       unplannedExits,
@@ -883,6 +915,14 @@ function readSources(dir: string): { path: string; text: string }[] {
     else if (name.endsWith('.ts')) out.push({ path, text: readFileSync(path, 'utf8') });
   }
   return out;
+}
+
+/** How many signer calls the workers gave up on at their deadline (their warn lines, issue 18). */
+function signerTimeoutsLogged(outDir: string): number {
+  return readdirSync(outDir)
+    .filter((name) => name.startsWith('worker-') && name.endsWith('.log'))
+    .map((name) => readFileSync(join(outDir, name), 'utf8').split('the signer did not answer').length - 1)
+    .reduce((a, b) => a + b, 0);
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {

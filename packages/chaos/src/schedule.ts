@@ -52,7 +52,9 @@ export type FaultEvent =
       lagBlocks: number;
       sharePercent: number;
     }
-  | { atMs: number; kind: 'fee-spike'; baseFeeGwei: number; holdBlocks: number };
+  | { atMs: number; kind: 'fee-spike'; baseFeeGwei: number; holdBlocks: number }
+  /** The HSM signs, then its answers arrive after the workers' deadline for a while (`--signer pkcs11`). */
+  | { atMs: number; kind: 'signer-timeout'; forMs: number; holdMs: number };
 
 export type FaultKind = FaultEvent['kind'];
 
@@ -68,6 +70,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'anvil-drop',
   'node',
   'fee-spike',
+  'signer-timeout',
 ];
 
 /** Node faults come in three modes; the first pass has one of each, so every run exercises all three. */
@@ -86,12 +89,20 @@ const weights: readonly (readonly [FaultKind, number])[] = [
   ['anvil-drop', 2],
   ['node', 4],
   ['fee-spike', 2],
+  ['signer-timeout', 2],
 ];
 
 export interface ScheduleShape {
   faultPhaseMs: number;
   servers: number;
   workers: number;
+  /** Who holds the hot wallets' keys; signer faults exist only with an HSM (`--signer pkcs11`). */
+  signer?: 'local' | 'pkcs11';
+}
+
+/** The kinds a run of this shape can draw: a run with in-process keys keeps its seeds' schedules. */
+export function faultKindsOf(shape: ScheduleShape): readonly FaultKind[] {
+  return shape.signer === 'pkcs11' ? FAULT_KINDS : FAULT_KINDS.filter((kind) => kind !== 'signer-timeout');
 }
 
 /** No fault in the first seconds: processes are warming up and nothing is in flight yet. */
@@ -105,7 +116,9 @@ export function buildSchedule(prng: Prng, shape: ScheduleShape): FaultEvent[] {
   const events: FaultEvent[] = [];
   // One of each kind (and each node mode) first, in a seeded order, so even a short run exercises every fault.
   const firstPass: [FaultKind, NodeFaultMode | null][] = [
-    ...FAULT_KINDS.filter((kind) => kind !== 'node').map((kind) => [kind, null] as [FaultKind, null]),
+    ...faultKindsOf(shape)
+      .filter((kind) => kind !== 'node')
+      .map((kind) => [kind, null] as [FaultKind, null]),
     ...NODE_MODES.map((mode) => ['node', mode] as [FaultKind, NodeFaultMode]),
   ];
   for (let i = firstPass.length - 1; i > 0; i -= 1) {
@@ -118,7 +131,8 @@ export function buildSchedule(prng: Prng, shape: ScheduleShape): FaultEvent[] {
   let atMs = warmupMs;
   while (atMs < shape.faultPhaseMs) {
     const first = firstPass.shift();
-    const kind = first?.[0] ?? prng.weighted(weights);
+    const kinds = faultKindsOf(shape);
+    const kind = first?.[0] ?? prng.weighted(weights.filter(([k]) => kinds.includes(k)));
     events.push(eventOf(prng, kind, atMs, shape, first?.[1] ?? null));
     atMs += prng.int(gapMsMin, first && firstPass.length > 0 ? firstPassGapMsMax : gapMsMax);
   }
@@ -214,6 +228,9 @@ function eventOf(
     case 'fee-spike':
       // Above any fee signed before it (today's fixed 100 gwei cap, or the node's base fee plus tip).
       return { atMs, kind, baseFeeGwei: prng.int(150, 1_000), holdBlocks: prng.int(1, 4) };
+    case 'signer-timeout':
+      // Held past the workers' signer deadline (IDEM_SIGN_TIMEOUT_MS in the run: 1,000 ms).
+      return { atMs, kind, forMs: prng.int(1_000, 4_000), holdMs: prng.int(1_500, 3_000) };
   }
 }
 
@@ -244,5 +261,7 @@ export function describeEvent(event: FaultEvent): string {
         : `${at} node ${event.mode === '429' ? 'HTTP 429' : 'hang (no answer)'} x${event.times} on ${event.methods === 'send' ? 'eth_sendRawTransaction' : event.methods === 'reads' ? 'chain reads' : 'any call'}`;
     case 'fee-spike':
       return `${at} base fee spike to ${event.baseFeeGwei} gwei for ${event.holdBlocks} block(s) (anvil evicts pending transactions priced below it)`;
+    case 'signer-timeout':
+      return `${at} HSM answers held ${event.holdMs} ms (past the signer deadline) for ${event.forMs} ms`;
   }
 }

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Prng } from '../src/prng.ts';
-import { buildSchedule, describeEvent, FAULT_KINDS } from '../src/schedule.ts';
+import { buildSchedule, describeEvent, FAULT_KINDS, faultKindsOf } from '../src/schedule.ts';
 
 const shape = { faultPhaseMs: 60_000, servers: 2, workers: 3 };
 
@@ -27,10 +27,22 @@ describe('seeded schedule', () => {
       const early = buildSchedule(new Prng(seed).fork('faults'), { ...shape, faultPhaseMs: 25_000 }).filter(
         (event) => event.atMs < 23_000,
       );
-      expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(FAULT_KINDS));
+      expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(faultKindsOf(shape)));
       const nodeModes = early.flatMap((event) => (event.kind === 'node' ? [event.mode] : []));
       expect(new Set(nodeModes), `seed ${seed}`).toEqual(new Set(['429', 'hang', 'lag']));
       expect(FAULT_KINDS).toContain('fee-spike');
+    }
+  });
+
+  it('I18 with --signer pkcs11 the HSM answering late is among the faults of a 25 s run; with in-process keys it never is', () => {
+    const hsm = { ...shape, faultPhaseMs: 25_000, signer: 'pkcs11' as const };
+    for (let seed = 0; seed < 50; seed += 1) {
+      const early = buildSchedule(new Prng(seed).fork('faults'), hsm).filter((event) => event.atMs < 23_000);
+      expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(FAULT_KINDS));
+      for (const event of early)
+        if (event.kind === 'signer-timeout') expect(event.holdMs).toBeGreaterThan(1_000);
+      const local = buildSchedule(new Prng(seed).fork('faults'), shape);
+      expect(local.some((event) => event.kind === 'signer-timeout')).toBe(false);
     }
   });
 

@@ -23,6 +23,8 @@ export const errorCodes = {
     'The authoritative source (the chain at the asset’s confirmation depth, or the custodian) does not show what this manual action claims. Nothing was changed: gather the evidence and decide again.',
   PAYLOAD_TOO_LARGE: 'The request body is over the size limit. Nothing was read or written.',
   RATE_LIMITED: 'Too many requests for this credential. Retry after the given delay.',
+  SIGNER_UNAVAILABLE:
+    'The hot wallet’s signer (an HSM, a KMS, an MPC provider) did not answer within its deadline or answered wrongly. Nothing was signed that could be sent: the withdrawal stays APPROVED and is signed on a later pass.',
   INTERNAL: 'An unexpected fault. Nothing is assumed about the outcome of a money-moving step: see UNKNOWN.',
 } as const;
 
@@ -44,6 +46,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   UNPROVEN: 422,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
+  SIGNER_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 

@@ -1,3 +1,4 @@
+export { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 export {
   API_KEY_SECRET_BYTES,
   authenticateApiKey,
@@ -31,9 +32,15 @@ export {
   requestFeeBump,
   type SignedAttempt,
 } from './attempts/attempts.ts';
-export { listHotWallets, operationAttempts, walletNonceView } from './attempts/views.ts';
+export { operationAttempts, walletNonceView } from './attempts/views.ts';
 export { type AuditRecord, exportAudit, listAudit, recordAudit } from './audit/audit-log.ts';
-export { allocateNonce, getHotWallet, type HotWallet, registerHotWallet } from './boundary/hot-wallets.ts';
+export {
+  allocateNonce,
+  getHotWallet,
+  type HotWallet,
+  listHotWallets,
+  registerHotWallet,
+} from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export {
   getAccountWithdrawal,
@@ -98,6 +105,7 @@ export {
   submitWithdrawal,
 } from './operations/create-withdrawal.ts';
 export {
+  approvalOf,
   assertPayloadIntact,
   findByKey,
   findByReference,
@@ -117,7 +125,6 @@ export {
   type WorkTopic,
   workRetryDelayMs,
 } from './outbox/enqueue.ts';
-export { type ApprovedPayload, payloadHash } from './payload/payload-hash.ts';
 export { decideProposal, type ProposalDecision, type ProposalDecisionResult } from './proposals/decide.ts';
 export { proposalOperationKey } from './proposals/kinds/preconditions.ts';
 export {

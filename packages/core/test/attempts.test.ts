@@ -1,3 +1,4 @@
+import { payloadHash } from '@idem/contracts/payload';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,7 +13,6 @@ import { rowsOf } from '../src/db/rows.ts';
 import { signedAttempts } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
-import { payloadHash } from '../src/payload/payload-hash.ts';
 import { decideProposal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';

@@ -52,3 +52,23 @@ export {
 export { testTokenAbi, testTokenBytecode } from './evm/test-token.artifact.ts';
 export { type DeployTestTokenOptions, deployTestToken } from './evm/test-token.ts';
 export * from './evm/types.ts';
+// The signer boundary: who holds a hot wallet's key (issue 18, docs/SIGNING.md).
+export { lateAnsweringSigner } from './signer/faults.ts';
+export { DEVELOPMENT_CHAIN_IDS, localKeySigner } from './signer/local-key.ts';
+export {
+  createPkcs11Key,
+  formatPkcs11KeyRef,
+  isPkcs11KeyRef,
+  openPkcs11Signer,
+  type Pkcs11KeyLocation,
+  parsePkcs11KeyRef,
+  pinRefSchema,
+} from './signer/pkcs11.ts';
+export {
+  type Approval,
+  type ApprovedTransfer,
+  assertApproved,
+  type DigestSignature,
+  type DigestSigner,
+  signTimeoutMsDefault,
+} from './signer/signer.ts';

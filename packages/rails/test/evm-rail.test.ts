@@ -9,12 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
 import { createEvmRail, type EvmRail } from '../src/evm/rail.ts';
 import { deployTestToken } from '../src/evm/test-token.ts';
+import type { EvmSignRequestInput } from '../src/evm/types.ts';
+import { approvalFor } from './helpers/approval.ts';
 import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
 import { balanceOf, rpc } from './helpers/rpc.ts';
 
 const chainId = 31337;
 const fees = { gasLimit: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
 const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
+
+/** Signs with an approval that covers exactly this transfer (the signer checks it, C02). */
+const signApproved = (rail: EvmRail, request: EvmSignRequestInput) =>
+  rail.sign(request, approvalFor(request.transfer));
 
 function devKey(index: number): Hex {
   const key = anvilDevPrivateKeys[index];
@@ -52,7 +58,7 @@ describe('EVM rail on an auto-mining anvil', () => {
     await rail.verifyChain();
     const to = freshAddress();
     const { pending: nonce } = await rail.readNonces();
-    const signed = await rail.sign({
+    const signed = await signApproved(rail, {
       transfer: { asset: 'native', to, amountMinor: '1234567' },
       nonce,
       ...fees,
@@ -60,7 +66,7 @@ describe('EVM rail on an auto-mining anvil', () => {
     expect(signed.sender).toBe(rail.address);
 
     // Signing is deterministic: the same request gives the same bytes, so a stored signature is the only one.
-    const again = await rail.sign({
+    const again = await signApproved(rail, {
       transfer: { asset: 'native', to, amountMinor: 1234567n },
       nonce,
       ...fees,
@@ -108,14 +114,16 @@ describe('EVM rail on an auto-mining anvil', () => {
       { transfer: { asset: 'native' as const, to, amountMinor: '1' }, nonce: -1, ...fees },
     ];
     for (const attempt of attempts) {
-      await expect(rail.sign(attempt)).rejects.toSatisfy((error) => isIdemError(error, 'VALIDATION'));
+      await expect(signApproved(rail, attempt)).rejects.toSatisfy((error) =>
+        isIdemError(error, 'VALIDATION'),
+      );
     }
   });
 
   it('C14 a nonce taken by another mined transaction is reported absent with nonceConsumed, and its bytes are rejected', async () => {
     const rail = railFor(3);
     const { pending: nonce } = await rail.readNonces();
-    const ours = await rail.sign({
+    const ours = await signApproved(rail, {
       transfer: { asset: 'native', to: freshAddress(), amountMinor: '100' },
       nonce,
       ...fees,
@@ -127,7 +135,7 @@ describe('EVM rail on an auto-mining anvil', () => {
       nonceConsumed: false,
     });
 
-    const other = await rail.sign({
+    const other = await signApproved(rail, {
       transfer: { asset: 'native', to: freshAddress(), amountMinor: '200' },
       nonce,
       ...fees,
@@ -151,7 +159,7 @@ describe('EVM rail on an auto-mining anvil', () => {
 
   it('rejects cleanly when the sender cannot pay, and nothing reaches the chain', async () => {
     const broke = createEvmRail({ rpcUrl: anvil.rpcUrl, chainId, privateKey: generatePrivateKey() });
-    const signed = await broke.sign({
+    const signed = await signApproved(broke, {
       transfer: { asset: 'native', to: freshAddress(), amountMinor: '1' },
       nonce: 0,
       ...fees,
@@ -190,7 +198,7 @@ describe('EVM rail on an auto-mining anvil', () => {
         });
         const to = freshAddress();
         const { pending: nonce } = await direct.readNonces();
-        const signed = await direct.sign({
+        const signed = await signApproved(direct, {
           transfer: { asset: 'native', to, amountMinor: '777' },
           nonce,
           ...fees,
@@ -236,7 +244,7 @@ describe('EVM rail on an auto-mining anvil', () => {
     const fromBlock = (await createReader(anvil.rpcUrl).getBlockNumber()) + 1n;
 
     const tokenNonce = (await customer.readNonces()).pending;
-    const tokenTransfer = await customer.sign({
+    const tokenTransfer = await signApproved(customer, {
       transfer: { asset: 'erc20', token, to: depositAddress, amountMinor: '2500000' },
       nonce: tokenNonce,
       ...fees,
@@ -245,7 +253,7 @@ describe('EVM rail on an auto-mining anvil', () => {
     expect((await customer.broadcast(tokenTransfer.rawTransaction)).outcome).toBe('accepted');
 
     const nativeNonce = (await treasury.readNonces()).pending;
-    const nativeTransfer = await treasury.sign({
+    const nativeTransfer = await signApproved(treasury, {
       transfer: { asset: 'native', to: depositAddress, amountMinor: '42' },
       nonce: nativeNonce,
       ...fees,
@@ -253,7 +261,7 @@ describe('EVM rail on an auto-mining anvil', () => {
     expect((await treasury.broadcast(nativeTransfer.rawTransaction)).outcome).toBe('accepted');
 
     // A token transfer beyond the balance is mined but reverts: it moves nothing and is no deposit.
-    const overdraft = await customer.sign({
+    const overdraft = await signApproved(customer, {
       transfer: { asset: 'erc20', token, to: depositAddress, amountMinor: '10000000000' },
       nonce: tokenNonce + 1,
       ...fees,
@@ -317,7 +325,7 @@ describe('EVM rail on a manually mined anvil (transactions wait in the pool)', (
     const to = freshAddress();
     const { pending: nonce } = await rail.readNonces();
     // The stored artifact (what recordSigned persists): the only bytes ever sent for this operation.
-    const stored = await rail.sign({
+    const stored = await signApproved(rail, {
       transfer: { asset: 'native', to, amountMinor: '5000' },
       nonce,
       ...fees,
@@ -364,7 +372,7 @@ describe('EVM rail on a manually mined anvil (transactions wait in the pool)', (
   it('C17 a reorganisation removes a mined transaction: lookup stops reporting it mined; the stored bytes mine again', async () => {
     const to = freshAddress();
     const { pending: nonce } = await rail.readNonces();
-    const stored = await rail.sign({
+    const stored = await signApproved(rail, {
       transfer: { asset: 'native', to, amountMinor: '9000' },
       nonce,
       ...fees,

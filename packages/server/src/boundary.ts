@@ -4,6 +4,7 @@ import {
   type AnvilInstance,
   createCustodianAdapter,
   generateWebhookSecret,
+  lateAnsweringSigner,
   type RunningCustodianSimulator,
   startAnvil,
   startCustodianSimulator,
@@ -39,7 +40,12 @@ export async function startBoundary(
 
   let anvil: AnvilInstance | null = null;
   if (env.IDEM_EVM_RPC_URL) {
-    config.evm = { rpcUrl: env.IDEM_EVM_RPC_URL, chainId: env.IDEM_EVM_CHAIN_ID, fees: evmFeePolicy(env) };
+    config.evm = {
+      rpcUrl: env.IDEM_EVM_RPC_URL,
+      chainId: env.IDEM_EVM_CHAIN_ID,
+      fees: evmFeePolicy(env),
+      signTimeoutMs: env.IDEM_SIGN_TIMEOUT_MS,
+    };
   } else if (embedded) {
     anvil = await startAnvil({
       chainId: env.IDEM_EVM_CHAIN_ID,
@@ -67,6 +73,13 @@ export async function startBoundary(
     describe.push(`custodian simulator at ${simulator.url}`);
   }
 
+  const faultFile = env.IDEM_SIGNER_FAULT_FILE;
+  if (faultFile) {
+    if (env.NODE_ENV !== 'test')
+      throw new Error('IDEM_SIGNER_FAULT_FILE is for chaos runs (NODE_ENV=test) only');
+    config.decorateSigner = (signer) => lateAnsweringSigner(signer, faultFile);
+    describe.push('signer answers delayed on purpose (chaos)');
+  }
   const rails = new RailRegistry(config);
   // A fee policy the environment got wrong stops the start, not the first signature.
   if (config.evm) rails.feePolicy();

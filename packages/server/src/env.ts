@@ -136,6 +136,13 @@ const envSchema = z.object({
    * isDevelopment) and whenever IDEM_PUBLIC_URL is https.
    */
   IDEM_COOKIE_SECURE: flag,
+  /** Deadline of one call to a hot wallet's signer (an HSM signs in milliseconds). */
+  IDEM_SIGN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /**
+   * Chaos runs only (packages/rails/src/signer/faults.ts): a control file that makes the signer's
+   * answers arrive late on purpose. Refused outside NODE_ENV=test.
+   */
+  IDEM_SIGNER_FAULT_FILE: z.string().optional(),
   /** `idem deposit` against PostgreSQL: a credit with no approval, for development databases only. */
   IDEM_ALLOW_DIRECT_CREDIT: flag,
   /** The CLI's staff password for `idem proposal ... --as EMAIL` (else read from standard input). */

@@ -18,6 +18,7 @@ const titles: Record<ErrorCode, string> = {
   UNPROVEN: 'Not proven by the authoritative source',
   PAYLOAD_TOO_LARGE: 'Payload too large',
   RATE_LIMITED: 'Rate limited',
+  SIGNER_UNAVAILABLE: 'Signer unavailable',
   INTERNAL: 'Internal error',
 };
 

@@ -13,6 +13,7 @@ import {
   type DatabaseHandle,
   findWebhookEndpoint,
   getBalances,
+  getHotWallet,
   listAssets,
   listAudit,
   migrationsFolder,
@@ -22,6 +23,8 @@ import {
   withTenant,
 } from '@idem/core';
 import { onPostgres, scratchPostgresDatabase, serverUrl } from '@idem/core/testing';
+import { openPkcs11Signer } from '@idem/rails';
+import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from '@idem/rails/testing';
 import { createIdemClient, IdemApiError, type IdemClient, withdrawalKey } from '@idem/sdk';
 import { count, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -728,4 +731,85 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
       });
     },
   );
+});
+
+/**
+ * I18: `idem hot-wallet create` generates the hot wallet's key inside a PKCS#11 token (SoftHSM2,
+ * initialised here) and registers the wallet; `hot-wallet list` shows where each key lives and
+ * the next nonce, never key material or a PIN. The PIN is given as a reference only.
+ */
+describe.skipIf(!softHsmModulePath())('I18 idem hot-wallet create and list with a PKCS#11 token', () => {
+  let backend: Backend;
+  let token: SoftHsmToken;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    token = initSoftHsmToken('idem-cli');
+    backend = await createBackend('pglite');
+    await withDirectDatabase(backend, async (db) => {
+      ({ tenantId } = await createTenant(db, { name: 'HSM Exchange' }));
+    });
+  });
+  afterAll(async () => {
+    if (backend) await disposeBackend(backend);
+    if (backend?.kind === 'pglite') rmSync(backend.dataDir, { recursive: true, force: true });
+    token?.dispose();
+  });
+
+  const create = (pinRef: string) =>
+    idem(
+      { ...backend.env, ...token.env },
+      'hot-wallet',
+      'create',
+      '--tenant',
+      tenantId,
+      '--network',
+      'ethereum',
+      '--pkcs11-module',
+      token.modulePath,
+      '--pkcs11-token',
+      token.tokenLabel,
+      '--pkcs11-pin-ref',
+      pinRef,
+      '--json',
+    );
+
+  it('I18 a PIN given in plain on the command line is refused before the token is touched', async () => {
+    const run = await create(token.pin);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^--pkcs11-pin-ref must be a secret reference \(env:NAME or file:\/path\)/);
+    expect(run.stderr).not.toContain(token.pin);
+  });
+
+  it('I18 create generates the key in the token and registers its address; list shows the key location and next nonce', async () => {
+    const created = printed<{ network: string; address: string; keyLocation: string; nextNonce: number }>(
+      await create(`env:${token.pinVariable}`),
+    );
+    expect(created.network).toBe('ethereum');
+    expect(created.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    expect(created.nextNonce).toBe(0);
+    expect(created.keyLocation).toBe(
+      `PKCS#11 token ${token.tokenLabel}, key id ${created.keyLocation.match(/key id ([0-9a-f]+)/)?.[1]}, module ${token.modulePath}, PIN from env:${token.pinVariable}`,
+    );
+
+    // The registered key reference opens the token key, and its public key is the wallet's address.
+    const stored = await withDirectDatabase(backend, (db) =>
+      withTenant(db, tenantId, (tx) => getHotWallet(tx, tenantId, 'ethereum')),
+    );
+    expect(stored.address).toBe(created.address);
+    expect(openPkcs11Signer(stored.keyRef).address).toBe(created.address);
+
+    const listed = await idem(backend.env, 'hot-wallet', 'list', '--tenant', tenantId, '--json');
+    expect(printed<{ wallets: unknown[] }>(listed)).toEqual({
+      wallets: [
+        { network: 'ethereum', address: created.address, keyLocation: created.keyLocation, nextNonce: 0 },
+      ],
+    });
+    expect(listed.stdout).not.toContain(token.pin);
+
+    // A second wallet for the same network is refused before a key is generated.
+    const again = await create(`env:${token.pinVariable}`);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/already has a hot wallet for ethereum/);
+  });
 });

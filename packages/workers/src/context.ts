@@ -5,7 +5,9 @@ import type { RailRegistry } from './rails.ts';
 import type { ReplacePolicy } from './steps/replace.ts';
 
 /** Points in the send path where a fault-injection probe may run (tests kill the process there). */
-export type SendStep = 'signed' | 'broadcast-returned' | 'replacement-signed' | 'replacement-recorded';
+export type SendStep =
+  /** The signer answered; its signature is not persisted yet (issue 18's kill point). */
+  'signer-answered' | 'signed' | 'broadcast-returned' | 'replacement-signed' | 'replacement-recorded';
 
 export interface WorkerContext {
   db: Database;

@@ -6,7 +6,14 @@ export {
   reconcileBalances,
 } from './balance-reconciliation/run.ts';
 export type { SendStep, WorkerContext } from './context.ts';
-export { defaultKeyResolver, RailRegistry, type RailsConfig, routeFor } from './rails.ts';
+export {
+  defaultKeyResolver,
+  keyLocation,
+  RailRegistry,
+  type RailsConfig,
+  routeFor,
+  signerFor,
+} from './rails.ts';
 export {
   type Finding,
   type ReconciliationOptions,

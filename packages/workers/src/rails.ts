@@ -4,11 +4,17 @@ import {
   anvilDevPrivateKeys,
   type CustodianAdapter,
   createEvmRail,
+  DEVELOPMENT_CHAIN_IDS,
+  type DigestSigner,
   type EvmRail,
   type FeePolicy,
   type FeePolicyInput,
   type FeeQuote,
   feePolicy,
+  isPkcs11KeyRef,
+  localKeySigner,
+  openPkcs11Signer,
+  parsePkcs11KeyRef,
   quoteFees,
 } from '@idem/rails';
 import { createPublicClient, type Hex, http, type PublicClient } from 'viem';
@@ -26,6 +32,8 @@ export interface RailsConfig {
     requestTimeoutMs?: number;
     /** This network's fee policy (packages/rails/src/evm/fees.ts); defaults when absent. */
     fees?: FeePolicyInput;
+    /** Deadline of one signer call (an HSM signs in milliseconds). Default 10,000 ms. */
+    signTimeoutMs?: number;
   };
   custodian?: CustodianAdapter;
   /**
@@ -33,8 +41,11 @@ export interface RailsConfig {
    * default 'omnibus'). Tenants of another account are not observed by this deployment.
    */
   custodianAccount?: string;
-  /** Resolves a hot wallet's `keyRef` to a private key. Never logged. */
-  resolveKey?: (keyRef: string) => Hex;
+  /**
+   * Where chaos runs and tests put signer faults (an answer held past the deadline, a lost one):
+   * it wraps the signer the key reference resolved to. Production leaves it unset.
+   */
+  decorateSigner?: (signer: DigestSigner) => DigestSigner;
 }
 
 export type Route = { kind: 'evm' } | { kind: 'custodian' };
@@ -42,11 +53,46 @@ export type Route = { kind: 'evm' } | { kind: 'custodian' };
 /** Anvil's (and Hardhat's) chain id: the only chain anvil's public development keys may sign for. */
 export const LOCAL_DEVELOPMENT_CHAIN_ID = 31337;
 
+/**
+ * The signer a hot wallet's `keyRef` names. `pkcs11:…` is a key inside an HSM (the production
+ * path); every other form is a key in this process's memory, refused on any chain but a
+ * development chain (anvil's public `dev:` keys only on anvil's own chain id).
+ */
+export function signerFor(keyRef: string, chainId: number): DigestSigner {
+  if (isPkcs11KeyRef(keyRef)) return openPkcs11Signer(keyRef);
+  if (
+    !DEVELOPMENT_CHAIN_IDS.includes(chainId) ||
+    (keyRef.startsWith('dev:') && chainId !== LOCAL_DEVELOPMENT_CHAIN_ID)
+  ) {
+    throw new IdemError(
+      'VALIDATION',
+      `in-process keys are refused on chain ${chainId}: keep the hot wallet's key in an HSM (docs/SIGNING.md)`,
+    );
+  }
+  const kind = keyRef.split(':')[0] ?? 'unknown';
+  return localKeySigner(defaultKeyResolver(keyRef), `in-process ${kind} key`);
+}
+
 /** The asset each EVM network pays in natively; every other asset there must name its token contract. */
 export const NATIVE_ASSETS: Record<string, string> = { ethereum: 'ETH' };
 
 export function routeFor(network: string): Route {
   return network === 'ethereum' ? { kind: 'evm' } : { kind: 'custodian' };
+}
+
+/** Where a key reference says the key lives, in words for operators; no secret is in a reference. */
+export function keyLocation(keyRef: string): string {
+  if (isPkcs11KeyRef(keyRef)) {
+    const key = parsePkcs11KeyRef(keyRef);
+    return `PKCS#11 token ${key.tokenLabel}, key id ${key.keyId}, module ${key.modulePath}, PIN from ${key.pinRef}`;
+  }
+  const dev = /^dev:(\d+)$/.exec(keyRef);
+  if (dev) return `anvil development key ${dev[1]} (local chain only)`;
+  const env = /^env:([A-Z0-9_]+)$/.exec(keyRef);
+  if (env) return `in-process key from variable ${env[1]} (development chains only)`;
+  const keystore = /^keystore:(\/[^#]+)#([A-Z0-9_]+)$/.exec(keyRef);
+  if (keystore) return `in-process key from keystore ${keystore[1]} (development chains only)`;
+  return 'unsupported key reference';
 }
 
 /**
@@ -87,16 +133,18 @@ export class RailRegistry {
     const cacheKey = `${wallet.tenantId}:${wallet.address}`;
     const existing = this.evmRails.get(cacheKey);
     if (existing) return existing;
-    // Development keys are public: refuse them anywhere but a local development chain.
-    if (wallet.keyRef.startsWith('dev:') && evm.chainId !== LOCAL_DEVELOPMENT_CHAIN_ID) {
-      throw new IdemError('VALIDATION', `development keys are refused on chain ${evm.chainId}`);
+    const resolved = signerFor(wallet.keyRef, evm.chainId);
+    if (resolved.address.toLowerCase() !== wallet.address.toLowerCase()) {
+      // The key reference points at another key than the registered wallet: never sign with it.
+      throw new IdemError('VALIDATION', `the hot wallet's key does not belong to its registered address`);
     }
-    const privateKey = (this.config.resolveKey ?? defaultKeyResolver)(wallet.keyRef);
+    const signer = this.config.decorateSigner ? this.config.decorateSigner(resolved) : resolved;
     const rail = createEvmRail({
       rpcUrl: evm.rpcUrl,
       chainId: evm.chainId,
-      privateKey,
+      signer,
       requestTimeoutMs: evm.requestTimeoutMs ?? 5_000,
+      ...(evm.signTimeoutMs === undefined ? {} : { signTimeoutMs: evm.signTimeoutMs }),
     });
     this.evmRails.set(cacheKey, rail);
     return rail;

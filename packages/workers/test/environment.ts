@@ -50,6 +50,8 @@ export async function startEnvironment(
     rpcUrl?: (anvilUrl: string) => Promise<string>;
     /** The assets' reconciliation windows (the default hour when omitted). */
     reconciliationWindowSeconds?: { ETH?: number; BTC?: number };
+    /** Another hot wallet than anvil's dev account 1 (an HSM key, issue 18); funded with 100 ETH. */
+    hotWallet?: { address: Hex; keyRef: string };
   } = {},
 ): Promise<Environment> {
   const windows = options.reconciliationWindowSeconds ?? {};
@@ -74,9 +76,12 @@ export async function startEnvironment(
       },
     ],
   });
-  const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
+  const hotWallet = options.hotWallet?.address ?? privateKeyToAccount(anvilDevPrivateKeys[1] as Hex).address;
+  const keyRef = options.hotWallet?.keyRef ?? 'dev:1';
+  if (options.hotWallet)
+    await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(100n * ETH).toString(16)}`]);
   await withTenant(t.db, tenantId, async (tx) => {
-    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef: 'dev:1' });
+    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',

@@ -70,16 +70,49 @@ describe('hot wallet keys from a keystore file', () => {
   });
 });
 
+/** Anvil's development account 1 as a registered hot wallet. */
+const devWallet = {
+  tenantId: '00000000-0000-4000-8000-000000000001',
+  network: 'ethereum',
+  address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+  keyRef: 'dev:1',
+  nextNonce: 0,
+  createdAt: new Date(),
+};
+
+describe('I18 in-process keys are for development chains only', () => {
+  const wallet = { ...devWallet, keyRef: 'env:IDEM_TEST_HOT_KEY' };
+
+  it('I18 a key from a variable or a keystore file is refused on any chain but a development chain', () => {
+    process.env.IDEM_TEST_HOT_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+    try {
+      expect(() =>
+        new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor(wallet),
+      ).toThrow(/refused on chain 1/);
+      expect(() =>
+        new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor({
+          ...wallet,
+          keyRef: 'keystore:/tmp/x.json#IDEM_TEST_PW',
+        }),
+      ).toThrow(/refused on chain 1/);
+      expect(
+        new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 31337 } }).evmFor(wallet).address,
+      ).toBe(wallet.address);
+    } finally {
+      delete process.env.IDEM_TEST_HOT_KEY;
+    }
+  });
+
+  it('I18 a keystore whose key derivation costs more than the ceiling is refused before any work', () => {
+    const file = JSON.parse(encrypt(key, 'pw')) as { crypto: { kdfparams: { n: number } } };
+    file.crypto.kdfparams.n = 2 ** 22;
+    expect(() => decryptKeystore(JSON.stringify(file), 'pw')).toThrow(/allowed scrypt or pbkdf2 cost/);
+  });
+});
+
 describe('development keys', () => {
   it('are refused for any chain but the local development chain', () => {
-    const wallet = {
-      tenantId: '00000000-0000-4000-8000-000000000001',
-      network: 'ethereum',
-      address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-      keyRef: 'dev:1',
-      nextNonce: 0,
-      createdAt: new Date(),
-    };
+    const wallet = devWallet;
     expect(() =>
       new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor(wallet),
     ).toThrow(/refused on chain 1/);

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import {
   decideProposal,
   getBalances,
@@ -17,9 +15,9 @@ import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, rpc, startEnvironment } from './environment.ts';
+import { killWorkerAt as killWorker } from './processes/kill-worker.ts';
 
 const GWEI = 10n ** 9n;
-const script = fileURLToPath(new URL('./processes/worker-until-killed.ts', import.meta.url));
 const LEASE_MS = 1_500;
 let env: Environment;
 
@@ -321,32 +319,17 @@ async function poolHashes(): Promise<string[]> {
 
 /** A real worker process (low fees, bump at once) stopped at `step`, then killed with SIGKILL. */
 async function killWorkerAt(step: 'replacement-signed' | 'replacement-recorded'): Promise<void> {
-  const extra = JSON.stringify({
-    fees: { maxFeePerGasWei: (2n * GWEI).toString(), maxPriorityFeePerGasWei: GWEI.toString() },
-    replacePolicies: { ethereum: { bumpAfterMs: 0, maxBumps: 3 } },
+  await killWorker({
+    databaseUrl: env.t.url ?? '',
+    rpcUrl: env.rpcUrl,
+    chainId: CHAIN_ID,
+    step,
+    leaseMs: LEASE_MS,
+    extra: {
+      fees: { maxFeePerGasWei: (2n * GWEI).toString(), maxPriorityFeePerGasWei: GWEI.toString() },
+      replacePolicies: { ethereum: { bumpAfterMs: 0, maxBumps: 3 } },
+    },
   });
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', script, env.t.url ?? '', env.rpcUrl, String(CHAIN_ID), step, String(LEASE_MS), extra],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr += String(chunk);
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker never reached ${step}: ${stderr}`)), 60_000);
-    child.stdout.on('data', (chunk) => {
-      if (String(chunk).includes(`STOPPED ${step}`)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', () => reject(new Error(`worker exited before ${step}: ${stderr}`)));
-  });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
   // Its lease (if it recorded one) lapses before anyone else may replace.
   await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
 }

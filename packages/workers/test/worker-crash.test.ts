@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { onPostgres } from '@idem/core/testing';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SendStep } from '../src/context.ts';
 import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
+import { killWorkerAt as killWorker } from './processes/kill-worker.ts';
 
-const script = fileURLToPath(new URL('./processes/worker-until-killed.ts', import.meta.url));
 const LEASE_MS = 1_500;
 
 let env: Environment;
@@ -16,31 +14,14 @@ beforeAll(async () => {
 afterAll(() => env.close());
 
 /** Runs a worker process until it reports being stopped at `step`, then kills it with SIGKILL. */
-async function killWorkerAt(step: SendStep): Promise<void> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', script, env.t.url ?? '', env.rpcUrl, String(CHAIN_ID), step, String(LEASE_MS)],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr += String(chunk);
+function killWorkerAt(step: SendStep): Promise<void> {
+  return killWorker({
+    databaseUrl: env.t.url ?? '',
+    rpcUrl: env.rpcUrl,
+    chainId: CHAIN_ID,
+    step,
+    leaseMs: LEASE_MS,
   });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker never reached ${step}: ${stderr}`)), 60_000);
-    child.stdout.on('data', (chunk) => {
-      if (String(chunk).includes(`STOPPED ${step}`)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', () => reject(new Error(`worker exited before ${step}: ${stderr}`)));
-  });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
 }
 
 async function transactionsFromHotWallet(): Promise<number> {

@@ -146,14 +146,3 @@ export async function walletNonceView(
   }
   return views;
 }
-
-/** A tenant's hot wallets (network and address; never the key reference's secret). */
-export async function listHotWallets(
-  tx: Tx,
-  tenantId: string,
-): Promise<{ network: string; address: string }[]> {
-  return tx
-    .select({ network: hotWallets.network, address: hotWallets.address })
-    .from(hotWallets)
-    .where(eq(hotWallets.tenantId, tenantId));
-}

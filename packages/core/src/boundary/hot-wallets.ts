@@ -23,6 +23,11 @@ export async function registerHotWallet(
   return getHotWallet(tx, input.tenantId, input.network);
 }
 
+/** Every hot wallet of a tenant, by network. Its key reference locates a key; it holds none. */
+export async function listHotWallets(tx: Tx, tenantId: string): Promise<HotWallet[]> {
+  return tx.select().from(hotWallets).where(eq(hotWallets.tenantId, tenantId)).orderBy(hotWallets.network);
+}
+
 export async function getHotWallet(tx: Tx, tenantId: string, network: string): Promise<HotWallet> {
   const rows = await tx
     .select()

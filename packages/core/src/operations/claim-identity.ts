@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationKind } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
+import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
-import { type ApprovedPayload, payloadHash } from '../payload/payload-hash.ts';
 import { IN_FLIGHT_STATES } from '../state-machine/transitions.ts';
 import { findByKey, findByReference, type Operation } from './operation-record.ts';
 

@@ -8,6 +8,7 @@ import {
   type WithdrawalRequest,
   withdrawalRequestSchema,
 } from '@idem/contracts';
+import { payloadHash } from '@idem/contracts/payload';
 import { and, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { Database, Executor, Tx } from '../db/connect.ts';
@@ -15,7 +16,6 @@ import { errorCodes } from '../db/error-codes.ts';
 import { rowsOf } from '../db/rows.ts';
 import { assets, tenants } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
-import { payloadHash } from '../payload/payload-hash.ts';
 import { answerForHolder, type IdentityClaim } from './claim-identity.ts';
 import { operationFromRow } from './operation-row.ts';
 

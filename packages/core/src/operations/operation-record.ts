@@ -1,9 +1,9 @@
 import type { OperationKind, OperationState, OperationView } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
+import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 import { and, eq } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
-import { payloadHash } from '../payload/payload-hash.ts';
 
 export type Operation = typeof operations.$inferSelect & { kind: OperationKind; state: OperationState };
 
@@ -48,9 +48,9 @@ export async function findByReference(
   return (rows[0] as Operation | undefined) ?? null;
 }
 
-/** The hash recomputed from the operation's stored columns (what a signer checks, C02). */
-export function recomputeHash(op: Operation): string {
-  return payloadHash({
+/** The approved payload as the operation's stored columns hold it now. */
+export function approvedPayloadOf(op: Operation): ApprovedPayload {
+  return {
     tenantId: op.tenantId,
     kind: op.kind,
     reference: op.reference,
@@ -62,7 +62,17 @@ export function recomputeHash(op: Operation): string {
     amountMinor: op.amountMinor,
     feeCapMinor: op.feeCapMinor,
     policyVersion: op.policyVersion,
-  });
+  };
+}
+
+/** The hash recomputed from the operation's stored columns (what a signer checks, C02). */
+export function recomputeHash(op: Operation): string {
+  return payloadHash(approvedPayloadOf(op));
+}
+
+/** What the signer is handed with a transaction: the stored fields and the approved hash (C02). */
+export function approvalOf(op: Operation): { payload: ApprovedPayload; payloadHash: string } {
+  return { payload: approvedPayloadOf(op), payloadHash: op.payloadHash };
 }
 
 /** Refuses an operation whose stored fields no longer hash to the approved hash. */

@@ -2,6 +2,7 @@ import { IdemError } from '@idem/contracts';
 import {
   type Address,
   createPublicClient,
+  decodeFunctionData,
   encodeFunctionData,
   erc20Abi,
   type Hex,
@@ -15,8 +16,17 @@ import {
   TransactionNotFoundError,
   type TransactionReceipt,
   TransactionReceiptNotFoundError,
+  type TransactionSerializableEIP1559,
 } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { localKeySigner } from '../signer/local-key.ts';
+import {
+  type Approval,
+  type ApprovedTransfer,
+  assertApproved,
+  type DigestSigner,
+  signTimeoutMsDefault,
+  signTransaction,
+} from '../signer/signer.ts';
 import { readBroadcastError } from './classify.ts';
 import { type DepositScanRequest, scanDeposits } from './deposits.ts';
 import {
@@ -50,8 +60,14 @@ export interface EvmRailConfig {
   rpcUrl: string;
   /** The chain the key signs for (EIP-155 replay protection). Checked against the node on `verifyChain`. */
   chainId: number;
-  /** The hot wallet's key. Held in memory only; never logged. */
-  privateKey: Hex;
+  /**
+   * Who holds the hot wallet's key (packages/rails/src/signer): a PKCS#11 token in production.
+   * `privateKey` is the in-process development key; exactly one of the two.
+   */
+  signer?: DigestSigner;
+  privateKey?: Hex;
+  /** Deadline of each signer call. Default 10,000 ms. */
+  signTimeoutMs?: number;
   /** Deadline of each JSON-RPC call. Default 5,000 ms. */
   requestTimeoutMs?: number;
   limits?: EvmRailLimits;
@@ -63,19 +79,23 @@ export interface EvmRail {
   readonly chainId: number;
   /** Throws unless the node reports the configured chain id. */
   verifyChain(): Promise<void>;
-  /** Signs offline; touches no network. The same request always yields the same bytes and hash. */
-  sign(request: EvmSignRequestInput): Promise<SignedEvmTransaction>;
+  /**
+   * Signs offline; touches no network. The approval's hash is recomputed and the transfer compared
+   * with it before the signer is called (C02). A local key gives the same bytes for the same
+   * request; an HSM's signature differs each time, so only the persisted one may ever be sent.
+   */
+  sign(request: EvmSignRequestInput, approval: Approval): Promise<SignedEvmTransaction>;
   /**
    * Signs a fee bump of one of our stored transactions (issue 12): the same nonce, recipient,
    * value, data and gas limit, higher fees. Offline; refuses bytes this key did not sign and fees
    * that are not higher on both fields.
    */
-  signReplacement(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction>;
+  signReplacement(previous: Hex, fees: ReplacementFees, approval: Approval): Promise<SignedEvmTransaction>;
   /**
    * Signs a cancel of one of our stored transactions: the same nonce, a zero-value transfer to the
    * hot wallet itself (21,000 gas), higher fees. If it is mined, the payment can never be.
    */
-  signCancel(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction>;
+  signCancel(previous: Hex, fees: ReplacementFees, approval: Approval): Promise<SignedEvmTransaction>;
   /** Sends stored bytes once and classifies the answer; never retries by itself. */
   broadcast(rawTransaction: Hex, options?: { timeoutMs?: number }): Promise<BroadcastOutcome>;
   /** Gathers chain evidence for reconciliation. Throws when the node cannot be asked (no evidence). */
@@ -107,8 +127,34 @@ const rawTransactionBytesMax = 16 * 1024;
 /** Response bodies are tiny JSON; a larger one is a misbehaving node, not data to parse. */
 const responseBodyBytesMax = 4 * 1024 * 1024;
 
+function signerOf(config: EvmRailConfig): DigestSigner {
+  if (config.signer && !config.privateKey) return config.signer;
+  if (config.privateKey && !config.signer) return localKeySigner(config.privateKey, 'in-process key');
+  throw new IdemError('VALIDATION', 'an EVM rail needs exactly one of signer and privateKey');
+}
+
+/** The payment a signed transaction of ours makes: native value, or an ERC-20 transfer's arguments. */
+function transferOf(tx: { to?: Address | null; value?: bigint; data?: Hex }): ApprovedTransfer {
+  const notAPayment = () =>
+    new IdemError('PAYLOAD_MISMATCH', 'the transaction to replace is not an approved payment');
+  if (!tx.to) throw notAPayment();
+  if (!tx.data || tx.data === '0x') return { to: tx.to, amountMinor: tx.value ?? 0n };
+  try {
+    const call = decodeFunctionData({ abi: erc20Abi, data: tx.data });
+    if (call.functionName !== 'transfer') throw notAPayment();
+    const [to, amountMinor] = call.args;
+    return { to, amountMinor };
+  } catch {
+    throw notAPayment();
+  }
+}
+
 export function createEvmRail(config: EvmRailConfig): EvmRail {
-  const account = privateKeyToAccount(config.privateKey);
+  const signer = signerOf(config);
+  const account = { address: signer.address };
+  const signTimeoutMs = config.signTimeoutMs ?? signTimeoutMsDefault;
+  const signWith = (transaction: Omit<TransactionSerializableEIP1559, 'type' | 'chainId'>) =>
+    signTransaction(signer, { ...transaction, type: 'eip1559', chainId: config.chainId }, signTimeoutMs);
   const requestTimeoutMs = config.requestTimeoutMs ?? requestTimeoutMsDefault;
   const gasLimitMax = config.limits?.gasLimitMax ?? gasLimitMaxDefault;
   const maxFeePerGasMax = config.limits?.maxFeePerGasMax ?? maxFeePerGasMaxDefault;
@@ -127,7 +173,7 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     });
   const client = makeClient(requestTimeoutMs);
 
-  async function sign(input: EvmSignRequestInput): Promise<SignedEvmTransaction> {
+  async function sign(input: EvmSignRequestInput, approval: Approval): Promise<SignedEvmTransaction> {
     const parsed = evmSignRequestSchema.safeParse(input);
     if (!parsed.success) {
       throw new IdemError('VALIDATION', 'invalid EVM sign request', {
@@ -150,6 +196,7 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     }
 
     const { transfer } = request;
+    assertApproved(approval, transfer);
     const call =
       transfer.asset === 'native'
         ? { to: transfer.to, value: transfer.amountMinor, data: undefined }
@@ -162,9 +209,7 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
               args: [transfer.to, transfer.amountMinor],
             }),
           };
-    const rawTransaction = await account.signTransaction({
-      type: 'eip1559',
-      chainId: config.chainId,
+    const rawTransaction = await signWith({
       nonce: request.nonce,
       gas: request.gasLimit,
       maxFeePerGas: request.maxFeePerGas,
@@ -217,11 +262,15 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     };
   }
 
-  async function signReplacement(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction> {
+  async function signReplacement(
+    previous: Hex,
+    fees: ReplacementFees,
+    approval: Approval,
+  ): Promise<SignedEvmTransaction> {
     const tx = await replaceable(previous, fees);
-    const raw = await account.signTransaction({
-      type: 'eip1559',
-      chainId: config.chainId,
+    // A bump re-signs the same payment: it must still be the approved one (C02).
+    assertApproved(approval, transferOf(tx));
+    const raw = await signWith({
       nonce: tx.nonce,
       gas: tx.gas,
       maxFeePerGas: fees.maxFeePerGas,
@@ -233,11 +282,15 @@ export function createEvmRail(config: EvmRailConfig): EvmRail {
     return signed(raw, tx.nonce);
   }
 
-  async function signCancel(previous: Hex, fees: ReplacementFees): Promise<SignedEvmTransaction> {
+  async function signCancel(
+    previous: Hex,
+    fees: ReplacementFees,
+    approval: Approval,
+  ): Promise<SignedEvmTransaction> {
     const tx = await replaceable(previous, fees);
-    const raw = await account.signTransaction({
-      type: 'eip1559',
-      chainId: config.chainId,
+    // A cancel pays nobody, but it is still signed only for an intact approval.
+    assertApproved(approval, null);
+    const raw = await signWith({
       nonce: tx.nonce,
       gas: nativeTransferGas,
       maxFeePerGas: fees.maxFeePerGas,

@@ -49,6 +49,8 @@ export interface FaultProxy {
   spareMethods: string[];
   /** How many requests reached the upstream through this proxy. */
   readonly forwarded: number;
+  /** Every raw transaction forwarded to the node (eth_sendRawTransaction), in order. */
+  readonly rawTransactions: readonly string[];
   addRule(rule: RpcFaultRule): ActiveRule;
   clearRules(): void;
   close(): Promise<void>;
@@ -67,11 +69,17 @@ const hangMsMax = 30_000;
 
 export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
   let forwarded = 0;
+  const rawTransactions: string[] = [];
   const state: { fault: ProxyFault; spareMethods: string[] } = { fault: 'none', spareMethods: [] };
   const hanging = new Set<IncomingMessage>();
   let rules: { rule: RpcFaultRule; hits: number; left: number }[] = [];
 
   const forward = async (body: string): Promise<{ status: number; text: string }> => {
+    for (const call of callsOf(body)) {
+      if (call.method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
+        rawTransactions.push(call.params[0]);
+      }
+    }
     const upstream = await fetch(upstreamUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -191,6 +199,7 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     get forwarded() {
       return forwarded;
     },
+    rawTransactions,
     addRule(rule) {
       const active = { rule, hits: 0, left: rule.times ?? Number.POSITIVE_INFINITY };
       rules.push(active);
@@ -290,6 +299,15 @@ async function readBody(request: IncomingMessage): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+function callsOf(body: string): RpcCall[] {
+  try {
+    const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+    return Array.isArray(parsed) ? parsed : [parsed];
+  } catch {
+    return [];
+  }
 }
 
 /** Whether every call of a request (one call or a batch) is of a spared method. */

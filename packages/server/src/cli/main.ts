@@ -15,7 +15,9 @@ import {
   createTenant,
   createWebhookEndpoint,
   type Database,
+  type HotWallet,
   listBreaks,
+  listHotWallets,
   policyHistory,
   recordDeposit,
   registerHotWallet,
@@ -24,7 +26,8 @@ import {
   toView,
   withTenant,
 } from '@idem/core';
-import { createWorker } from '@idem/workers';
+import { createPkcs11Key, pinRefSchema } from '@idem/rails';
+import { createWorker, keyLocation, routeFor } from '@idem/workers';
 import { z } from 'zod';
 import { hashPassword, PASSWORD_LENGTH_MIN } from '../auth/password.ts';
 import { startBoundary } from '../boundary.ts';
@@ -62,7 +65,13 @@ const USAGE = `Usage: pnpm idem <command> [options]
   webhook-endpoint create --tenant ID --source NAME [--json]
                                                   create a webhook endpoint; prints its id and secret
   hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR|keystore:/file.json#PASSWORD_VAR [--next-nonce N]
-                                                  register a tenant's hot wallet (its key stays in VAR)
+                                                  register a tenant's hot wallet with an in-process key
+                                                  (development chains only: its key stays in VAR)
+  hot-wallet create --tenant ID --network ethereum --pkcs11-module PATH --pkcs11-token LABEL
+                    --pkcs11-pin-ref env:NAME|file:/path [--label L]
+                                                  generate the hot wallet's key inside an HSM and
+                                                  register the wallet (the PIN is read from the reference)
+  hot-wallet list --tenant ID [--json]            each hot wallet: address, where its key lives, next nonce
   risk-policy set --tenant ID --asset CODE --auto-approve-max MINOR --four-eyes-min MINOR [--by WHO]
                                                   set the review thresholds of one asset; a real change
                                                   bumps the tenant's policy version and is recorded
@@ -84,6 +93,16 @@ ${RECONCILE_USAGE}
 Works against DATABASE_URL, or the embedded database in IDEM_DATA_DIR while the server is stopped.`;
 
 type Flags = Record<string, string | boolean | undefined>;
+
+/** A hot wallet as the CLI shows it: where its key lives, never the key or a PIN. */
+function walletView(wallet: HotWallet) {
+  return {
+    network: wallet.network,
+    address: wallet.address,
+    keyLocation: keyLocation(wallet.keyRef),
+    nextNonce: wallet.nextNonce,
+  };
+}
 
 /** Each command takes the open database and its flags, and returns what to print. */
 const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<string, unknown>>> = {
@@ -153,6 +172,43 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       keyRef: wallet.keyRef,
       nextNonce: wallet.nextNonce,
     };
+  },
+  'hot-wallet create': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const network = networkSchema.parse(required(flags, 'network'));
+    if (routeFor(network).kind !== 'evm') throw new UsageError(`--network ${network} has no hot wallet`);
+    const pinRef = required(flags, 'pkcs11-pin-ref');
+    // A PIN on the command line would sit in shell history and the process list: references only.
+    if (!pinRefSchema.safeParse(pinRef).success) {
+      throw new UsageError(
+        '--pkcs11-pin-ref must be a secret reference (env:NAME or file:/path), never the PIN',
+      );
+    }
+    const existing = await withTenant(db, tenantId, (tx) => listHotWallets(tx, tenantId));
+    if (existing.some((wallet) => wallet.network === network)) {
+      throw new IdemError('VALIDATION', `tenant already has a hot wallet for ${network}; nothing generated`);
+    }
+    const key = await createPkcs11Key({
+      modulePath: required(flags, 'pkcs11-module'),
+      tokenLabel: required(flags, 'pkcs11-token'),
+      pinRef,
+      label: typeof flags.label === 'string' ? flags.label : `idem-${network}-${tenantId.slice(0, 8)}`,
+    });
+    const wallet = await withTenant(db, tenantId, (tx) =>
+      registerHotWallet(tx, { tenantId, network, address: key.address, keyRef: key.keyRef }),
+    );
+    if (wallet.address !== key.address) {
+      throw new IdemError(
+        'VALIDATION',
+        `tenant already has a hot wallet for ${network}; the new key is unused`,
+      );
+    }
+    return walletView(wallet);
+  },
+  'hot-wallet list': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const wallets = await withTenant(db, tenantId, (tx) => listHotWallets(tx, tenantId));
+    return { wallets: wallets.map(walletView) };
   },
   'risk-policy set': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
@@ -250,6 +306,9 @@ function parseFlags(argv: string[]) {
         address: { type: 'string' },
         'key-ref': { type: 'string' },
         'next-nonce': { type: 'string' },
+        'pkcs11-module': { type: 'string' },
+        'pkcs11-token': { type: 'string' },
+        'pkcs11-pin-ref': { type: 'string' },
         'auto-approve-max': { type: 'string' },
         'four-eyes-min': { type: 'string' },
         status: { type: 'string' },

@@ -1,6 +1,7 @@
 import { IdemError, isIdemError, scrubbedError } from '@idem/contracts';
 import {
   allocateNonce,
+  approvalOf,
   assertPayloadIntact,
   claim,
   clearWaiting,
@@ -123,13 +124,21 @@ async function signOne(
             amountMinor: op.amountMinor,
           }
         : { asset: 'native' as const, to: op.destination ?? '', amountMinor: op.amountMinor };
-      const signedTx = await ctx.rails.evmFor(wallet).sign({
-        transfer,
-        nonce,
-        gasLimit,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      });
+      // The signer recomputes the approval's hash and compares the transfer with it before the
+      // key is used (C02). Its signature lives only in memory until this transaction commits: a
+      // crash or a deadline here leaves nothing that could be broadcast, and the nonce and the
+      // claim roll back with it.
+      const signedTx = await ctx.rails.evmFor(wallet).sign(
+        {
+          transfer,
+          nonce,
+          gasLimit,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        },
+        approvalOf(op),
+      );
+      await ctx.probe?.('signer-answered', operationId);
       const operation = await recordSigned(tx, {
         tenantId,
         operationId,
@@ -156,6 +165,15 @@ async function signOne(
   } catch (error) {
     if (isIdemError(error, 'PAYLOAD_MISMATCH')) {
       await refuseTampered(ctx, tenantId, operationId);
+      return null;
+    }
+    if (isIdemError(error, 'SIGNER_UNAVAILABLE')) {
+      // Nothing was persisted: the withdrawal stays APPROVED, its funds held, and a later pass
+      // signs afresh. A late signature from this call is never used.
+      ctx.log.warn(
+        { tenantId, operationId, message: scrubbedError(error, 200) },
+        'the signer did not answer; nothing signed was kept, signing again on a later pass',
+      );
       return null;
     }
     if (isIdemError(error, 'VALIDATION')) {

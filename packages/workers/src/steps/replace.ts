@@ -1,5 +1,6 @@
 import { isIdemError, scrubbedError, scrubMessage } from '@idem/contracts';
 import {
+  approvalOf,
   approvedCancel,
   feeCapInForce,
   getHotWallet,
@@ -165,8 +166,8 @@ async function prepareAttempt(
       if (!leased) return null;
       const signed =
         kind === 'cancel'
-          ? await rail.signCancel(last.signedArtifact as Hex, fees)
-          : await rail.signReplacement(last.signedArtifact as Hex, fees);
+          ? await rail.signCancel(last.signedArtifact as Hex, fees, approvalOf(op))
+          : await rail.signReplacement(last.signedArtifact as Hex, fees, approvalOf(op));
       // The signature exists only in memory until this transaction commits: a crash here leaves
       // nothing that could be broadcast.
       await ctx.probe?.('replacement-signed', operationId);
@@ -185,7 +186,15 @@ async function prepareAttempt(
       return { attempt, broadcast: () => rail.broadcast(signed.rawTransaction) };
     });
   } catch (error) {
-    if (isIdemError(error, 'VALIDATION')) {
+    if (isIdemError(error, 'SIGNER_UNAVAILABLE')) {
+      // Nothing was recorded; the stored attempt stays the newest and the bump is tried again.
+      ctx.log.warn(
+        { tenantId, operationId, message: scrubbedError(error, 200) },
+        'the signer did not answer; no replacement recorded',
+      );
+      return null;
+    }
+    if (isIdemError(error, 'VALIDATION') || isIdemError(error, 'PAYLOAD_MISMATCH')) {
       ctx.log.error(
         { alert: true, tenantId, operationId, message: scrubbedError(error) },
         'ALERT cannot sign a replacement',

@@ -72,7 +72,10 @@ export const hotWallets = pgTable(
     tenantId: uuid('tenant_id').notNull(),
     network: text('network').notNull(),
     address: text('address').notNull(),
-    /** Where the signing key comes from: 'dev:<index>' (embedded mode) or 'env:<VARIABLE>'. */
+    /**
+     * Where the signing key lives, never the key: 'pkcs11:…' (an HSM, docs/SIGNING.md), or on
+     * development chains only 'dev:<index>', 'env:<VARIABLE>', 'keystore:<path>#<VARIABLE>'.
+     */
     keyRef: text('key_ref').notNull(),
     nextNonce: bigint('next_nonce', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),

@@ -5,10 +5,10 @@ import {
   type RaiseFeeCapProposal,
   raiseFeeCapProposalSchema,
 } from '@idem/contracts';
+import { payloadHash } from '@idem/contracts/payload';
 import { approvedCancel, attemptHashes, feeCapInForce, noteOnHistory } from '../../attempts/attempts.ts';
 import type { Tx } from '../../db/connect.ts';
 import { getOperation, type Operation } from '../../operations/operation-record.ts';
-import { payloadHash } from '../../payload/payload-hash.ts';
 import type { ProposalRule } from '../kinds.ts';
 import type { ProposalRecord } from '../record.ts';
 

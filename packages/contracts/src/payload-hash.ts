@@ -1,3 +1,5 @@
+// The approved payload and its hash (C02). Node only (node:crypto): the web bundle never imports
+// this subpath; core hashes at creation and the signer in rails recomputes before it signs.
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
