@@ -59,3 +59,32 @@ export const inboxOutcomes = [
   'UNAVAILABLE',
 ] as const;
 export type InboxOutcome = (typeof inboxOutcomes)[number];
+
+/**
+ * What Idem sends to the operator's endpoints on every state change of an operation (Standard
+ * Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature` headers). The SDK verifies with
+ * it and the OpenAPI document publishes it. Never the destination or memo (C23).
+ */
+export const operationWebhookSchema = z.object({
+  type: z.literal('operation.state_changed'),
+  timestamp: z.string(),
+  // Not strict: a receiver built on this version keeps working when a field is added.
+  data: z.object({
+    operationId: z.string(),
+    kind: z.string().nullable(),
+    reference: z.string().nullable(),
+    accountId: z.string().nullable(),
+    asset: z.string().nullable(),
+    amountMinor: z.string().nullable(),
+    from: z.string().nullable(),
+    to: z.string(),
+    version: z.number(),
+    owner: z.string().nullable(),
+    /** Where the money went, as in the withdrawal view: the transaction we signed ... */
+    txHash: z.string().nullable(),
+    /** ... or the custodian's transfer id and the hash it reports. */
+    custodianTransferId: z.string().nullable(),
+    custodianTxHash: z.string().nullable(),
+  }),
+});
+export type OperationWebhook = z.infer<typeof operationWebhookSchema>;

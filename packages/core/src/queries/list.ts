@@ -14,11 +14,19 @@ export const LIST_LIMIT_MAX = 100;
 export async function listOperations(
   db: Executor,
   tenantId: string,
-  options: { kind: OperationKind; state?: OperationState; cursor?: string; limit: number },
+  options: {
+    kind: OperationKind;
+    state?: OperationState;
+    /** One customer account's operations only. */
+    accountRef?: string;
+    cursor?: string;
+    limit: number;
+  },
 ): Promise<{ items: OperationView[]; nextCursor: string | null }> {
   const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
   const conditions: SQL[] = [eq(operations.tenantId, tenantId), eq(operations.kind, options.kind)];
   if (options.state) conditions.push(eq(operations.state, options.state));
+  if (options.accountRef !== undefined) conditions.push(eq(operations.accountRef, options.accountRef));
   if (options.cursor) {
     const position = decodeCursor(options.cursor);
     const after = or(

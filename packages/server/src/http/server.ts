@@ -45,6 +45,8 @@ const PROCEDURES = new Set([
   'withdrawals.submit',
   'withdrawals.get',
   'withdrawals.list',
+  'withdrawals.getByKey',
+  'deposits.list',
   'balances.get',
   'assets.list',
 ]);

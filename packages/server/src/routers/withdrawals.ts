@@ -1,4 +1,5 @@
 import {
+  getWithdrawalByKeyInputSchema,
   getWithdrawalInputSchema,
   IdemError,
   idempotencyKeySchema,
@@ -8,7 +9,7 @@ import {
   submitWithdrawalApiInputSchema,
   submitWithdrawalOutputSchema,
 } from '@idem/contracts';
-import { findByReference, listOperations, submitWithdrawal, toView } from '@idem/core';
+import { findByKey, findByReference, listOperations, submitWithdrawal, toView } from '@idem/core';
 import { router, tenantProcedure } from '../trpc.ts';
 
 /**
@@ -72,6 +73,20 @@ export const withdrawalsRouter = router({
         findByReference(tx, ctx.tenantId, 'withdrawal', input.withdrawalId),
       );
       if (!found) throw new IdemError('NOT_FOUND', 'no such withdrawal');
+      return toView(found);
+    }),
+
+  /**
+   * What a key holds (seed 004's `outcome(key)`): the withdrawal it created. A key never used, one
+   * refused for another key's withdrawal id, one expired by retention and another tenant's are all
+   * NOT_FOUND: a refused claim leaves no trace (C04).
+   */
+  getByKey: tenantProcedure
+    .input(getWithdrawalByKeyInputSchema)
+    .output(operationViewSchema)
+    .query(async ({ ctx, input }) => {
+      const found = await ctx.inTenant((tx) => findByKey(tx, ctx.tenantId, input.idempotencyKey));
+      if (found?.kind !== 'withdrawal') throw new IdemError('NOT_FOUND', 'this key holds no withdrawal');
       return toView(found);
     }),
 

@@ -1,3 +1,4 @@
+import type { OperationWebhook } from '@idem/contracts';
 import { activeOutboundEndpoints, findOperation, schema, withTenant, workRetryDelayMs } from '@idem/core';
 import { and, asc, eq, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
@@ -66,15 +67,9 @@ export async function deliverNotifications(ctx: WorkerContext, tenantId: string)
   });
 
   for (const item of leased.items) {
-    const payload = item.payload as {
-      operationId?: string;
-      from?: string | null;
-      to?: string;
-      version?: number;
-    };
-    const op = payload.operationId
-      ? await withTenant(ctx.db, tenantId, (tx) => findOperation(tx, tenantId, payload.operationId ?? ''))
-      : null;
+    // Written by recordTransition (core), always with these four fields.
+    const payload = item.payload as { operationId: string; from: string | null; to: string; version: number };
+    const op = await withTenant(ctx.db, tenantId, (tx) => findOperation(tx, tenantId, payload.operationId));
     // What the operator needs to act; never the destination or memo (C23).
     const body = JSON.stringify({
       type: 'operation.state_changed',
@@ -90,8 +85,11 @@ export async function deliverNotifications(ctx: WorkerContext, tenantId: string)
         to: payload.to,
         version: payload.version,
         owner: op?.owner ?? null,
+        txHash: op?.txHash ?? null,
+        custodianTransferId: op?.providerRef ?? null,
+        custodianTxHash: op?.providerTxHash ?? null,
       },
-    });
+    } satisfies OperationWebhook);
     const failures: string[] = [];
     for (const endpoint of endpoints) {
       const error = await post(endpoint.url, endpoint.secret, item.workId, item.createdAt, body);
