@@ -24,6 +24,7 @@ const PAGE = `<!doctype html>
   </head>
   <body>
     <div id="api-reference"></div>
+    <script src="/docs/before.js"></script>
     <script src="/docs/scalar.js"></script>
     <script src="/docs/init.js"></script>
   </body>
@@ -33,17 +34,45 @@ const PAGE = `<!doctype html>
 const INIT = `Scalar.createApiReference('#api-reference', {
   url: '/openapi.json',
   withDefaultFonts: false,
-  hideClientButton: false,
   telemetry: false,
 });
 `;
 
+/**
+ * Scalar 1.72's standalone bundle loads its default fonts from fonts.scalar.com unless told not to,
+ * and with a single document it does not apply `withDefaultFonts: false` (its active-document
+ * config is looked up under an empty name and not found). Our CSP blocks those fonts anyway; this
+ * turns the configuration's default off so the page asks for nothing from another origin. A bundle without
+ * this exact text (another Scalar version) fails loudly here, and the browser test with it.
+ */
+const FONTS_DEFAULT_ON = 'withDefaultFonts:ue({default:!0';
+const FONTS_DEFAULT_OFF = 'withDefaultFonts:ue({default:!1';
+
+async function loadBundle(): Promise<Buffer> {
+  const source = await readFile(scalarBundle, 'utf8');
+  if (source.split(FONTS_DEFAULT_ON).length !== 2) {
+    throw new Error(`the Scalar bundle at ${scalarBundle} no longer has its font default; review docs.ts`);
+  }
+  return Buffer.from(source.replace(FONTS_DEFAULT_ON, FONTS_DEFAULT_OFF), 'utf8');
+}
+
+/**
+ * The bundle's zod probes for eval (`Function('')`) to compile faster parsers; the CSP forbids
+ * eval, so the probe would be a violation report. zod reads this global before it probes.
+ */
+const BEFORE = `globalThis.__zod_globalConfig = Object.assign(globalThis.__zod_globalConfig || {}, { jitless: true });
+`;
+
 let bundle: Promise<Buffer> | undefined;
 
-/** Answers /docs, /docs/scalar.js and /docs/init.js; false for any other path. */
+/** Answers /docs and its three scripts; false for any other path. */
 export async function serveDocs(pathname: string, res: ServerResponse): Promise<boolean> {
   if (pathname === '/docs' || pathname === '/docs/') {
     send(res, 'text/html; charset=utf-8', PAGE, 'no-store');
+    return true;
+  }
+  if (pathname === '/docs/before.js') {
+    send(res, 'text/javascript; charset=utf-8', BEFORE, 'no-store');
     return true;
   }
   if (pathname === '/docs/init.js') {
@@ -51,7 +80,7 @@ export async function serveDocs(pathname: string, res: ServerResponse): Promise<
     return true;
   }
   if (pathname === '/docs/scalar.js') {
-    bundle ??= readFile(scalarBundle);
+    bundle ??= loadBundle();
     send(res, 'text/javascript; charset=utf-8', await bundle, 'public, max-age=3600');
     return true;
   }
