@@ -209,9 +209,12 @@ function operationOf(route: RestRoute): Record<string, unknown> {
   for (const status of refusalStatuses(route)) {
     responses[String(status)] = {
       description: refusalDescription(route, status),
-      ...(status === 409 || status === 429
-        ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } }
-        : {}),
+      headers: {
+        'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+        ...(status === 409 || status === 429
+          ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }
+          : {}),
+      },
       content: { 'application/problem+json': { schema: ref('Problem') } },
     };
   }
