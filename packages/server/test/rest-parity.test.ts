@@ -152,10 +152,12 @@ describe('I15 the REST face and the tRPC face give the same answers and leave th
       'ok',
     ]);
 
-    if (served.backend.kind === 'postgres') {
+    const backend = served.backend;
+    if (backend.kind === 'postgres') {
+      const db = backend.database.db;
       const rows = async (tenant: TenantFixture) =>
         rowsOf(
-          await served.backend.database.db.execute(sql`
+          await db.execute(sql`
             select kind, reference, idempotency_key, account_ref, asset_code, amount_minor::text,
                    state, rejection_code, destination
               from operations where tenant_id = ${tenant.tenantId}::uuid and kind = 'withdrawal'
@@ -163,7 +165,7 @@ describe('I15 the REST face and the tRPC face give the same answers and leave th
         );
       const postings = async (tenant: TenantFixture) =>
         rowsOf(
-          await served.backend.database.db.execute(sql`
+          await db.execute(sql`
             select p.account, p.bucket, p.asset_code, sum(p.amount)::text as net, count(*)::int as n
               from postings p where p.tenant_id = ${tenant.tenantId}::uuid
              group by 1, 2, 3 order by 1, 2, 3`),
