@@ -36,11 +36,26 @@ export const listWithdrawalsInputSchema = z.strictObject({
 });
 export type ListWithdrawalsInput = z.input<typeof listWithdrawalsInputSchema>;
 
-export const listWithdrawalsOutputSchema = z.object({
+/** A page of operations, newest first; `nextCursor` fetches the next page (null: the last one). */
+export const operationPageSchema = z.object({
   items: z.array(operationViewSchema),
   nextCursor: z.string().nullable(),
 });
+export const listWithdrawalsOutputSchema = operationPageSchema;
 export type ListWithdrawalsOutput = z.infer<typeof listWithdrawalsOutputSchema>;
+
+/** What a key holds (seed 004's `outcome(key)`): the withdrawal it created, or NOT_FOUND. */
+export const getWithdrawalByKeyInputSchema = z.strictObject({ idempotencyKey: idempotencyKeySchema });
+
+/** Deposits credited to the tenant's accounts, newest first, optionally for one account. */
+export const listDepositsInputSchema = z.strictObject({
+  accountId: referenceSchema.optional(),
+  cursor: z.string().min(1).max(200).optional(),
+  limit: z.number().int().min(1).max(LIST_PAGE_SIZE_MAX).default(50),
+});
+export type ListDepositsInput = z.input<typeof listDepositsInputSchema>;
+export const listDepositsOutputSchema = operationPageSchema;
+export type ListDepositsOutput = z.infer<typeof listDepositsOutputSchema>;
 
 export const getBalancesInputSchema = z.strictObject({ accountId: referenceSchema });
 

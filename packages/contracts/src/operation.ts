@@ -68,7 +68,12 @@ export const operationViewSchema = z.object({
   feeCapMinor: z.string().nullable(),
   state: operationStateSchema,
   rejectionCode: z.string().nullable(),
+  /** Where the money went on a chain Idem signs for: the hash of the transaction we signed and sent. */
   txHash: z.string().nullable(),
+  /** Where the money went through a custodian: the custodian's id for our transfer ... */
+  custodianTransferId: z.string().nullable(),
+  /** ... and the on-chain hash the custodian reports for it (its word; null until it reports one). */
+  custodianTxHash: z.string().nullable(),
   /** Why an APPROVED withdrawal is not being signed yet (e.g. its fee cap cannot pay the base fee). */
   waitingReason: z.string().nullable(),
   createdAt: z.string(),

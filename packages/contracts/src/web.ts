@@ -83,11 +83,6 @@ export const withdrawOutputSchema = z.object({
 });
 
 export const pageInputSchema = z.strictObject({ cursor, limit: pageLimit });
-export const operationPageSchema = z.object({
-  items: z.array(operationViewSchema),
-  nextCursor: z.string().nullable(),
-});
-
 export const operationIdInputSchema = z.strictObject({ operationId: uuid });
 
 export const timelineEntrySchema = z.object({

@@ -63,20 +63,34 @@ export const inboxOutcomes = [
 ] as const;
 export type InboxOutcome = (typeof inboxOutcomes)[number];
 
-/** What an outbound `operation.state_changed` notification carries (never the destination or memo: C23). */
-export const stateChangedDataSchema = z.object({
-  operationId: z.uuid().nullable(),
-  kind: z.string().nullable(),
-  reference: z.string().nullable(),
-  accountId: z.string().nullable(),
-  asset: z.string().nullable(),
-  amountMinor: z.string().nullable(),
-  from: z.string().nullable(),
-  to: z.string().nullable(),
-  version: z.number().int().nullable(),
-  owner: z.string().nullable(),
+/**
+ * What Idem sends to the operator's endpoints on every state change of an operation (Standard
+ * Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature` headers). The SDK verifies with
+ * it and the OpenAPI document publishes it. Never the destination or memo (C23).
+ */
+export const operationWebhookSchema = z.object({
+  type: z.literal('operation.state_changed'),
+  timestamp: z.string(),
+  // Not strict: a receiver built on this version keeps working when a field is added.
+  data: z.object({
+    operationId: z.string(),
+    kind: z.string().nullable(),
+    reference: z.string().nullable(),
+    accountId: z.string().nullable(),
+    asset: z.string().nullable(),
+    amountMinor: z.string().nullable(),
+    from: z.string().nullable(),
+    to: z.string(),
+    version: z.number(),
+    owner: z.string().nullable(),
+    /** Where the money went, as in the withdrawal view: the transaction we signed ... */
+    txHash: z.string().nullable(),
+    /** ... or the custodian's transfer id and the hash it reports. */
+    custodianTransferId: z.string().nullable(),
+    custodianTxHash: z.string().nullable(),
+  }),
 });
-export type StateChangedData = z.infer<typeof stateChangedDataSchema>;
+export type OperationWebhook = z.infer<typeof operationWebhookSchema>;
 
 export const deliveryStatuses = ['pending', 'done', 'dead'] as const;
 export type DeliveryStatus = (typeof deliveryStatuses)[number];
@@ -86,7 +100,7 @@ export const webhookDeliverySchema = z.object({
   workId: z.uuid(),
   endpointId: z.uuid(),
   operationId: z.uuid().nullable(),
-  event: stateChangedDataSchema,
+  event: operationWebhookSchema.shape.data,
   status: z.enum(deliveryStatuses),
   attempts: z.number().int(),
   lastResponseStatus: z.number().int().nullable(),

@@ -4,9 +4,12 @@ import {
   type CreateCustomerSessionOutput,
   createCustomerSessionOutputSchema,
   getBalancesOutputSchema,
+  type ListDepositsInput,
+  type ListDepositsOutput,
   type ListWithdrawalsInput,
   type ListWithdrawalsOutput,
   listAssetsOutputSchema,
+  listDepositsOutputSchema,
   listWithdrawalsOutputSchema,
   type OperationView,
   operationViewSchema,
@@ -29,6 +32,8 @@ export const PROCEDURES = {
   submitWithdrawal: { path: 'withdrawals.submit', type: 'mutation' },
   getWithdrawal: { path: 'withdrawals.get', type: 'query' },
   listWithdrawals: { path: 'withdrawals.list', type: 'query' },
+  getWithdrawalByKey: { path: 'withdrawals.getByKey', type: 'query' },
+  listDeposits: { path: 'deposits.list', type: 'query' },
   getBalances: { path: 'balances.get', type: 'query' },
   listAssets: { path: 'assets.list', type: 'query' },
   createCustomerSession: { path: 'customerSessions.create', type: 'mutation' },
@@ -60,7 +65,13 @@ export interface IdemClient {
     ): Promise<{ outcome: SubmitWithdrawalOutput['outcome']; withdrawal: OperationView }>;
     get(withdrawalId: string): Promise<OperationView>;
     list(filter?: ListWithdrawalsInput): Promise<ListWithdrawalsOutput>;
+    /**
+     * What a key holds: the withdrawal it created. After a lost answer or a conflict naming
+     * `holderKey`, this tells you what that key produced; NOT_FOUND means it produced nothing.
+     */
+    getByKey(idempotencyKey: string): Promise<OperationView>;
   };
+  deposits: { list(filter?: ListDepositsInput): Promise<ListDepositsOutput> };
   balances: { get(accountId: string): Promise<BalanceEntry[]> };
   assets: { list(): Promise<AssetEntry[]> };
   customerSessions: {
@@ -121,6 +132,11 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
         call(PROCEDURES.submitWithdrawal, { request, idempotencyKey }, submitWithdrawalOutputSchema),
       get: (withdrawalId) => call(PROCEDURES.getWithdrawal, { withdrawalId }, operationViewSchema),
       list: (filter = {}) => call(PROCEDURES.listWithdrawals, filter, listWithdrawalsOutputSchema),
+      getByKey: (idempotencyKey) =>
+        call(PROCEDURES.getWithdrawalByKey, { idempotencyKey }, operationViewSchema),
+    },
+    deposits: {
+      list: (filter = {}) => call(PROCEDURES.listDeposits, filter, listDepositsOutputSchema),
     },
     balances: {
       get: (accountId) => call(PROCEDURES.getBalances, { accountId }, getBalancesOutputSchema),

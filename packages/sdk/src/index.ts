@@ -2,6 +2,8 @@ export type {
   AssetEntry,
   BalanceEntry,
   ErrorCode,
+  ListDepositsInput,
+  ListDepositsOutput,
   ListWithdrawalsInput,
   ListWithdrawalsOutput,
   OperationState,
@@ -10,9 +12,10 @@ export type {
   SubmitOutcome,
   WithdrawalRequest,
 } from '@idem/contracts';
+export { type OperationWebhook, operationWebhookSchema } from '@idem/contracts';
 export { createIdemClient, type IdemClient, type IdemClientOptions, PROCEDURES } from './client.ts';
 export { IdemApiError, IdemTransportError } from './errors.ts';
 export { withdrawalKey } from './key.ts';
 export { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 export { type LinkFetch, undiciTransport } from './transport.ts';
-export { type OperationWebhook, operationWebhookSchema, verifyWebhook } from './webhooks.ts';
+export { verifyWebhook } from './webhooks.ts';

@@ -1,24 +1,5 @@
+import { type OperationWebhook, operationWebhookSchema } from '@idem/contracts';
 import { Webhook } from 'standardwebhooks';
-import { z } from 'zod';
-
-/** What Idem sends to the operator's endpoint on every state change of an operation. */
-export const operationWebhookSchema = z.object({
-  type: z.literal('operation.state_changed'),
-  timestamp: z.string(),
-  data: z.object({
-    operationId: z.string(),
-    kind: z.string().nullable(),
-    reference: z.string().nullable(),
-    accountId: z.string().nullable(),
-    asset: z.string().nullable(),
-    amountMinor: z.string().nullable(),
-    from: z.string().nullable(),
-    to: z.string(),
-    version: z.number(),
-    owner: z.string().nullable(),
-  }),
-});
-export type OperationWebhook = z.infer<typeof operationWebhookSchema>;
 
 /**
  * Verifies an Idem webhook against the raw body (exactly as received, before any JSON parsing)

@@ -97,6 +97,8 @@ describe('retries', () => {
             state: 'REQUESTED',
             rejectionCode: null,
             txHash: null,
+            custodianTransferId: null,
+            custodianTxHash: null,
             waitingReason: null,
             createdAt: 'x',
             updatedAt: 'x',

@@ -17,6 +17,9 @@ const body = JSON.stringify({
     to: 'CONFIRMED',
     version: 6,
     owner: null,
+    txHash: null,
+    custodianTransferId: null,
+    custodianTxHash: null,
   },
 });
 

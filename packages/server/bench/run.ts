@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,8 +15,8 @@ import { startServerProcess } from '../test/support/server-process.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 
 /**
- * `pnpm bench` (server): N concurrent SDK clients creating withdrawals over HTTP against the real
- * server on PostgreSQL, next to pgbench's TPC-B-like script on the same server in the same run,
+ * `pnpm bench` (server): N concurrent SDK clients creating withdrawals over HTTP (tRPC), then N plain
+ * HTTP clients on the REST face, against the real server on PostgreSQL, next to pgbench's TPC-B-like script on the same server in the same run,
  * and to the core bench's direct figure (bench-results/core.json) when it is there. Exits non-zero
  * only if the database disagrees with what the clients were told.
  */
@@ -96,34 +97,28 @@ async function main() {
       // per request), plus any given for a profile.
       ['--max-semi-space-size=32', ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     );
-    const samples: number[] = [];
-    let created = 0;
-    let errors = 0;
-    try {
-      const destination = getAddress(`0x${randomBytes(20).toString('hex')}`);
+    type Submit = (withdrawalId: string, accountId: string) => Promise<'CREATED' | 'REPLAYED'>;
+    /** CLIENTS concurrent callers for SECONDS after a warm-up; latency samples after the warm-up. */
+    const load = async (prefix: string, clientFor: (client: number) => Submit) => {
+      const samples: number[] = [];
+      let created = 0;
+      let errors = 0;
       const warmupEnds = performance.now() + Math.min(2_000, SECONDS * 200);
       const ends = warmupEnds + SECONDS * 1000;
       let sequence = 0;
       await Promise.all(
         Array.from({ length: CLIENTS }, async (_, client) => {
-          const idem = createIdemClient({ baseUrl: server.baseUrl, apiKey });
+          const submit = clientFor(client);
           for (;;) {
             const started = performance.now();
             if (started >= ends) return;
             sequence += 1;
-            const withdrawalId = `b${client}-${sequence}`;
             try {
-              const result = await idem.withdrawals.submit(
-                {
-                  withdrawalId,
-                  accountId: accounts[sequence % ACCOUNTS] ?? 'acct-0',
-                  asset: 'ETH',
-                  destination,
-                  amountMinor: '1000',
-                },
-                withdrawalKey(withdrawalId),
+              const outcome = await submit(
+                `${prefix}${client}-${sequence}`,
+                accounts[sequence % ACCOUNTS] ?? 'acct-0',
               );
-              if (result.outcome === 'CREATED') created += 1;
+              if (outcome === 'CREATED') created += 1;
               if (started >= warmupEnds) samples.push(performance.now() - started);
             } catch {
               errors += 1;
@@ -131,9 +126,40 @@ async function main() {
           }
         }),
       );
+      return { samples, created, errors };
+    };
+    const destination = getAddress(`0x${randomBytes(20).toString('hex')}`);
+    let trpc: Awaited<ReturnType<typeof load>>;
+    let rest: Awaited<ReturnType<typeof load>>;
+    try {
+      // The tRPC face through the SDK (its undici keep-alive pool).
+      trpc = await load('b', () => {
+        const idem = createIdemClient({ baseUrl: server.baseUrl, apiKey });
+        return async (withdrawalId, accountId) =>
+          (
+            await idem.withdrawals.submit(
+              { withdrawalId, accountId, asset: 'ETH', destination, amountMinor: '1000' },
+              withdrawalKey(withdrawalId),
+            )
+          ).outcome;
+      });
+      // The REST face as a non-TypeScript integrator calls it: plain HTTP/1.1, one keep-alive connection each.
+      rest = await load('r', () => {
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+        return (withdrawalId, accountId) =>
+          restSubmit(server.baseUrl, agent, apiKey, withdrawalKey(withdrawalId), {
+            withdrawalId,
+            accountId,
+            asset: 'ETH',
+            destination,
+            amountMinor: '1000',
+          });
+      });
     } finally {
       await server.stop();
     }
+    const created = trpc.created + rest.created;
+    const errors = trpc.errors + rest.errors;
 
     // What the clients were told must be what the database holds.
     const stored = rowsOf<{ n: string | number }>(
@@ -148,32 +174,46 @@ async function main() {
       errors === 0;
     failed = !correct;
 
-    const sorted = Float64Array.from(samples).sort();
-    const opsPerSec = samples.length / SECONDS;
     const core = coreFigure();
+    const figures = (samples: number[]) => {
+      const sorted = Float64Array.from(samples).sort();
+      const opsPerSec = samples.length / SECONDS;
+      return {
+        ops: samples.length,
+        opsPerSec: Math.round(opsPerSec * 100) / 100,
+        p50Ms: Math.round(percentile(sorted, 0.5) * 100) / 100,
+        p99Ms: Math.round(percentile(sorted, 0.99) * 100) / 100,
+        ratioToPgbench: Math.round((opsPerSec / tps) * 1000) / 1000,
+        met: opsPerSec / tps >= TARGET_RATIO && percentile(sorted, 0.99) < TARGET_P99_MS,
+      };
+    };
+    const trpcFigures = figures(trpc.samples);
+    const restFigures = figures(rest.samples);
     const result = {
       clients: CLIENTS,
       serverPool: SERVER_POOL,
       seconds: SECONDS,
       cpus: cpus().length,
-      ops: samples.length,
-      opsPerSec: Math.round(opsPerSec * 100) / 100,
-      p50Ms: Math.round(percentile(sorted, 0.5) * 100) / 100,
-      p99Ms: Math.round(percentile(sorted, 0.99) * 100) / 100,
+      ...trpcFigures,
       pgbenchTps: Math.round(tps * 100) / 100,
-      ratioToPgbench: Math.round((opsPerSec / tps) * 1000) / 1000,
       coreOpsPerSec: core,
-      ratioToCore: core ? Math.round((opsPerSec / core) * 1000) / 1000 : null,
+      ratioToCore: core ? Math.round((trpcFigures.opsPerSec / core) * 1000) / 1000 : null,
+      /** The REST face (plain HTTP/1.1 keep-alive, same server, same run). */
+      rest: restFigures,
       target: { ratioToPgbench: TARGET_RATIO, p99Ms: TARGET_P99_MS },
-      met: opsPerSec / tps >= TARGET_RATIO && percentile(sorted, 0.99) < TARGET_P99_MS,
       errors,
       correct,
     };
-    console.log(
-      `http (server pool ${SERVER_POOL}): ${result.opsPerSec} ops/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, ` +
-        `x pgbench ${result.ratioToPgbench} (target >= ${TARGET_RATIO}, p99 < ${TARGET_P99_MS} ms: ${result.met ? 'MET' : 'MISSED'}), ` +
-        `x core ${result.ratioToCore ?? 'n/a'}, correct ${correct ? 'yes' : 'NO'}`,
-    );
+    for (const [face, f] of [
+      ['http tRPC (SDK)', trpcFigures],
+      ['http REST', restFigures],
+    ] as const) {
+      console.log(
+        `${face} (server pool ${SERVER_POOL}): ${f.opsPerSec} ops/s, p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, ` +
+          `x pgbench ${f.ratioToPgbench} (target >= ${TARGET_RATIO}, p99 < ${TARGET_P99_MS} ms: ${f.met ? 'MET' : 'MISSED'})`,
+      );
+    }
+    console.log(`x core ${result.ratioToCore ?? 'n/a'}, correct ${correct ? 'yes' : 'NO'}`);
     console.log(`BENCH_JSON ${JSON.stringify({ bench: 'server-http', ...result })}`);
     await mkdir(dirname(`${RESULTS}server.json`), { recursive: true });
     await writeFile(`${RESULTS}server.json`, `${JSON.stringify(result, null, 2)}\n`);
@@ -182,6 +222,42 @@ async function main() {
     await scratch.drop();
   }
   if (failed) process.exit(1);
+}
+
+/** One POST /v1/withdrawals over a keep-alive agent; the outcome from the status (201 or 200 replayed). */
+function restSubmit(
+  baseUrl: string,
+  agent: Agent,
+  apiKey: string,
+  key: string,
+  body: Record<string, string>,
+): Promise<'CREATED' | 'REPLAYED'> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const call = request(
+      `${baseUrl}/v1/withdrawals`,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          'idempotency-key': key,
+        },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () => {
+          if (response.statusCode === 201) resolve('CREATED');
+          else if (response.statusCode === 200) resolve('REPLAYED');
+          else reject(new Error(`REST answered ${response.statusCode}`));
+        });
+      },
+    );
+    call.on('error', reject);
+    call.end(payload);
+  });
 }
 
 await main();

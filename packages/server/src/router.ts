@@ -3,6 +3,7 @@ import { balancesRouter } from './routers/balances.ts';
 import { brandingRouter } from './routers/branding.ts';
 import { customerRouter } from './routers/customer.ts';
 import { customerSessionsRouter } from './routers/customer-sessions.ts';
+import { depositsRouter } from './routers/deposits.ts';
 import { staffAuditRouter } from './routers/staff-audit.ts';
 import { staffAuthRouter } from './routers/staff-auth.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
@@ -15,6 +16,7 @@ import { router } from './trpc.ts';
 /** Names to procedures; each procedure lives in its router file with its schemas. */
 export const appRouter = router({
   withdrawals: withdrawalsRouter,
+  deposits: depositsRouter,
   balances: balancesRouter,
   assets: assetsRouter,
   customerSessions: customerSessionsRouter,

@@ -15,6 +15,12 @@ import type { SettlementWitness } from './settlement-witness.ts';
 export interface RequestState {
   tenantId?: string;
   errorCode?: string;
+  /** The procedure a REST route ran (a tRPC route names it in its path already). */
+  procedure?: string;
+  /** A submission's outcome (CREATED, REPLAYED), so support can trace a replay (C23: never the key). */
+  outcome?: string;
+  /** The operation the call created, replayed or read. */
+  operationId?: string;
 }
 
 /**
@@ -36,6 +42,8 @@ export interface Context {
   apiKey: string | null;
   /** The `Idempotency-Key` header, as sent. */
   idempotencyKeyHeader: string | null;
+  /** The REST face requires the header (the IETF draft); the tRPC face also takes the key in the body. */
+  idempotencyKeyHeaderRequired?: boolean;
   state: RequestState;
   exposeStacks: boolean;
   /** Cookies, origin and CSRF header of a browser request (the web screens); absent in createCaller tests. */

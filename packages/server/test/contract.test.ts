@@ -274,6 +274,25 @@ describe.each(backendKinds)('contract over HTTP through the SDK (%s)', (kind) =>
     expect((await idemB.assets.list()).map((asset) => asset.code)).toEqual(['BTC', 'ETH', 'USDC']);
   });
 
+  it('I15 C01 a key is looked up by the SDK for its own tenant only, and deposits are listed per account', async () => {
+    const req = request();
+    const key = withdrawalKey(req.withdrawalId);
+    const { withdrawal } = await idemA.withdrawals.submit(req, key);
+    expect(await idemA.withdrawals.getByKey(key)).toEqual(await idemA.withdrawals.get(req.withdrawalId));
+    expect((await idemA.withdrawals.getByKey(key)).operationId).toBe(withdrawal.operationId);
+    // Another tenant's key, and a key never used, are the same NOT_FOUND (seed 004: outcome(key) is None).
+    expect((await refusal(idemB.withdrawals.getByKey(key))).code).toBe('NOT_FOUND');
+    expect((await refusal(idemA.withdrawals.getByKey('withdrawal-never-sent'))).code).toBe('NOT_FOUND');
+
+    // provisionTenant funded cust-7 with one deposit per tenant.
+    const deposits = await idemA.deposits.list({ accountId: 'cust-7' });
+    expect(deposits.items.length).toBeGreaterThanOrEqual(1);
+    expect(deposits.items.every((d) => d.kind === 'deposit' && d.accountId === 'cust-7')).toBe(true);
+    expect((await idemA.deposits.list({ accountId: 'cust-nobody' })).items).toEqual([]);
+    const theirs = new Set((await idemB.deposits.list()).items.map((d) => d.operationId));
+    expect(deposits.items.some((d) => theirs.has(d.operationId))).toBe(false);
+  });
+
   it('C22 an unfiltered query through the application role sees the caller tenant only', async () => {
     // Both tenants hold withdrawals by now (same keys even). Stop the server on PGlite first:
     // its data directory belongs to one process.

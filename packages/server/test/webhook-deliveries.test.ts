@@ -37,7 +37,7 @@ async function deadDelivery(tenantId: string): Promise<{ workId: string; endpoin
         type: 'operation.state_changed',
         timestamp: new Date().toISOString(),
         data: {
-          operationId: null,
+          operationId: randomUUID(),
           kind: 'withdrawal',
           reference: 'wd-1',
           accountId: 'cust-1',
@@ -47,6 +47,9 @@ async function deadDelivery(tenantId: string): Promise<{ workId: string; endpoin
           to: 'SIGNING',
           version: 3,
           owner: null,
+          txHash: null,
+          custodianTransferId: null,
+          custodianTxHash: null,
         },
       },
     });

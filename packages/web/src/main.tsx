@@ -1,3 +1,5 @@
+// First: it configures zod before any module builds or parses a schema.
+import './jitless-zod.ts';
 import '@mantine/core/styles.css';
 import '@mantine/charts/styles.css';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';

@@ -430,6 +430,44 @@ describe('staff screens', () => {
     await other.context().close();
   });
 
+  it('I15 the staff menu links the API reference; /docs renders the OpenAPI document under the strict CSP, offline', async () => {
+    const page = await newPage(stack);
+    const violations: string[] = [];
+    const foreign: string[] = [];
+    // Every request must stay on our origin: the reference ships with the server, no CDN.
+    page.on('request', (request) => {
+      if (!request.url().startsWith(stack.baseUrl) && !request.url().startsWith('data:')) {
+        foreign.push(request.url());
+      }
+    });
+    page.on('console', (message) => {
+      if (/Content[- ]Security[- ]Policy/i.test(message.text())) violations.push(message.text());
+    });
+    await page.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (event) => {
+        console.error(
+          `Content-Security-Policy violation on ${location.pathname}: ${event.violatedDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}`,
+        );
+      });
+    });
+    await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);
+    const link = page.getByRole('navigation', { name: 'Staff sections' }).getByRole('link', {
+      name: 'API reference',
+    });
+    await expect(link.getAttribute('href')).resolves.toBe('/docs');
+    await link.click();
+    await page.waitForURL(`${stack.baseUrl}/docs`);
+    const csp = (await page.request.get('/docs')).headers()['content-security-policy'];
+    expect(csp).toContain("script-src 'self'");
+    // The reference read /openapi.json and shows its operations and the outbound webhook.
+    await page.locator('text=Submit a withdrawal >> visible=true').first().waitFor({ timeout: 30_000 });
+    await page.locator('text=An operation changed state >> visible=true').first().waitFor();
+    await screenshot(page, 'api-reference');
+    expect(violations).toEqual([]);
+    expect(foreign).toEqual([]);
+    await page.context().close();
+  });
+
   it('C22 a cross-tenant URL shows nothing of the other tenant, to customers and to staff', async () => {
     const { withdrawal } = await stack.sdkB.withdrawals.submit(
       {

@@ -1,4 +1,4 @@
-import { rowsOf } from '@idem/core';
+import { rowsOf, toView } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
 import { sql } from 'drizzle-orm';
@@ -82,6 +82,25 @@ describe('withdrawals through a custodian that misbehaves', () => {
     expect(final.state).toBe('CONFIRMED');
     expect(final.providerRef).toBeTruthy();
     expect(await transfersFor(op.operationId)).toBe(1);
+  });
+
+  it('I15 a custodian-routed withdrawal shows where the money went: the transfer id and the hash the custodian reports', async () => {
+    const op = await env.withdraw(51_000n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await settle();
+    const final = await env.operation(op.operationId);
+    expect(final.state).toBe('CONFIRMED');
+    const reported = await createCustodianAdapter({ baseUrl: simulator.url }).lookupByReference(
+      op.operationId,
+    );
+    if (reported.found !== 'one') throw new Error(`the custodian holds ${reported.found} transfers`);
+    expect(reported.transfer.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    const view = toView(final);
+    // Our own transaction hash stays null: we signed nothing; the custodian's answer names the rest.
+    expect(view).toMatchObject({
+      txHash: null,
+      custodianTransferId: reported.transfer.id,
+      custodianTxHash: reported.transfer.txHash,
+    });
   });
 
   it('C16 a 200 without our reference leaves the operation UNKNOWN until the custodian is asked', async () => {

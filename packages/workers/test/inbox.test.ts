@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { getBalances, listBreaks, recordInboxEvent, rowsOf, withTenant } from '@idem/core';
+import { getBalances, listBreaks, recordInboxEvent, rowsOf, toView, withTenant } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
 import { sql } from 'drizzle-orm';
@@ -100,6 +100,26 @@ describe('inbound custodian events are applied once, and only where the state ma
     expect((await env.operation(op.operationId)).state).toBe('CONFIRMED');
     expect(await inboxStatus('evt-complete-1')).toBe('PROCESSED');
     expect(await transitionsBy(op.operationId, 'webhook:custodian')).toBe(1);
+  });
+
+  it('I15 a completion webhook records the hash the custodian reports, once, for every withdrawal view', async () => {
+    const op = await env.withdraw(11_500n, { asset: 'BTC', destination: BTC_DESTINATION });
+    await worker().runOnce();
+    expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+    const reportedHash = `0x${'ab'.repeat(32)}`;
+    const body = transferEvent('transfer.completed', op.operationId, '11500', 'completed');
+    await deliver('evt-complete-hash', { ...body, data: { ...body.data, txHash: reportedHash } });
+    await worker().runOnce();
+    const final = await env.operation(op.operationId);
+    expect(final.state).toBe('CONFIRMED');
+    expect(toView(final)).toMatchObject({ custodianTxHash: reportedHash, txHash: null });
+    expect(toView(final).custodianTransferId).toBeTruthy();
+    // The database keeps it final: a later, different report cannot overwrite what was shown.
+    await expect(
+      env.t.db.execute(
+        sql`update operations set provider_tx_hash = '0xother' where operation_id = ${op.operationId}`,
+      ),
+    ).rejects.toThrow();
   });
 
   it('C19 an out-of-order event the state machine does not allow is parked, not forced', async () => {

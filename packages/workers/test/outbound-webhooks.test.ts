@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { operationWebhookSchema } from '@idem/contracts';
 import { createOutboundEndpoint, rowsOf } from '@idem/core';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
@@ -10,7 +11,7 @@ import { type Environment, ETH, startEnvironment } from './environment.ts';
 interface Receiver {
   url: string;
   secret: string;
-  received: { id: string; body: { data: { operationId: string; to: string } } }[];
+  received: { id: string; body: { data: { operationId: string; to: string } & Record<string, unknown> } }[];
   failNext: number;
   close(): Promise<void>;
 }
@@ -64,6 +65,25 @@ async function dueNow(): Promise<void> {
 }
 
 describe('outbound webhooks to the operator', () => {
+  it('I15 the CONFIRMED notification says where the money went, in the documented shape', async () => {
+    const op = await env.withdraw(ETH / 997n);
+    const worker = env.worker();
+    await worker.runOnce();
+    await env.mine(2);
+    await worker.runOnce();
+    await worker.runOnce();
+    const confirmed = receiver.received.find(
+      (r) => r.body.data.operationId === op.operationId && r.body.data.to === 'CONFIRMED',
+    );
+    const sent = await env.operation(op.operationId);
+    expect(sent.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    // The one schema the OpenAPI document publishes for this event (contracts), strictly.
+    expect(operationWebhookSchema.parse(confirmed?.body).data).toMatchObject({
+      txHash: sent.txHash,
+      custodianTransferId: null,
+      custodianTxHash: null,
+    });
+  });
   it('every state change of a withdrawal reaches the operator once, signed, without the destination', async () => {
     const op = await env.withdraw(ETH / 1000n);
     const worker = env.worker();

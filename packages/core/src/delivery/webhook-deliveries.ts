@@ -2,8 +2,8 @@ import {
   type DeliveryListInput,
   deliveryListInputSchema,
   IdemError,
+  type OperationWebhook,
   redeliverInputSchema,
-  type StateChangedData,
   type WebhookDelivery,
 } from '@idem/contracts';
 import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
@@ -19,11 +19,7 @@ type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 export const DELIVERY_ATTEMPTS_MAX = 8;
 
 /** The signed body of an `operation.state_changed` notification, fixed when it is raised. */
-export interface NotificationBody {
-  type: 'operation.state_changed';
-  timestamp: string;
-  data: StateChangedData;
-}
+export type NotificationBody = OperationWebhook;
 
 /**
  * Turns one raised notification into one pending delivery per endpoint, in the caller's

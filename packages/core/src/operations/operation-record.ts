@@ -97,6 +97,8 @@ export function toView(op: Operation): OperationView {
     state: op.state,
     rejectionCode: op.rejectionCode,
     txHash: op.txHash,
+    custodianTransferId: op.providerRef,
+    custodianTxHash: op.providerTxHash,
     waitingReason: op.state === 'APPROVED' ? op.waitingReason : null,
     createdAt: op.createdAt.toISOString(),
     updatedAt: op.updatedAt.toISOString(),

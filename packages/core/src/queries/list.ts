@@ -55,10 +55,18 @@ export async function pageOperations(
 export async function listOperations(
   db: Executor,
   tenantId: string,
-  options: { kind: OperationKind; state?: OperationState; cursor?: string; limit: number },
+  options: {
+    kind: OperationKind;
+    state?: OperationState;
+    /** One customer account's operations only. */
+    accountRef?: string;
+    cursor?: string;
+    limit: number;
+  },
 ): Promise<{ items: OperationView[]; nextCursor: string | null }> {
   const conditions: SQL[] = [eq(operations.tenantId, tenantId), eq(operations.kind, options.kind)];
   if (options.state) conditions.push(eq(operations.state, options.state));
+  if (options.accountRef !== undefined) conditions.push(eq(operations.accountRef, options.accountRef));
   const page = await pageOperations(db, conditions, options);
   return { items: page.items.map(toView), nextCursor: page.nextCursor };
 }

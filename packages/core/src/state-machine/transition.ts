@@ -18,7 +18,16 @@ export interface TransitionContext {
   leaseGeneration?: number;
   /** Columns set together with the state (within what the guard trigger allows). */
   set?: Partial<
-    Pick<Operation, 'rejectionCode' | 'signedArtifact' | 'txHash' | 'owner' | 'chainNonce' | 'providerRef'>
+    Pick<
+      Operation,
+      | 'rejectionCode'
+      | 'signedArtifact'
+      | 'txHash'
+      | 'owner'
+      | 'chainNonce'
+      | 'providerRef'
+      | 'providerTxHash'
+    >
   > & {
     clearLease?: boolean;
   };

@@ -14,6 +14,9 @@ import type { Env } from '../env.ts';
 import type { Metrics } from '../metrics.ts';
 import { RateLimiter } from '../rate-limit.ts';
 import type { BalanceReconciler } from '../reconciler.ts';
+import { serveDocs } from '../rest/docs.ts';
+import { createRestHandler, restRouteOf } from '../rest/handler.ts';
+import { openApiDocument } from '../rest/openapi.ts';
 import { appRouter } from '../router.ts';
 import type { SettlementWitness } from '../settlement-witness.ts';
 import type { Context, RequestState } from '../trpc.ts';
@@ -48,6 +51,8 @@ const PROCEDURES = new Set([
   'withdrawals.submit',
   'withdrawals.get',
   'withdrawals.list',
+  'withdrawals.getByKey',
+  'deposits.list',
   'balances.get',
   'assets.list',
 ]);
@@ -55,7 +60,8 @@ const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 const WEBHOOK_PATH = /^\/webhooks\/([^/]{1,100})$/;
 
 /**
- * One port for everything: `/trpc`, `/webhooks/:endpointId`, `/healthz`, `/readyz`, `/metrics`.
+ * One port for everything: `/trpc`, the REST face under `/v1` with `/openapi.json` and `/docs`,
+ * `/webhooks/:endpointId`, `/healthz`, `/readyz`, `/metrics`.
  * Each request gets a request id (the caller's `X-Request-Id` when it is well-formed), sent back
  * as `X-Request-Id`, put in the error's `data.requestId` and in the access log.
  */
@@ -128,6 +134,15 @@ export function createIdemServer(deps: ServerDeps): Server {
     onError,
   });
 
+  const rest = createRestHandler({
+    router: appRouter,
+    maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
+    createContext,
+    onError: ({ error, path, req }) => onError({ error: error as TRPCError, path, req }),
+  });
+  // Built once: it depends on nothing but the code.
+  const openApiJson = JSON.stringify(openApiDocument());
+
   return createServer((req, res) => {
     const started = process.hrtime.bigint();
     const incoming = single(req.headers['x-request-id']);
@@ -136,7 +151,7 @@ export function createIdemServer(deps: ServerDeps): Server {
     info.set(req, { requestId, state });
     res.setHeader('x-request-id', requestId);
     const url = new URL(req.url ?? '/', 'http://localhost');
-    const route = routeOf(url.pathname);
+    const route = routeOf(req.method, url.pathname);
 
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -151,6 +166,10 @@ export function createIdemServer(deps: ServerDeps): Server {
           durationMs: Math.round(seconds * 1e4) / 10,
           tenantId: state.tenantId,
           errorCode: state.errorCode,
+          procedure: state.procedure,
+          // CREATED / REPLAYED, or the refusal's code; with the operation id, never the key (C23).
+          outcome: state.errorCode ?? state.outcome,
+          operationId: state.operationId,
         },
         'request',
       );
@@ -176,6 +195,16 @@ export function createIdemServer(deps: ServerDeps): Server {
       trpc(req, res);
       return;
     }
+    if (route.startsWith('rest')) {
+      const answered = rest(req, res, url);
+      if (answered) return answered;
+    }
+    if (route === 'openapi' && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
+      res.end(req.method === 'HEAD' ? undefined : openApiJson);
+      return;
+    }
+    if (route === 'docs' && req.method === 'GET' && (await serveDocs(url.pathname, res))) return;
     if (route === 'webhooks') {
       if (req.method !== 'POST') return sendProblem(res, requestId, 'VALIDATION', 'webhooks are POSTed');
       const endpointId = WEBHOOK_PATH.exec(url.pathname)?.[1] ?? '';
@@ -211,11 +240,17 @@ export function createIdemServer(deps: ServerDeps): Server {
   }
 }
 
-function routeOf(pathname: string): string {
+function routeOf(method: string | undefined, pathname: string): string {
   if (pathname.startsWith('/trpc/')) {
     const procedure = pathname.slice('/trpc/'.length);
     return PROCEDURES.has(procedure) ? `trpc:${procedure}` : 'trpc:other';
   }
+  if (pathname.startsWith('/v1/')) {
+    const rest = restRouteOf(method, pathname);
+    return rest ? `rest:${rest.procedure}` : 'rest:other';
+  }
+  if (pathname === '/openapi.json') return 'openapi';
+  if (pathname === '/docs' || pathname.startsWith('/docs/')) return 'docs';
   if (WEBHOOK_PATH.test(pathname)) return 'webhooks';
   if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics') return pathname.slice(1);
   return 'other';

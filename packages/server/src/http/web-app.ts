@@ -18,7 +18,7 @@ const CONTENT_TYPES: Record<string, string> = {
  * (the component library sets style attributes); images may come from https (tenant logos). No
  * framing (clickjacking), and no Referer, so a customer link's URL never leaves the page.
  */
-const SECURITY_HEADERS: Record<string, string> = {
+export const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy':
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',

@@ -1,4 +1,5 @@
 import {
+  getWithdrawalByKeyInputSchema,
   getWithdrawalInputSchema,
   IdemError,
   idempotencyKeySchema,
@@ -8,14 +9,18 @@ import {
   submitWithdrawalApiInputSchema,
   submitWithdrawalOutputSchema,
 } from '@idem/contracts';
-import { findByReference, listOperations, submitWithdrawal, toView } from '@idem/core';
+import { findByKey, findByReference, listOperations, submitWithdrawal, toView } from '@idem/core';
 import { router, tenantProcedure } from '../trpc.ts';
 
 /**
  * The key comes from the body or the `Idempotency-Key` header. Both may be sent only if they
  * agree: two different keys in one request is a caller bug, not a choice for us to make.
  */
-function resolveKey(bodyKey: string | undefined, headerKey: string | null): string {
+function resolveKey(bodyKey: string | undefined, headerKey: string | null, headerRequired: boolean): string {
+  if (headerKey === null && headerRequired) {
+    const message = 'the Idempotency-Key header is required';
+    throw new IdemError('VALIDATION', message, { issues: [{ path: 'Idempotency-Key', message }] });
+  }
   if (headerKey !== null) {
     const parsed = idempotencyKeySchema.safeParse(headerKey);
     if (!parsed.success) {
@@ -45,7 +50,11 @@ export const withdrawalsRouter = router({
     .input(submitWithdrawalApiInputSchema)
     .output(submitWithdrawalOutputSchema)
     .mutation(async ({ ctx, input }) => {
-      const idempotencyKey = resolveKey(input.idempotencyKey, ctx.idempotencyKeyHeader);
+      const idempotencyKey = resolveKey(
+        input.idempotencyKey,
+        ctx.idempotencyKeyHeader,
+        ctx.idempotencyKeyHeaderRequired === true,
+      );
       // One statement, its own transaction: the database function binds the tenant and the
       // restricted role itself (migration 0014), like `inTenant` does for every other procedure.
       const claim = await submitWithdrawal(ctx.db, {
@@ -54,6 +63,8 @@ export const withdrawalsRouter = router({
         idempotencyKey,
       });
       const operation = claim.operation;
+      ctx.state.operationId = operation.operationId;
+      ctx.state.outcome = claim.outcome;
       if (operation.state === 'REJECTED' && operation.rejectionCode === 'INSUFFICIENT_FUNDS') {
         throw new IdemError(
           'INSUFFICIENT_FUNDS',
@@ -72,6 +83,22 @@ export const withdrawalsRouter = router({
         findByReference(tx, ctx.tenantId, 'withdrawal', input.withdrawalId),
       );
       if (!found) throw new IdemError('NOT_FOUND', 'no such withdrawal');
+      ctx.state.operationId = found.operationId;
+      return toView(found);
+    }),
+
+  /**
+   * What a key holds (seed 004's `outcome(key)`): the withdrawal it created. A key never used, one
+   * refused for another key's withdrawal id, one expired by retention and another tenant's are all
+   * NOT_FOUND: a refused claim leaves no trace (C04).
+   */
+  getByKey: tenantProcedure
+    .input(getWithdrawalByKeyInputSchema)
+    .output(operationViewSchema)
+    .query(async ({ ctx, input }) => {
+      const found = await ctx.inTenant((tx) => findByKey(tx, ctx.tenantId, input.idempotencyKey));
+      if (found?.kind !== 'withdrawal') throw new IdemError('NOT_FOUND', 'this key holds no withdrawal');
+      ctx.state.operationId = found.operationId;
       return toView(found);
     }),
 

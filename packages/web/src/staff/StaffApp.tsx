@@ -125,6 +125,8 @@ export function StaffApp() {
               aria-current={location === section.href ? 'page' : undefined}
             />
           ))}
+          {/* Served by the server itself, outside this app: a plain link, a full page load. */}
+          <NavLink component="a" href="/docs" label="API reference" variant="subtle" />
         </AppShell.Navbar>
         <AppShell.Main>
           <main>

@@ -60,34 +60,33 @@ async function fanOut(
   endpoints: { endpointId: string }[],
 ): Promise<number> {
   return processWorkItems(ctx, tenantId, 'operation.state_changed', async (tx, item) => {
-    const payload = item.payload as {
-      operationId?: string;
-      from?: string | null;
-      to?: string;
-      version?: number;
-    };
-    const op = payload.operationId ? await findOperation(tx, tenantId, payload.operationId) : null;
+    // Written by recordTransition (core), always with these four fields.
+    const payload = item.payload as { operationId: string; from: string | null; to: string; version: number };
+    const op = await findOperation(tx, tenantId, payload.operationId);
     // What the operator needs to act; never the destination or memo (C23).
     const body: NotificationBody = {
       type: 'operation.state_changed',
       timestamp: item.createdAt.toISOString(),
       data: {
-        operationId: payload.operationId ?? null,
+        operationId: payload.operationId,
         kind: op?.kind ?? null,
         reference: op?.reference ?? null,
         accountId: op?.accountRef ?? null,
         asset: op?.assetCode ?? null,
         amountMinor: op?.amountMinor ?? null,
         from: payload.from ?? null,
-        to: payload.to ?? null,
-        version: payload.version ?? null,
+        to: payload.to,
+        version: payload.version,
         owner: op?.owner ?? null,
+        txHash: op?.txHash ?? null,
+        custodianTransferId: op?.providerRef ?? null,
+        custodianTxHash: op?.providerTxHash ?? null,
       },
     };
     await fanOutNotification(tx, {
       tenantId,
       workId: item.workId,
-      operationId: payload.operationId ?? null,
+      operationId: payload.operationId,
       endpointIds: endpoints.map((e) => e.endpointId),
       body,
     });

@@ -136,3 +136,18 @@ async function custodianVerdict(ctx: WorkerContext, op: Operation): Promise<Verd
     return { kind: 'not_sent', evidence: { ...evidence, failureReason: transfer.failureReason ?? null } };
   return { kind: 'in_progress', evidence };
 }
+
+/**
+ * What a custodian's completed transfer tells the tenant about where the money went: its id and
+ * the hash it reports, each recorded once (the database keeps both final).
+ */
+export function custodianSettlement(
+  op: Operation,
+  evidence: Record<string, unknown>,
+): { providerRef?: string; providerTxHash?: string } | undefined {
+  if (evidence.rail !== 'custodian') return undefined;
+  const set: { providerRef?: string; providerTxHash?: string } = {};
+  if (!op.providerRef && typeof evidence.providerId === 'string') set.providerRef = evidence.providerId;
+  if (!op.providerTxHash && typeof evidence.txHash === 'string') set.providerTxHash = evidence.txHash;
+  return Object.keys(set).length > 0 ? set : undefined;
+}

@@ -14,6 +14,7 @@ import type { WorkerContext } from '../context.ts';
 import { custodianTermsDiffer } from '../custodian-terms.ts';
 import { routeFor } from '../rails.ts';
 import { processWorkItems } from '../work-items.ts';
+import { custodianSettlement } from './evidence.ts';
 
 const { inboxEvents } = schema;
 
@@ -165,7 +166,7 @@ async function decide(
       }
       return { status: 'PARKED', reason };
     }
-    return applyTransferStatus(ctx, tx, op, eventType, transfer.id);
+    return applyTransferStatus(ctx, tx, op, eventType, transfer);
   }
   return { status: 'PARKED', reason: `no handler for ${eventType}` };
 }
@@ -188,16 +189,22 @@ async function applyTransferStatus(
   tx: Tx,
   op: Operation,
   eventType: 'transfer.submitted' | 'transfer.completed' | 'transfer.failed',
-  providerId: string,
+  transfer: { id: string; txHash?: string | undefined },
 ): Promise<Outcome> {
   if (ALREADY[eventType]?.includes(op.state)) return { status: 'PROCESSED', reason: `already ${op.state}` };
   const to = EDGES[eventType]?.[op.state];
   if (!to) return { status: 'PARKED', reason: `${eventType} does not apply to a ${op.state} withdrawal` };
+  const settlement = custodianSettlement(op, {
+    rail: 'custodian',
+    providerId: transfer.id,
+    // The hash counts as where the money went only once the custodian says the transfer completed.
+    txHash: eventType === 'transfer.completed' ? transfer.txHash : undefined,
+  });
   await transition(tx, op, to, {
     actor: `webhook:custodian`,
     reason: `custodian reported ${eventType.replace('transfer.', '')}`,
-    evidence: { providerId, eventType },
-    ...(op.providerRef ? {} : { set: { providerRef: providerId } }),
+    evidence: { providerId: transfer.id, eventType, txHash: transfer.txHash ?? null },
+    ...(settlement ? { set: settlement } : {}),
   });
   ctx.log.info({ operationId: op.operationId, from: op.state, to }, 'custodian webhook applied');
   return { status: 'PROCESSED', reason: `${op.state} -> ${to}` };

@@ -5,7 +5,7 @@ import { candidateIds, lockOne, type Stage } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
 import { type NetworkFee, paidNetworkFee } from '../network-fee.ts';
 import { routeFor } from '../rails.ts';
-import { gatherEvidence, type Verdict } from './evidence.ts';
+import { custodianSettlement, gatherEvidence, type Verdict } from './evidence.ts';
 import { confirmNotSent } from './not-sent.ts';
 import { sendStoredArtifact } from './send.ts';
 import { checkBroadcastAge } from './stuck.ts';
@@ -48,7 +48,7 @@ async function moveIfCurrent(
   to: Operation['state'],
   reason: string,
   evidence: Record<string, unknown>,
-  set?: { owner?: string; providerRef?: string },
+  set?: { owner?: string; providerRef?: string; providerTxHash?: string },
   networkFee?: NetworkFee | null,
 ): Promise<Operation | null> {
   return withTenant(ctx.db, op.tenantId, async (tx) => {
@@ -83,7 +83,7 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
           'CONFIRMED',
           'confirmed at the required depth',
           { ...verdict.evidence, networkFee: fee?.amountMinor.toString() ?? null },
-          undefined,
+          custodianSettlement(op, verdict.evidence),
           fee,
         );
         return;
@@ -200,7 +200,7 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
           'CONFIRMED',
           'reconciled: the rail shows the transfer at depth',
           { ...verdict.evidence, networkFee: fee?.amountMinor.toString() ?? null },
-          undefined,
+          custodianSettlement(op, verdict.evidence),
           fee,
         );
         return;

@@ -57,6 +57,11 @@ export const operations = pgTable(
     chainNonce: bigint('chain_nonce', { mode: 'number' }),
     /** The custodian's durable id for our transfer; final once set. */
     providerRef: text('provider_ref'),
+    /**
+     * The on-chain hash the custodian reports for our transfer (its word, not our signing); final
+     * once set. With providerRef it is where a custodian-routed withdrawal's money went.
+     */
+    providerTxHash: text('provider_tx_hash'),
     /** Risk signals found at review (C06: signals, never a merge or drop). */
     riskFlags: jsonb('risk_flags'),
     /** How many distinct staff approvals this withdrawal needs (0: approved by the system). */

@@ -1,0 +1,1 @@
+ALTER TABLE "operations" ADD COLUMN "provider_tx_hash" text;

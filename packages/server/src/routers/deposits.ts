@@ -1,0 +1,20 @@
+import { listDepositsInputSchema, listDepositsOutputSchema } from '@idem/contracts';
+import { listOperations } from '@idem/core';
+import { router, tenantProcedure } from '../trpc.ts';
+
+export const depositsRouter = router({
+  /** Credited (and reversed) deposits, newest first; one account's with `accountId`. */
+  list: tenantProcedure
+    .input(listDepositsInputSchema)
+    .output(listDepositsOutputSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        listOperations(tx, ctx.tenantId, {
+          kind: 'deposit',
+          limit: input.limit,
+          ...(input.accountId ? { accountRef: input.accountId } : {}),
+          ...(input.cursor ? { cursor: input.cursor } : {}),
+        }),
+      ),
+    ),
+});
