@@ -41,6 +41,8 @@ function worker() {
           return adapter.lookupByReference(reference, options);
         },
         listTransfers: (options) => adapter.listTransfers(options),
+        depositsBetween: (window) => adapter.depositsBetween(window),
+        transfersUpdatedBetween: (window) => adapter.transfersUpdatedBetween(window),
       },
     },
   });

@@ -13,9 +13,12 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import {
   type CreateTransferBody,
+  type CustodianDeposit,
   type CustodianTransfer,
   createTransferBodySchema,
   custodianTransferSchema,
+  depositListSchema,
+  type TimeWindow,
   transferListSchema,
   webhookEnvelopeSchema,
   webhookEventTypes,
@@ -67,7 +70,18 @@ export interface CustodianAdapter {
   lookupByReference(externalReference: string, options?: { signal?: AbortSignal }): Promise<ReferenceLookup>;
   /** Every transfer on the account, read page by page up to `max` (reconciliation). */
   listTransfers(options?: { max?: number }): Promise<CustodianTransfer[]>;
+  /**
+   * Deposits confirmed in the window, every page (missed-event recovery). Throws when the custodian
+   * cannot be asked or the window holds more than `windowRecordsMax`: narrow the window, never
+   * read part of it as all of it.
+   */
+  depositsBetween(window: TimeWindow): Promise<CustodianDeposit[]>;
+  /** Transfers whose status changed in the window, every page; throws like `depositsBetween`. */
+  transfersUpdatedBetween(window: TimeWindow): Promise<CustodianTransfer[]>;
 }
+
+/** The most records one window read returns before it refuses (100 pages). */
+export const windowRecordsMax = 10_000;
 
 const timeoutMsDefault = 5_000;
 const responseBodyBytesMax = 256 * 1024;
@@ -136,6 +150,32 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     }
     return all.slice(0, max);
   }
+
+  /** Reads every page of a time-window listing, oldest first, or throws. */
+  async function readWindow<T>(
+    path: string,
+    window: TimeWindow,
+    parse: (json: unknown) => T[],
+  ): Promise<T[]> {
+    if (!(window.from < window.to)) return [];
+    const range = `from=${encodeURIComponent(window.from.toISOString())}&to=${encodeURIComponent(window.to.toISOString())}`;
+    const all: T[] = [];
+    for (;;) {
+      const { status, text } = await call(`${path}?${range}&offset=${all.length}&limit=100`, { method: 'GET' });
+      if (status !== 200) throw new Error(`custodian ${path} answered HTTP ${status}`);
+      const page = parse(JSON.parse(text));
+      all.push(...page);
+      if (page.length < 100) return all;
+      if (all.length >= windowRecordsMax) {
+        throw new Error(`custodian ${path} holds over ${windowRecordsMax} records in one window`);
+      }
+    }
+  }
+
+  const depositsBetween = (window: TimeWindow) =>
+    readWindow('/v1/deposits', window, (json) => depositListSchema.parse(json).data);
+  const transfersUpdatedBetween = (window: TimeWindow) =>
+    readWindow('/v1/transfers', window, (json) => transferListSchema.parse(json).data);
 
   async function resolveProviderId(id: string, reference: string): Promise<CustodianTransfer | null> {
     try {
@@ -215,7 +255,7 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     return ambiguous('http_status', `HTTP ${status}`);
   }
 
-  return { submit, lookupByReference, listTransfers };
+  return { submit, lookupByReference, listTransfers, depositsBetween, transfersUpdatedBetween };
 }
 
 function sameTerms(transfer: CustodianTransfer, body: CreateTransferBody): boolean {

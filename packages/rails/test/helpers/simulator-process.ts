@@ -5,11 +5,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { type ControlBody, type Ledger, ledgerSchema } from '../../src/custodian/protocol.ts';
+import {
+  type ControlBody,
+  type CustodianDeposit,
+  custodianDepositSchema,
+  type Ledger,
+  ledgerSchema,
+} from '../../src/custodian/protocol.ts';
 
 export interface SimulatorProcess {
   readonly url: string;
-  control(body: ControlBody): Promise<void>;
+  /** Applies a control; answers the deposit it made arrive, if it asked for one. */
+  control(body: ControlBody): Promise<{ deposit?: CustodianDeposit }>;
   ledger(): Promise<Ledger>;
   stop(): Promise<void>;
 }
@@ -66,6 +73,8 @@ export async function spawnSimulator(env: {
       });
       if (response.status !== 200)
         throw new Error(`control refused: ${response.status} ${await response.text()}`);
+      const answer = (await response.json()) as { deposit?: unknown };
+      return answer.deposit === undefined ? {} : { deposit: custodianDepositSchema.parse(answer.deposit) };
     },
     async ledger() {
       const response = await fetch(`${url}/_ledger`, { signal: AbortSignal.timeout(3_000) });
