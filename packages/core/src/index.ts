@@ -54,6 +54,7 @@ export {
 export {
   advanceCursor,
   type DepositObservation,
+  depositAddressOwners,
   listDepositAddresses,
   markObservation,
   observationsIn,

@@ -204,7 +204,10 @@ describe('recovery of missed custodian events', () => {
         .select({ status: schema.inboxEvents.status })
         .from(schema.inboxEvents)
         .where(
-          and(eq(schema.inboxEvents.tenantId, env.tenantId), eq(schema.inboxEvents.eventId, `msg_${late.id}_deposit`)),
+          and(
+            eq(schema.inboxEvents.tenantId, env.tenantId),
+            eq(schema.inboxEvents.eventId, `msg_${late.id}_deposit`),
+          ),
         ),
     );
     expect(handled).toEqual([{ status: 'PROCESSED' }]);
@@ -244,8 +247,29 @@ describe('recovery of missed custodian events', () => {
     expect(await cursorOf()).toBeGreaterThan(cursorBefore ?? 0);
   });
 
+  it('I13-REC-5 a webhook and a poll that disagree on the account conflict: one credit, the second parked, never two', async () => {
+    // The custodian tags the deposit with an account other than the one our address is registered to.
+    const tagged = await deposit(ADDRESS_A, 'acct-btc-mislabelled', '3300');
+    await waitFor('the webhook', () => received.some((r) => r.eventId === `msg_${tagged.id}_deposit`));
+    const before = await btcOf('acct-btc-a');
+    await passes(worker(), 2);
+    expect(await creditsOf(tagged.id)).toBe(1);
+    const credited = (await btcOf('acct-btc-mislabelled')) + (await btcOf('acct-btc-a')) - before;
+    expect(credited).toBe(3_300n);
+    const events = await withTenant(env.t.db, env.tenantId, (tx) =>
+      tx
+        .select({ eventId: schema.inboxEvents.eventId, status: schema.inboxEvents.status })
+        .from(schema.inboxEvents)
+        .where(eq(schema.inboxEvents.tenantId, env.tenantId)),
+    );
+    const about = events.filter((e) => e.eventId.includes(tagged.id)).map((e) => e.status);
+    expect(about.sort()).toEqual(['PARKED', 'PROCESSED']);
+  });
+
   it('I13-REC-4 a withdrawal whose custodian webhooks were all lost is settled, by the inbox rules, with one transfer', async () => {
-    await simulator.control({ webhooks: { drop: ['transfer.submitted', 'transfer.completed', 'transfer.failed'] } });
+    await simulator.control({
+      webhooks: { drop: ['transfer.submitted', 'transfer.completed', 'transfer.failed'] },
+    });
     const op = await env.withdraw(40_000n, { asset: 'BTC', destination: BTC_DESTINATION });
     await passes(worker(), 4);
     const final = await env.operation(op.operationId);

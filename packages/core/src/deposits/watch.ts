@@ -24,6 +24,28 @@ export async function listDepositAddresses(tx: Tx, tenantId: string, network: st
     .limit(1_000);
 }
 
+/** Which account each of these addresses is registered to on a network (absent: not the tenant's). */
+export async function depositAddressOwners(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  addresses: readonly string[],
+): Promise<Map<string, string>> {
+  const unique = [...new Set(addresses)];
+  if (unique.length === 0) return new Map();
+  const rows = await tx
+    .select({ address: depositAddresses.address, accountRef: depositAddresses.accountRef })
+    .from(depositAddresses)
+    .where(
+      and(
+        eq(depositAddresses.tenantId, tenantId),
+        eq(depositAddresses.network, network),
+        inArray(depositAddresses.address, unique),
+      ),
+    );
+  return new Map(rows.map((row) => [row.address, row.accountRef]));
+}
+
 /** Where the next scan of a network starts; created at `startAt` on first use. */
 export async function scanCursor(
   tx: Tx,

@@ -161,7 +161,9 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     const range = `from=${encodeURIComponent(window.from.toISOString())}&to=${encodeURIComponent(window.to.toISOString())}`;
     const all: T[] = [];
     for (;;) {
-      const { status, text } = await call(`${path}?${range}&offset=${all.length}&limit=100`, { method: 'GET' });
+      const { status, text } = await call(`${path}?${range}&offset=${all.length}&limit=100`, {
+        method: 'GET',
+      });
       if (status !== 200) throw new Error(`custodian ${path} answered HTTP ${status}`);
       const page = parse(JSON.parse(text));
       all.push(...page);
