@@ -53,6 +53,7 @@ export {
 } from './delivery/outbound-endpoints.ts';
 export {
   advanceCursor,
+  creditedToRecheck,
   type DepositObservation,
   depositAddressOwners,
   listDepositAddresses,
@@ -62,7 +63,10 @@ export {
   recordCanonical,
   recordReplaced,
   registerDepositAddress,
+  rewindCursor,
+  type ScanPosition,
   scanCursor,
+  scanPosition,
 } from './deposits/watch.ts';
 export {
   EVENT_ID_LENGTH_MAX,

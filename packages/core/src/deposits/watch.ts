@@ -1,5 +1,5 @@
 import { IdemError, isValidDestination, type Network } from '@idem/contracts';
-import { and, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { chainCursors, depositAddresses, depositObservations } from '../db/schema/index.ts';
 
@@ -46,31 +46,48 @@ export async function depositAddressOwners(
   return new Map(rows.map((row) => [row.address, row.accountRef]));
 }
 
-/** Where the next scan of a network starts; created at `startAt` on first use. */
+/** Where the next scan of a stream starts, and the hash of the block before it when one was recorded. */
+export interface ScanPosition {
+  nextBlock: number;
+  scannedHash: string | null;
+}
+
+/** Where the next scan of a stream (a network, or the custodian feed) starts; created at `startAt` on first use. */
+export async function scanPosition(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  startAt: number,
+): Promise<ScanPosition> {
+  await tx.insert(chainCursors).values({ tenantId, network, nextBlock: startAt }).onConflictDoNothing();
+  const rows = await tx
+    .select({ nextBlock: chainCursors.nextBlock, scannedHash: chainCursors.scannedHash })
+    .from(chainCursors)
+    .where(and(eq(chainCursors.tenantId, tenantId), eq(chainCursors.network, network)))
+    .for('update');
+  return rows[0] ?? { nextBlock: startAt, scannedHash: null };
+}
+
 export async function scanCursor(
   tx: Tx,
   tenantId: string,
   network: string,
   startAt: number,
 ): Promise<number> {
-  await tx.insert(chainCursors).values({ tenantId, network, nextBlock: startAt }).onConflictDoNothing();
-  const rows = await tx
-    .select({ nextBlock: chainCursors.nextBlock })
-    .from(chainCursors)
-    .where(and(eq(chainCursors.tenantId, tenantId), eq(chainCursors.network, network)))
-    .for('update');
-  return rows[0]?.nextBlock ?? startAt;
+  return (await scanPosition(tx, tenantId, network, startAt)).nextBlock;
 }
 
+/** Moves a cursor forward only (a slower concurrent pass never moves it back). */
 export async function advanceCursor(
   tx: Tx,
   tenantId: string,
   network: string,
   nextBlock: number,
+  scannedHash?: string,
 ): Promise<void> {
   await tx
     .update(chainCursors)
-    .set({ nextBlock, updatedAt: sql`now()` })
+    .set({ nextBlock, updatedAt: sql`now()`, ...(scannedHash ? { scannedHash } : {}) })
     .where(
       and(
         eq(chainCursors.tenantId, tenantId),
@@ -78,6 +95,34 @@ export async function advanceCursor(
         sql`${chainCursors.nextBlock} <= ${nextBlock}`,
       ),
     );
+}
+
+/**
+ * Moves a cursor back to `nextBlock` because the chain below it was rewritten, only if it is still
+ * where the caller read it (a concurrent pass that already rewound or moved on wins). True when moved.
+ */
+export async function rewindCursor(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  read: ScanPosition,
+  nextBlock: number,
+): Promise<boolean> {
+  const moved = await tx
+    .update(chainCursors)
+    .set({ nextBlock, scannedHash: null, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(chainCursors.tenantId, tenantId),
+        eq(chainCursors.network, network),
+        eq(chainCursors.nextBlock, read.nextBlock),
+        read.scannedHash === null
+          ? isNull(chainCursors.scannedHash)
+          : eq(chainCursors.scannedHash, read.scannedHash),
+      ),
+    )
+    .returning({ nextBlock: chainCursors.nextBlock });
+  return moved.length === 1;
 }
 
 /**
@@ -164,6 +209,28 @@ export async function recordReplaced(
       );
   }
   return false;
+}
+
+/**
+ * Credited deposits a reorganisation could still remove: those above `sinceBlock`, and any with a
+ * reorganisation sighted and not yet settled either way, however deep (it must be seen again or cleared).
+ */
+export async function creditedToRecheck(
+  tx: Tx,
+  tenantId: string,
+  sinceBlock: number,
+): Promise<DepositObservation[]> {
+  return tx
+    .select()
+    .from(depositObservations)
+    .where(
+      and(
+        eq(depositObservations.tenantId, tenantId),
+        eq(depositObservations.status, 'credited'),
+        or(gt(depositObservations.blockNumber, sinceBlock), isNotNull(depositObservations.mismatchHead)),
+      ),
+    )
+    .limit(1_000);
 }
 
 export async function observationsIn(
