@@ -53,7 +53,6 @@ export {
 } from './delivery/outbound-endpoints.ts';
 export {
   advanceCursor,
-  creditedToRecheck,
   type DepositObservation,
   depositAddressOwners,
   listDepositAddresses,

@@ -1,14 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  getBalances,
-  listBreaks,
-  recordInboxEvent,
-  registerDepositAddress,
-  rowsOf,
-  schema,
-  withTenant,
-} from '@idem/core';
+import { listBreaks, recordInboxEvent, rowsOf, schema, withTenant } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
 import { and, eq, sql } from 'drizzle-orm';
@@ -42,20 +34,8 @@ beforeAll(async () => {
   intake = await startIntake();
   const { port } = intake.address() as AddressInfo;
   simulator = await spawnSimulator({ webhookSecret: secret, webhookUrl: `http://127.0.0.1:${port}/` });
-  await withTenant(env.t.db, env.tenantId, async (tx) => {
-    await registerDepositAddress(tx, {
-      tenantId: env.tenantId,
-      network: 'bitcoin',
-      address: ADDRESS_A,
-      accountRef: 'acct-btc-a',
-    });
-    await registerDepositAddress(tx, {
-      tenantId: env.tenantId,
-      network: 'bitcoin',
-      address: ADDRESS_B,
-      accountRef: 'acct-btc-b',
-    });
-  });
+  await env.registerDepositAddress('bitcoin', ADDRESS_A, 'acct-btc-a');
+  await env.registerDepositAddress('bitcoin', ADDRESS_B, 'acct-btc-b');
 });
 afterAll(async () => {
   await simulator.stop();
@@ -134,10 +114,7 @@ async function deposit(address: string, accountId: string, amountMinor: string, 
   return made;
 }
 
-async function btcOf(account: string): Promise<bigint> {
-  const balances = await withTenant(env.t.db, env.tenantId, (tx) => getBalances(tx, env.tenantId, account));
-  return BigInt(balances.find((b) => b.asset === 'BTC')?.available ?? 0);
-}
+const btcOf = (account: string) => env.available(account, 'BTC');
 
 /** The deposit operations recorded for a custodian deposit reference (one, or the books are wrong). */
 async function creditsOf(reference: string): Promise<number> {

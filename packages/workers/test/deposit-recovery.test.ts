@@ -1,8 +1,9 @@
-import { getBalances, listBreaks, registerDepositAddress, withTenant } from '@idem/core';
+import { listBreaks, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { createWalletClient, getAddress, type Hex, http, TransactionReceiptNotFoundError } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REORG_WINDOW_BLOCKS } from '../src/steps/deposits.ts';
 import { type Environment, ETH, rpc, startEnvironment } from './environment.ts';
 
 /**
@@ -16,19 +17,10 @@ import { type Environment, ETH, rpc, startEnvironment } from './environment.ts';
 let env: Environment;
 const depositAddress = getAddress('0x1000000000000000000000000000000000000e0f');
 const ACCOUNT = 'acct-recovery';
-/** Anvil's window is the watcher's constant (steps/deposits.ts); the downtime is longer. */
-const REORG_WINDOW_BLOCKS = 256;
 
 beforeAll(async () => {
   env = await startEnvironment();
-  await withTenant(env.t.db, env.tenantId, (tx) =>
-    registerDepositAddress(tx, {
-      tenantId: env.tenantId,
-      network: 'ethereum',
-      address: depositAddress,
-      accountRef: ACCOUNT,
-    }),
-  );
+  await env.registerDepositAddress('ethereum', depositAddress, ACCOUNT);
 });
 afterAll(() => env.close());
 
@@ -44,10 +36,7 @@ async function send(keyIndex: number, value: bigint): Promise<Hex> {
   return depositor(keyIndex).sendTransaction({ chain: null, to: depositAddress, value });
 }
 
-async function credited(): Promise<bigint> {
-  const balances = await withTenant(env.t.db, env.tenantId, (tx) => getBalances(tx, env.tenantId, ACCOUNT));
-  return BigInt(balances.find((b) => b.asset === 'ETH')?.available ?? 0);
-}
+const credited = () => env.available(ACCOUNT, 'ETH');
 
 /** What the canonical chain says was deposited: each transaction that has a receipt now. */
 async function onChain(sent: { hash: Hex; value: bigint }[]): Promise<bigint> {

@@ -212,33 +212,17 @@ export async function recordReplaced(
 }
 
 /**
- * Credited deposits a reorganisation could still remove: those above `sinceBlock`, and any with a
- * reorganisation sighted and not yet settled either way, however deep (it must be seen again or cleared).
+ * Observations in these statuses above `sinceBlock`; with `sightingPending`, also any deeper one
+ * whose reorganisation sighting is not yet settled either way (it must be seen again or cleared).
  */
-export async function creditedToRecheck(
-  tx: Tx,
-  tenantId: string,
-  sinceBlock: number,
-): Promise<DepositObservation[]> {
-  return tx
-    .select()
-    .from(depositObservations)
-    .where(
-      and(
-        eq(depositObservations.tenantId, tenantId),
-        eq(depositObservations.status, 'credited'),
-        or(gt(depositObservations.blockNumber, sinceBlock), isNotNull(depositObservations.mismatchHead)),
-      ),
-    )
-    .limit(1_000);
-}
-
 export async function observationsIn(
   tx: Tx,
   tenantId: string,
   statuses: DepositObservation['status'][],
   sinceBlock = 0,
+  options: { sightingPending?: boolean } = {},
 ): Promise<DepositObservation[]> {
+  const above = gt(depositObservations.blockNumber, sinceBlock);
   return tx
     .select()
     .from(depositObservations)
@@ -246,7 +230,7 @@ export async function observationsIn(
       and(
         eq(depositObservations.tenantId, tenantId),
         inArray(depositObservations.status, statuses),
-        gt(depositObservations.blockNumber, sinceBlock),
+        options.sightingPending ? or(above, isNotNull(depositObservations.mismatchHead)) : above,
       ),
     )
     .limit(1_000);

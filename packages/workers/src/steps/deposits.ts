@@ -1,6 +1,5 @@
 import {
   advanceCursor,
-  creditedToRecheck,
   type DepositObservation,
   getOperation,
   listDepositAddresses,
@@ -66,14 +65,14 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
       .from(assets)
       .where(and(eq(assets.tenantId, tenantId), eq(assets.network, NETWORK)));
     const position = await scanPosition(tx, tenantId, NETWORK, Math.max(head - SCAN_BLOCKS_PER_PASS, 0));
-    return { addresses, tokens, position, from: position.nextBlock };
+    return { addresses, tokens, position };
   });
   if (!setup) return 0;
-  setup.from = await resumeFrom(ctx, tenantId, chain, head, setup.position);
+  const from = await resumeFrom(ctx, tenantId, chain, head, setup.position);
 
   let observed = 0;
-  if (setup.from <= head) {
-    const to = Math.min(head, setup.from + SCAN_BLOCKS_PER_PASS - 1);
+  if (from <= head) {
+    const to = Math.min(head, from + SCAN_BLOCKS_PER_PASS - 1);
     const accountOf = new Map(setup.addresses.map((a) => [a.address.toLowerCase(), a.accountRef]));
     const assetOfToken = new Map(
       setup.tokens
@@ -83,7 +82,7 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     // Read before the scan: a rewrite after this read shows as a mismatch on the next pass.
     const last = await chain.getBlock({ blockNumber: BigInt(to) });
     const found = await ctx.rails.evmReader().scanDeposits({
-      fromBlock: BigInt(setup.from),
+      fromBlock: BigInt(from),
       toBlock: BigInt(to),
       watched: setup.addresses.map((a) => a.address as Address),
       tokens: [...assetOfToken.keys()] as Address[],
@@ -118,7 +117,7 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
 
   // The window is behind the scan, not the head: after downtime the scan is far behind, and what
   // happened while nobody watched is still looked at (issue 13).
-  const windowStart = Math.min(head, setup.from) - REORG_WINDOW_BLOCKS;
+  const windowStart = Math.min(head, from) - REORG_WINDOW_BLOCKS;
   // Orphaned, but its transaction is in a canonical block again: seen again, at that block.
   const orphaned = await withTenant(ctx.db, tenantId, (tx) =>
     observationsIn(tx, tenantId, ['orphaned'], windowStart),
@@ -182,7 +181,10 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     );
   }
 
-  const credited = await withTenant(ctx.db, tenantId, (tx) => creditedToRecheck(tx, tenantId, windowStart));
+  // A credited deposit with a reorganisation sighted stays under re-check until it is settled.
+  const credited = await withTenant(ctx.db, tenantId, (tx) =>
+    observationsIn(tx, tenantId, ['credited'], windowStart, { sightingPending: true }),
+  );
   for (const observation of credited) {
     const reading = await read(observation);
     if (reading.kind === 'no_answer') continue;
