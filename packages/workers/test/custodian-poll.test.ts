@@ -243,21 +243,74 @@ describe('recovery of missed custodian events', () => {
     expect(about.sort()).toEqual(['PARKED', 'PROCESSED']);
   });
 
-  it('I13-REC-4 a withdrawal whose custodian webhooks were all lost is settled, by the inbox rules, with one transfer', async () => {
+  it('I13-REC-4 a withdrawal whose custodian webhooks were all lost is settled by the poller through the inbox rules, with one transfer', async () => {
     await simulator.control({
       webhooks: { drop: ['transfer.submitted', 'transfer.completed', 'transfer.failed'] },
+      // Completed well after the pass that submits it: the next pass's poll is the first to see it.
+      settlement: { outcome: 'complete', afterMs: 1_000 },
     });
     const op = await env.withdraw(40_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    await passes(worker(), 4);
-    const final = await env.operation(op.operationId);
-    expect(final.state).toBe('CONFIRMED');
+    const w = worker();
+    await passes(w, 1);
+    expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    await passes(w, 1);
+
+    expect((await env.operation(op.operationId)).state).toBe('CONFIRMED');
+    // The inbox applied it, from the event the poller recorded: no webhook was ever sent.
+    const settledBy = rowsOf<{ actor: string }>(
+      await env.t.db.execute(
+        sql`select actor from operation_transitions where operation_id = ${op.operationId} and to_state = 'CONFIRMED'`,
+      ),
+    );
+    expect(settledBy).toEqual([{ actor: 'webhook:custodian' }]);
+    const polled = await withTenant(env.t.db, env.tenantId, (tx) =>
+      tx
+        .select({ eventId: schema.inboxEvents.eventId, status: schema.inboxEvents.status })
+        .from(schema.inboxEvents)
+        .where(
+          and(
+            eq(schema.inboxEvents.tenantId, env.tenantId),
+            eq(schema.inboxEvents.endpointId, 'custodian-poller'),
+          ),
+        ),
+    );
     const ledger = await simulator.ledger();
+    const transfer = ledger.transfers.find((t) => t.externalReference === op.operationId);
+    expect(polled.filter((e) => e.eventId.startsWith(`poll:${transfer?.id}:completed:`))).toEqual([
+      expect.objectContaining({ status: 'PROCESSED' }),
+    ]);
     expect(ledger.countsByReference[op.operationId]).toBe(1);
     expect(ledger.webhookDeliveries.filter((d) => d.body.includes(op.operationId))).toEqual([]);
     const breaks = await withTenant(env.t.db, env.tenantId, (tx) =>
       listBreaks(tx, { tenantId: env.tenantId, status: 'open' }),
     );
     expect(breaks.filter((b) => b.subject.includes(op.operationId))).toEqual([]);
+  });
+});
+
+describe('recovery after a long downtime', () => {
+  it('I13-REC-8 a poller three days behind catches up window by window, a bounded number per pass, missing nothing', async () => {
+    await simulator.control({ webhooks: { drop: ['deposit.confirmed'] } });
+    const now = Date.now();
+    const hoursAgo = (hours: number) => new Date(now - hours * 3_600_000).toISOString();
+    // The worker was down for three days: its position is where it stopped.
+    await env.t.db.execute(
+      sql`update chain_cursors set next_block = ${now - 72 * 3_600_000} where tenant_id = ${env.tenantId} and network = 'custodian'`,
+    );
+    const old = await deposit(ADDRESS_A, 'acct-btc-a', '11', hoursAgo(70));
+    const middle = await deposit(ADDRESS_A, 'acct-btc-a', '22', hoursAgo(30));
+    const recent = await deposit(ADDRESS_B, 'acct-btc-b', '33', hoursAgo(1));
+
+    const w = worker();
+    await passes(w, 1);
+    // One pass reads at most eight 6-hour windows: 48 of the 72 hours.
+    expect(await creditsOf(old.id)).toBe(1);
+    expect(await creditsOf(middle.id)).toBe(1);
+    expect(await creditsOf(recent.id)).toBe(0);
+    await passes(w, 1);
+    expect(await creditsOf(recent.id)).toBe(1);
+    expect(await cursorOf()).toBeGreaterThanOrEqual(now);
   });
 });
 

@@ -23,8 +23,10 @@ export const CUSTODIAN_CURSOR = 'custodian';
 export const POLL_OVERLAP_MS = 15 * 60_000;
 /** On a tenant's first poll, how far back to look. */
 export const FIRST_POLL_LOOKBACK_MS = 24 * 60 * 60_000;
-/** The longest window one pass reads; after a long downtime the poller catches up window by window. */
+/** The longest window one read covers; after a long downtime the poller catches up window by window. */
 export const POLL_WINDOW_MS_MAX = 6 * 60 * 60_000;
+/** Windows one pass reads at most (two days of catching up); the next pass goes on from there. */
+export const POLL_WINDOWS_PER_PASS_MAX = 8;
 /** How often each worker polls the custodian per tenant unless told otherwise. */
 export const CUSTODIAN_POLL_EVERY_MS_DEFAULT = 30_000;
 /** The endpoint id the poller's events carry in the inbox (no webhook endpoint delivered them). */
@@ -50,9 +52,25 @@ const OPEN_STATES = new Set(['BROADCAST', 'UNKNOWN']);
  * resumes from the stored position.
  */
 export async function pollCustodian(ctx: WorkerContext, tenantId: string): Promise<number> {
-  const custodian = ctx.rails.config.custodian;
-  if (!custodian) return 0;
   const now = Date.now();
+  let accepted = 0;
+  for (let window = 0; window < POLL_WINDOWS_PER_PASS_MAX; window++) {
+    const read = await pollWindow(ctx, tenantId, now);
+    if (!read) break;
+    accepted += read.accepted;
+    if (read.reached >= now) break;
+  }
+  return accepted;
+}
+
+/** Reads and records one window from the stored position; null when there is nothing to poll. */
+async function pollWindow(
+  ctx: WorkerContext,
+  tenantId: string,
+  now: number,
+): Promise<{ accepted: number; reached: number } | null> {
+  const custodian = ctx.rails.config.custodian;
+  if (!custodian) return null;
   const setup = await withTenant(ctx.db, tenantId, async (tx) => {
     const networks = [
       ...new Set(
@@ -65,7 +83,7 @@ export async function pollCustodian(ctx: WorkerContext, tenantId: string): Promi
     const cursor = await scanCursor(tx, tenantId, CUSTODIAN_CURSOR, now - FIRST_POLL_LOOKBACK_MS);
     return { networks, cursor };
   });
-  if (!setup) return 0;
+  if (!setup) return null;
 
   const window = {
     from: new Date(setup.cursor - POLL_OVERLAP_MS),
@@ -124,7 +142,7 @@ export async function pollCustodian(ctx: WorkerContext, tenantId: string): Promi
     await advanceCursor(tx, tenantId, CUSTODIAN_CURSOR, window.to.getTime());
     if (accepted > 0)
       ctx.log.info({ tenantId, accepted, ...isoWindow(window) }, 'custodian poll found events');
-    return accepted;
+    return { accepted, reached: window.to.getTime() };
   });
 }
 
