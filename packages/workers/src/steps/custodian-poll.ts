@@ -32,8 +32,13 @@ export const CUSTODIAN_POLL_EVERY_MS_DEFAULT = 30_000;
 /** The endpoint id the poller's events carry in the inbox (no webhook endpoint delivered them). */
 export const POLLER_ENDPOINT = 'custodian-poller';
 
-/** States in which a custodian status can still move a withdrawal (the inbox's edges act only there). */
-const OPEN_STATES = new Set(['BROADCAST', 'UNKNOWN']);
+/**
+ * The state in which a polled status is handed to the inbox: the custodian acknowledged the transfer
+ * under our reference and only its outcome is missing. An UNKNOWN withdrawal is left to the
+ * reconciler, which asks by our reference and escalates when the custodian holds two transfers for
+ * it (C13, C14); a status read from a list must not settle it around that check.
+ */
+const AWAITING_OUTCOME = 'BROADCAST';
 
 /**
  * Recovery of missed custodian events (issue 13). Asks the custodian what happened in a time
@@ -47,7 +52,7 @@ const OPEN_STATES = new Set(['BROADCAST', 'UNKNOWN']);
  *
  * A deposit is this tenant's when it arrived at one of the tenant's registered deposit addresses
  * on that network; it is credited to the account the address is registered to. A transfer is this
- * tenant's when our reference on it is one of the tenant's withdrawals. The cursor moves in the
+ * tenant's when our reference on it is one of the tenant's BROADCAST withdrawals. The cursor moves in the
  * same transaction as the events it covered, so a pass that dies changes nothing and a restart
  * resumes from the stored position.
  */
@@ -129,7 +134,7 @@ async function pollWindow(
     for (const transfer of transfers) {
       if (!z.uuid().safeParse(transfer.externalReference).success) continue;
       const op = await findOperation(tx, tenantId, transfer.externalReference);
-      if (op?.kind !== 'withdrawal' || !OPEN_STATES.has(op.state)) continue;
+      if (op?.kind !== 'withdrawal' || op.state !== AWAITING_OUTCOME) continue;
       // The status and when it was reported name the event: a later change is a new event, the
       // same one read again in an overlapping window is the same event with the same body.
       await record(
