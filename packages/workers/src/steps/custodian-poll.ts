@@ -17,20 +17,22 @@ import { routeFor } from '../rails.ts';
 const { assets } = schema;
 
 /** The poller's position per tenant, in `chain_cursors` (a scan cursor like a chain's): epoch ms. */
-export const CUSTODIAN_CURSOR = 'custodian';
-/** Each window starts this far before the stored cursor: a custodian that indexes late, or a clock
- * that runs behind ours, is read again. Re-reading is free: the inbox drops a repeated event. */
-export const POLL_OVERLAP_MS = 15 * 60_000;
+const CUSTODIAN_CURSOR = 'custodian';
+/**
+ * Each window starts this far before the stored cursor: a custodian that indexes late, or a clock
+ * that runs behind ours, is read again. Re-reading is free: the inbox drops a repeated event.
+ */
+const POLL_OVERLAP_MS = 15 * 60_000;
 /** On a tenant's first poll, how far back to look. */
-export const FIRST_POLL_LOOKBACK_MS = 24 * 60 * 60_000;
+const FIRST_POLL_LOOKBACK_MS = 24 * 60 * 60_000;
 /** The longest window one read covers; after a long downtime the poller catches up window by window. */
-export const POLL_WINDOW_MS_MAX = 6 * 60 * 60_000;
+const POLL_WINDOW_MS_MAX = 6 * 60 * 60_000;
 /** Windows one pass reads at most (two days of catching up); the next pass goes on from there. */
-export const POLL_WINDOWS_PER_PASS_MAX = 8;
+const POLL_WINDOWS_PER_PASS_MAX = 8;
 /** How often each worker polls the custodian per tenant unless told otherwise. */
 export const CUSTODIAN_POLL_EVERY_MS_DEFAULT = 30_000;
 /** The endpoint id the poller's events carry in the inbox (no webhook endpoint delivered them). */
-export const POLLER_ENDPOINT = 'custodian-poller';
+const POLLER_ENDPOINT = 'custodian-poller';
 
 /**
  * The state in which a polled status is handed to the inbox: the custodian acknowledged the transfer
@@ -52,14 +54,14 @@ const AWAITING_OUTCOME = 'BROADCAST';
  *
  * A deposit is this tenant's when it arrived at one of the tenant's registered deposit addresses
  * on that network; it is credited to the account the address is registered to. A transfer is this
- * tenant's when our reference on it is one of the tenant's BROADCAST withdrawals. The cursor moves in the
- * same transaction as the events it covered, so a pass that dies changes nothing and a restart
- * resumes from the stored position.
+ * tenant's when our reference on it is one of the tenant's BROADCAST withdrawals. The cursor moves
+ * in the same transaction as the events it covered, so a pass that dies changes nothing and a
+ * restart resumes from the stored position.
  */
 export async function pollCustodian(ctx: WorkerContext, tenantId: string): Promise<number> {
   const now = Date.now();
   let accepted = 0;
-  for (let window = 0; window < POLL_WINDOWS_PER_PASS_MAX; window++) {
+  for (let windows = 0; windows < POLL_WINDOWS_PER_PASS_MAX; windows++) {
     const read = await pollWindow(ctx, tenantId, now);
     if (!read) break;
     accepted += read.accepted;
