@@ -37,7 +37,7 @@ if (!databaseUrl) console.info('[idem chaos] I1 tests skipped: they need a real 
 
 const hotKey = anvilDevPrivateKeys[1] as Hex;
 const hotWallet = privateKeyToAccount(hotKey);
-const noCustodian: Ledger = { transfers: [], countsByReference: {}, webhookDeliveries: [] };
+const noCustodian: Ledger = { transfers: [], deposits: [], countsByReference: {}, webhookDeliveries: [] };
 
 let anvil: AnvilInstance;
 let t: TestDatabase;

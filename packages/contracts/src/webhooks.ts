@@ -47,6 +47,13 @@ export const inboundEventDataSchemas = {
 
 export type InboundEventType = keyof typeof inboundEventDataSchemas;
 
+/**
+ * The source a custodian's webhook endpoint is registered with. The custodian poller records what
+ * it finds under the same source, so its events and the webhooks share the inbox's deduplication
+ * and deposit keys (`deposit-custodian-<reference>`): whichever comes second is a replay.
+ */
+export const CUSTODIAN_SOURCE = 'custodian';
+
 export function isKnownInboundType(type: string): type is InboundEventType {
   return Object.hasOwn(inboundEventDataSchemas, type);
 }

@@ -79,6 +79,7 @@ export {
 export {
   advanceCursor,
   type DepositObservation,
+  depositAddressOwners,
   listDepositAddresses,
   markObservation,
   observationsIn,
@@ -86,7 +87,10 @@ export {
   recordCanonical,
   recordReplaced,
   registerDepositAddress,
+  rewindCursor,
+  type ScanPosition,
   scanCursor,
+  scanPosition,
 } from './deposits/watch.ts';
 export {
   EVENT_ID_LENGTH_MAX,

@@ -129,6 +129,8 @@ const envSchema = z.object({
   IDEM_BUMP_AFTER_MS: perNetworkMs,
   /** How often each worker runs three-way reconciliation per tenant (0 turns it off). */
   IDEM_RECONCILE_EVERY_MS: z.coerce.number().int().min(0).default(60_000),
+  /** How often each worker asks the custodian for deposits and statuses it may have missed, per tenant. */
+  IDEM_CUSTODIAN_POLL_EVERY_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** Where browsers reach this server (e.g. https://pay.example.com); customer links are built on it. */
   IDEM_PUBLIC_URL: z.string().url().optional(),
   /**

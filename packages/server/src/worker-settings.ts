@@ -4,7 +4,7 @@ import type { Env } from './env.ts';
 /**
  * The worker's settings read from the environment, in one place for both ways a worker runs (in
  * the server process, and `idem worker`): leases, escalation, the two-pass not-sent interval,
- * BROADCAST alert ages, reconciliation cadence and automatic fee bumps.
+ * BROADCAST alert ages, reconciliation and custodian-poll cadence and automatic fee bumps.
  */
 export function workerSettingsFrom(
   env: Env,
@@ -22,6 +22,7 @@ export function workerSettingsFrom(
       ? { broadcastEscalateAfterMs: env.IDEM_BROADCAST_ESCALATE_AFTER_MS }
       : {}),
     ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
+    custodianPollEveryMs: env.IDEM_CUSTODIAN_POLL_EVERY_MS,
     ...(bumpAfter
       ? {
           replacePolicies: Object.fromEntries(

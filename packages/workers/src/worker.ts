@@ -7,6 +7,7 @@ import { tenantsWithWork } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
 import { reconcileTenant } from './reconciliation.ts';
+import { CUSTODIAN_POLL_EVERY_MS_DEFAULT, pollCustodian } from './steps/custodian-poll.ts';
 import { deliverNotifications } from './steps/deliver.ts';
 import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
@@ -33,6 +34,8 @@ export interface WorkerOptions {
   probe?: (step: SendStep, operationId: string) => Promise<void>;
   /** Run three-way reconciliation per tenant at most this often (off when absent). */
   reconcileEveryMs?: number;
+  /** Ask the custodian for missed deposits and statuses per tenant at most this often (default 30 s). */
+  custodianPollEveryMs?: number;
   /** Run idempotency-key retention per tenant at most this often (default hourly). */
   expireKeysEveryMs?: number;
   /** Automatic fee bumps of stuck withdrawals, per network (defaults: DEFAULT_REPLACE_POLICIES). */
@@ -51,6 +54,8 @@ export interface TickReport {
   rechecked: number;
   delivered: number;
   depositsObserved: number;
+  /** Events the custodian poller found that no webhook had brought (recorded in the inbox). */
+  custodianEventsRecovered: number;
   breaksOpened: number;
   keysExpired: number;
 }
@@ -155,6 +160,7 @@ export function createWorker(options: WorkerOptions): Worker {
       rechecked: 0,
       delivered: 0,
       depositsObserved: 0,
+      custodianEventsRecovered: 0,
       breaksOpened: 0,
       keysExpired: 0,
     };
@@ -163,6 +169,12 @@ export function createWorker(options: WorkerOptions): Worker {
     const balanceDue: string[] = [];
     for (const tenantId of tenants) {
       report.reviewed += await stage('review', tenantId, () => reviewPending(ctx, tenantId));
+      // Before the inbox, so what the poll finds is applied in the same pass.
+      if (due('custodian-poll', tenantId, options.custodianPollEveryMs ?? CUSTODIAN_POLL_EVERY_MS_DEFAULT)) {
+        report.custodianEventsRecovered += await stage('custodian-poll', tenantId, () =>
+          pollCustodian(ctx, tenantId),
+        );
+      }
       report.inbound += await stage('inbox', tenantId, () => processInbox(ctx, tenantId));
       report.resumed += await stage('resume', tenantId, () => resumeSigned(ctx, tenantId));
       report.dispatched += await stage('dispatch', tenantId, () => dispatchApproved(ctx, tenantId));

@@ -42,6 +42,8 @@ function worker() {
         },
         listTransfers: (options) => adapter.listTransfers(options),
         balances: () => adapter.balances(),
+        depositsBetween: (window) => adapter.depositsBetween(window),
+        transfersUpdatedBetween: (window) => adapter.transfersUpdatedBetween(window),
       },
     },
   });

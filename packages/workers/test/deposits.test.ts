@@ -1,4 +1,4 @@
-import { getBalances, listBreaks, registerDepositAddress, withTenant } from '@idem/core';
+import { listBreaks, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { createWalletClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -10,14 +10,7 @@ const depositAddress = getAddress('0x1000000000000000000000000000000000000d0e');
 
 beforeAll(async () => {
   env = await startEnvironment();
-  await withTenant(env.t.db, env.tenantId, (tx) =>
-    registerDepositAddress(tx, {
-      tenantId: env.tenantId,
-      network: 'ethereum',
-      address: depositAddress,
-      accountRef: 'acct-dep',
-    }),
-  );
+  await env.registerDepositAddress('ethereum', depositAddress, 'acct-dep');
 });
 afterAll(() => env.close());
 
@@ -27,12 +20,7 @@ const customer = () =>
     transport: http(env.anvil.rpcUrl),
   });
 
-async function depositedEth(): Promise<bigint> {
-  const balances = await withTenant(env.t.db, env.tenantId, (tx) =>
-    getBalances(tx, env.tenantId, 'acct-dep'),
-  );
-  return BigInt(balances.find((b) => b.asset === 'ETH')?.available ?? 0);
-}
+const depositedEth = () => env.available('acct-dep', 'ETH');
 
 describe('deposits seen on a real chain', () => {
   it('a deposit is credited once, and only at the asset confirmation depth', async () => {

@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  getBalances,
   getOperation,
   type Operation,
   recordDeposit,
+  registerDepositAddress,
   registerHotWallet,
   setRiskPolicy,
   withTenant,
@@ -40,6 +42,10 @@ export interface Environment {
   withdraw(amountWei: bigint, overrides?: { destination?: string; asset?: string }): Promise<Operation>;
   operation(id: string): Promise<Operation>;
   mine(blocks: number): Promise<void>;
+  /** Registers a deposit address of the tenant's for an account. */
+  registerDepositAddress(network: 'ethereum' | 'bitcoin', address: string, accountRef: string): Promise<void>;
+  /** An account's available balance of an asset, in minor units. */
+  available(accountRef: string, asset: string): Promise<bigint>;
   balanceOf(address: string): Promise<bigint>;
   close(): Promise<void>;
 }
@@ -164,6 +170,14 @@ export async function startEnvironment(
           params: [`0x${blocks.toString(16)}`],
         }),
       });
+    },
+    registerDepositAddress: (network, address, accountRef) =>
+      withTenant(t.db, tenantId, (tx) =>
+        registerDepositAddress(tx, { tenantId, network, address, accountRef }),
+      ),
+    available: async (accountRef, asset) => {
+      const balances = await withTenant(t.db, tenantId, (tx) => getBalances(tx, tenantId, accountRef));
+      return BigInt(balances.find((b) => b.asset === asset)?.available ?? 0);
     },
     balanceOf: (address) => chain.getBalance({ address: address as Hex }),
     close: async () => {

@@ -5,7 +5,7 @@
  * at a deposit's height (reversal), a nonce consumed at depth by a transaction that is not ours
  * (VERIFIED_NOT_SENT). Real anvil behind the fault proxy of @idem/rails/testing, real database.
  */
-import { getBalances, registerDepositAddress, rowsOf, withTenant } from '@idem/core';
+import { getBalances, rowsOf, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
 import { sql } from 'drizzle-orm';
@@ -26,14 +26,7 @@ beforeAll(async () => {
       return proxy.url;
     },
   });
-  await withTenant(env.t.db, env.tenantId, (tx) =>
-    registerDepositAddress(tx, {
-      tenantId: env.tenantId,
-      network: 'ethereum',
-      address: depositAddress,
-      accountRef: ACCOUNT,
-    }),
-  );
+  await env.registerDepositAddress('ethereum', depositAddress, ACCOUNT);
   await env.mine(3);
 });
 afterEach(() => proxy.clearRules());

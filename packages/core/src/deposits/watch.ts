@@ -1,5 +1,5 @@
 import { IdemError, isValidDestination, type Network } from '@idem/contracts';
-import { and, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { chainCursors, depositAddresses, depositObservations } from '../db/schema/index.ts';
 
@@ -24,31 +24,70 @@ export async function listDepositAddresses(tx: Tx, tenantId: string, network: st
     .limit(1_000);
 }
 
-/** Where the next scan of a network starts; created at `startAt` on first use. */
+/** Which account each of these addresses is registered to on a network (absent: not the tenant's). */
+export async function depositAddressOwners(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  addresses: readonly string[],
+): Promise<Map<string, string>> {
+  const unique = [...new Set(addresses)];
+  if (unique.length === 0) return new Map();
+  const rows = await tx
+    .select({ address: depositAddresses.address, accountRef: depositAddresses.accountRef })
+    .from(depositAddresses)
+    .where(
+      and(
+        eq(depositAddresses.tenantId, tenantId),
+        eq(depositAddresses.network, network),
+        inArray(depositAddresses.address, unique),
+      ),
+    );
+  return new Map(rows.map((row) => [row.address, row.accountRef]));
+}
+
+/** Where the next scan of a stream starts, and the hash of the block before it when one was recorded. */
+export interface ScanPosition {
+  nextBlock: number;
+  scannedHash: string | null;
+}
+
+/** Where the next scan of a stream (a network, or the custodian feed) starts; created at `startAt` on first use. */
+export async function scanPosition(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  startAt: number,
+): Promise<ScanPosition> {
+  await tx.insert(chainCursors).values({ tenantId, network, nextBlock: startAt }).onConflictDoNothing();
+  const rows = await tx
+    .select({ nextBlock: chainCursors.nextBlock, scannedHash: chainCursors.scannedHash })
+    .from(chainCursors)
+    .where(and(eq(chainCursors.tenantId, tenantId), eq(chainCursors.network, network)))
+    .for('update');
+  return rows[0] ?? { nextBlock: startAt, scannedHash: null };
+}
+
 export async function scanCursor(
   tx: Tx,
   tenantId: string,
   network: string,
   startAt: number,
 ): Promise<number> {
-  await tx.insert(chainCursors).values({ tenantId, network, nextBlock: startAt }).onConflictDoNothing();
-  const rows = await tx
-    .select({ nextBlock: chainCursors.nextBlock })
-    .from(chainCursors)
-    .where(and(eq(chainCursors.tenantId, tenantId), eq(chainCursors.network, network)))
-    .for('update');
-  return rows[0]?.nextBlock ?? startAt;
+  return (await scanPosition(tx, tenantId, network, startAt)).nextBlock;
 }
 
+/** Moves a cursor forward only (a slower concurrent pass never moves it back). */
 export async function advanceCursor(
   tx: Tx,
   tenantId: string,
   network: string,
   nextBlock: number,
+  scannedHash?: string,
 ): Promise<void> {
   await tx
     .update(chainCursors)
-    .set({ nextBlock, updatedAt: sql`now()` })
+    .set({ nextBlock, updatedAt: sql`now()`, ...(scannedHash ? { scannedHash } : {}) })
     .where(
       and(
         eq(chainCursors.tenantId, tenantId),
@@ -56,6 +95,34 @@ export async function advanceCursor(
         sql`${chainCursors.nextBlock} <= ${nextBlock}`,
       ),
     );
+}
+
+/**
+ * Moves a cursor back to `nextBlock` because the chain below it was rewritten, only if it is still
+ * where the caller read it (a concurrent pass that already rewound or moved on wins). True when moved.
+ */
+export async function rewindCursor(
+  tx: Tx,
+  tenantId: string,
+  network: string,
+  read: ScanPosition,
+  nextBlock: number,
+): Promise<boolean> {
+  const moved = await tx
+    .update(chainCursors)
+    .set({ nextBlock, scannedHash: null, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(chainCursors.tenantId, tenantId),
+        eq(chainCursors.network, network),
+        eq(chainCursors.nextBlock, read.nextBlock),
+        read.scannedHash === null
+          ? isNull(chainCursors.scannedHash)
+          : eq(chainCursors.scannedHash, read.scannedHash),
+      ),
+    )
+    .returning({ nextBlock: chainCursors.nextBlock });
+  return moved.length === 1;
 }
 
 /**
@@ -144,12 +211,18 @@ export async function recordReplaced(
   return false;
 }
 
+/**
+ * Observations in these statuses above `sinceBlock`; with `sightingPending`, also any deeper one
+ * whose reorganisation sighting is not yet settled either way (it must be seen again or cleared).
+ */
 export async function observationsIn(
   tx: Tx,
   tenantId: string,
   statuses: DepositObservation['status'][],
   sinceBlock = 0,
+  options: { sightingPending?: boolean } = {},
 ): Promise<DepositObservation[]> {
+  const above = gt(depositObservations.blockNumber, sinceBlock);
   return tx
     .select()
     .from(depositObservations)
@@ -157,7 +230,7 @@ export async function observationsIn(
       and(
         eq(depositObservations.tenantId, tenantId),
         inArray(depositObservations.status, statuses),
-        gt(depositObservations.blockNumber, sinceBlock),
+        options.sightingPending ? or(above, isNotNull(depositObservations.mismatchHead)) : above,
       ),
     )
     .limit(1_000);

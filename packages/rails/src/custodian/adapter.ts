@@ -15,9 +15,12 @@ import {
   type AccountBalances,
   accountBalancesSchema,
   type CreateTransferBody,
+  type CustodianDeposit,
   type CustodianTransfer,
   createTransferBodySchema,
   custodianTransferSchema,
+  depositListSchema,
+  type TimeWindow,
   transferListSchema,
   webhookEnvelopeSchema,
   webhookEventTypes,
@@ -78,12 +81,23 @@ export interface CustodianAdapter {
    * Throws when the custodian cannot be asked or answers malformed: no figure is no evidence.
    */
   balances(): Promise<AccountBalances>;
+  /**
+   * Deposits confirmed in the window, every page (missed-event recovery). Throws when the custodian
+   * cannot be asked or the window holds more than `windowRecordsMax`: narrow the window, never
+   * read part of it as all of it.
+   */
+  depositsBetween(window: TimeWindow): Promise<CustodianDeposit[]>;
+  /** Transfers whose status changed in the window, every page; throws like `depositsBetween`. */
+  transfersUpdatedBetween(window: TimeWindow): Promise<CustodianTransfer[]>;
 }
 
 /** Thrown when the custodian's books cannot be read completely: a partial list proves nothing. */
 export class CustodianListIncompleteError extends Error {
   override readonly name = 'CustodianListIncompleteError';
 }
+
+/** The most records one window read returns before it refuses (100 pages). */
+export const windowRecordsMax = 10_000;
 
 const timeoutMsDefault = 5_000;
 const listPageSize = 100;
@@ -175,6 +189,34 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     return accountBalancesSchema.parse(JSON.parse(text));
   }
 
+  /** Reads every page of a time-window listing, oldest first, or throws. */
+  async function readWindow<T>(
+    path: string,
+    window: TimeWindow,
+    parse: (json: unknown) => T[],
+  ): Promise<T[]> {
+    if (!(window.from < window.to)) return [];
+    const range = `from=${encodeURIComponent(window.from.toISOString())}&to=${encodeURIComponent(window.to.toISOString())}`;
+    const all: T[] = [];
+    for (;;) {
+      const { status, text } = await call(`${path}?${range}&offset=${all.length}&limit=100`, {
+        method: 'GET',
+      });
+      if (status !== 200) throw new Error(`custodian ${path} answered HTTP ${status}`);
+      const page = parse(JSON.parse(text));
+      all.push(...page);
+      if (page.length < 100) return all;
+      if (all.length >= windowRecordsMax) {
+        throw new Error(`custodian ${path} holds over ${windowRecordsMax} records in one window`);
+      }
+    }
+  }
+
+  const depositsBetween = (window: TimeWindow) =>
+    readWindow('/v1/deposits', window, (json) => depositListSchema.parse(json).data);
+  const transfersUpdatedBetween = (window: TimeWindow) =>
+    readWindow('/v1/transfers', window, (json) => transferListSchema.parse(json).data);
+
   async function resolveProviderId(id: string, reference: string): Promise<CustodianTransfer | null> {
     try {
       const { status, text } = await call(`/v1/transfers/${encodeURIComponent(id)}`, { method: 'GET' });
@@ -253,7 +295,7 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     return ambiguous('http_status', `HTTP ${status}`);
   }
 
-  return { submit, lookupByReference, listTransfers, balances };
+  return { submit, lookupByReference, listTransfers, balances, depositsBetween, transfersUpdatedBetween };
 }
 
 function sameTerms(transfer: CustodianTransfer, body: CreateTransferBody): boolean {

@@ -75,6 +75,35 @@ export const accountBalancesSchema = z.object({
 });
 export type AccountBalances = z.infer<typeof accountBalancesSchema>;
 
+/**
+ * A deposit the custodian received and considers final: into one of its addresses, which the
+ * provider tags with the customer account it was opened for. Never changes once reported.
+ */
+export const custodianDepositSchema = z.object({
+  /** The provider's durable id: our deposit reference. */
+  id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
+  network: z.string().min(1).max(32),
+  address: z.string().min(1).max(128),
+  accountId: z.string().min(1).max(128),
+  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  amountMinor: amountMinorSchema,
+  txHash: z.string().max(128).optional(),
+  status: z.literal('confirmed'),
+  confirmedAt: z.iso.datetime(),
+});
+export type CustodianDeposit = z.infer<typeof custodianDepositSchema>;
+
+export const depositListSchema = z.object({ data: z.array(custodianDepositSchema).max(100) });
+
+/**
+ * A time window for `GET /v1/deposits` (by `confirmedAt`) and `GET /v1/transfers` (by `updatedAt`):
+ * `from` inclusive, `to` exclusive, answered oldest first (then by id) a page at a time.
+ */
+export interface TimeWindow {
+  from: Date;
+  to: Date;
+}
+
 export const webhookEventTypes = ['transfer.submitted', 'transfer.completed', 'transfer.failed'] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -130,6 +159,8 @@ export const controlBodySchema = z.strictObject({
       url: z.url().nullable().optional(),
       delivery: webhookDeliverySchema.optional(),
       lateMs: z.number().int().min(0).max(60_000).optional(),
+      /** Event types never delivered (a lost or never-sent webhook); `[]` delivers all again. */
+      drop: z.array(z.string().min(1).max(128)).max(10).optional(),
     })
     .optional(),
   /** What happens to a submitted transfer and when: complete, fail, or stay submitted (`hold`). */
@@ -154,6 +185,18 @@ export const controlBodySchema = z.strictObject({
     })
     .nullable()
     .optional(),
+  /** A customer's deposit arrives at one of the custodian's addresses (emits `deposit.confirmed`). */
+  deposit: z
+    .strictObject({
+      network: z.string().min(1).max(32),
+      address: z.string().min(1).max(128),
+      accountId: z.string().min(1).max(128),
+      asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+      amountMinor: amountMinorSchema,
+      /** Backdates the deposit (a provider that indexes late); default now. */
+      confirmedAt: z.iso.datetime().optional(),
+    })
+    .optional(),
   /** Clears the ledger, holdings, pending webhooks and faults. */
   reset: z.literal(true).optional(),
 });
@@ -161,6 +204,7 @@ export type ControlBody = z.infer<typeof controlBodySchema>;
 
 export const ledgerSchema = z.object({
   transfers: z.array(custodianTransferSchema),
+  deposits: z.array(custodianDepositSchema),
   countsByReference: z.record(z.string(), z.number()),
   webhookDeliveries: z.array(
     z.object({ webhookId: z.string(), type: z.string(), status: z.number().nullable(), body: z.string() }),

@@ -3,11 +3,13 @@
  * adapter's promises can be tested over real HTTP against a separate process.
  *
  * Real routes: POST /v1/transfers (idempotent on externalReference unless told otherwise),
- * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id, GET /v1/balances (the account's
- * holdings: funded through /_control, less completed transfers; misreported on request). Status
- * webhooks are signed with Standard Webhooks. Test routes: POST /_control (zod-validated, see
- * `controlBodySchema`), POST /_seed (transfers put on the books directly, see `seedBodySchema`) and
- * GET /_ledger (every transfer recorded, counts per reference, webhook deliveries).
+ * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id, GET /v1/transfers and
+ * GET /v1/deposits by time window, GET /v1/balances (the account's holdings: funded through
+ * /_control, less completed transfers; misreported on request). Status and deposit webhooks are
+ * signed with Standard Webhooks. Test routes: POST /_control (zod-validated, see
+ * `controlBodySchema`; it also makes deposits arrive), POST /_seed (transfers put on the books
+ * directly, see `seedBodySchema`) and GET /_ledger (every transfer and deposit, counts per
+ * reference, webhook deliveries).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -16,6 +18,7 @@ import { Webhook } from 'standardwebhooks';
 import {
   type ControlBody,
   type CreateTransferBody,
+  type CustodianDeposit,
   type CustodianTransfer,
   controlBodySchema,
   createTransferBodySchema,
@@ -66,6 +69,7 @@ export async function startCustodianSimulator(
   /** What the account holds per asset: funded, less every completed transfer. */
   const holdings = new Map<string, bigint>();
   const misreports = new Map<string, bigint>();
+  const deposits: CustodianDeposit[] = [];
   const deliveries: Ledger['webhookDeliveries'] = [];
   const timers = new Set<NodeJS.Timeout>();
   const hanging = new Set<Socket>();
@@ -76,7 +80,12 @@ export async function startCustodianSimulator(
   const defaults = {
     fault: { fault: 'none' as SubmitFault, remaining: null as number | null },
     idempotency: 'reference' as 'reference' | 'none',
-    webhooks: { url: options.webhookUrl ?? null, delivery: 'normal' as WebhookDelivery, lateMs: 500 },
+    webhooks: {
+      url: options.webhookUrl ?? null,
+      delivery: 'normal' as WebhookDelivery,
+      lateMs: 500,
+      drop: [] as string[],
+    },
     settlement: options.settlement ?? { outcome: 'complete' as const, afterMs: 50 },
   };
   let state = structuredClone(defaults);
@@ -136,7 +145,8 @@ export async function startCustodianSimulator(
   function emit(transfer: CustodianTransfer, type: WebhookEventType): void {
     const webhookId = `msg_${transfer.id}_${type.replace('transfer.', '')}`;
     const body = JSON.stringify({ type, occurredAt: transfer.updatedAt, data: transfer });
-    const { delivery, lateMs } = state.webhooks;
+    const { delivery, lateMs, drop } = state.webhooks;
+    if (drop.includes(type)) return;
     switch (delivery) {
       case 'normal':
         enqueueDelivery(webhookId, type, body);
@@ -171,6 +181,40 @@ export async function startCustodianSimulator(
         return;
       }
     }
+  }
+
+  /** A deposit's one webhook, in the inbound `deposit.confirmed` shape; delays and repeats apply. */
+  function emitDeposit(deposit: CustodianDeposit): void {
+    const type = 'deposit.confirmed';
+    const { delivery, lateMs, drop } = state.webhooks;
+    if (drop.includes(type)) return;
+    const webhookId = `msg_${deposit.id}_deposit`;
+    const { id, accountId, asset, amountMinor, txHash } = deposit;
+    const body = JSON.stringify({
+      type,
+      occurredAt: deposit.confirmedAt,
+      data: { reference: id, accountId, asset, amountMinor, ...(txHash ? { txHash } : {}) },
+    });
+    if (delivery === 'late') later(lateMs, () => enqueueDelivery(webhookId, type, body));
+    else enqueueDelivery(webhookId, type, body);
+    if (delivery === 'duplicate') enqueueDelivery(webhookId, type, body);
+  }
+
+  function receiveDeposit(input: NonNullable<ControlBody['deposit']>): CustodianDeposit {
+    const deposit: CustodianDeposit = {
+      id: `dep_${randomUUID()}`,
+      network: input.network,
+      address: input.address,
+      accountId: input.accountId,
+      asset: input.asset,
+      amountMinor: input.amountMinor,
+      txHash: randomBytes(32).toString('hex'),
+      status: 'confirmed',
+      confirmedAt: input.confirmedAt ?? new Date().toISOString(),
+    };
+    deposits.push(deposit);
+    emitDeposit(deposit);
+    return deposit;
   }
 
   function settle(transfer: CustodianTransfer): void {
@@ -320,8 +364,16 @@ export async function startCustodianSimulator(
       return;
     }
     if (request.method === 'POST' && path === '/v1/transfers') return createTransfer(request, response);
+    if (request.method === 'GET' && path === '/v1/deposits') {
+      sendJson(response, 200, { data: inWindow(deposits, (d) => d.confirmedAt, url.searchParams) });
+      return;
+    }
     if (request.method === 'GET' && path === '/v1/transfers') {
       const reference = url.searchParams.get('externalReference');
+      if (!reference && url.searchParams.has('from')) {
+        sendJson(response, 200, { data: inWindow(transfers, (t) => t.updatedAt, url.searchParams) });
+        return;
+      }
       if (!reference) {
         // The whole account, a page at a time (reconciliation reads it). The books only grow, so a
         // cursor is a position in them: pages neither skip nor repeat while transfers are added.
@@ -369,8 +421,8 @@ export async function startCustodianSimulator(
         });
         return;
       }
-      applyControl(parsed.data);
-      sendJson(response, 200, { ok: true });
+      const deposit = applyControl(parsed.data);
+      sendJson(response, 200, { ok: true, ...(deposit ? { deposit } : {}) });
       return;
     }
     if (request.method === 'POST' && path === '/_seed') {
@@ -394,20 +446,21 @@ export async function startCustodianSimulator(
       const countsByReference: Record<string, number> = {};
       for (const t of transfers)
         countsByReference[t.externalReference] = (countsByReference[t.externalReference] ?? 0) + 1;
-      const ledger: Ledger = { transfers, countsByReference, webhookDeliveries: deliveries };
+      const ledger: Ledger = { transfers, deposits, countsByReference, webhookDeliveries: deliveries };
       sendJson(response, 200, ledger);
       return;
     }
     sendJson(response, 404, { error: 'no_such_route' });
   }
 
-  function applyControl(control: ControlBody): void {
+  function applyControl(control: ControlBody): CustodianDeposit | null {
     if (control.reset) {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       transfers.length = 0;
       holdings.clear();
       misreports.clear();
+      deposits.length = 0;
       deliveries.length = 0;
       heldEvents.clear();
       shutdown.abort();
@@ -418,10 +471,11 @@ export async function startCustodianSimulator(
     if (control.fault) state.fault = { fault: control.fault, remaining: control.faultTimes ?? null };
     if (control.idempotency) state.idempotency = control.idempotency;
     if (control.webhooks) {
-      const { url, delivery, lateMs } = control.webhooks;
+      const { url, delivery, lateMs, drop } = control.webhooks;
       if (url !== undefined) state.webhooks.url = url;
       if (delivery) state.webhooks.delivery = delivery;
       if (lateMs !== undefined) state.webhooks.lateMs = lateMs;
+      if (drop) state.webhooks.drop = drop;
     }
     if (control.settlement) state.settlement = control.settlement;
     if (control.fund) {
@@ -432,6 +486,7 @@ export async function startCustodianSimulator(
     else if (control.misreportBalance) {
       misreports.set(control.misreportBalance.asset, BigInt(control.misreportBalance.deltaMinor));
     }
+    return control.deposit ? receiveDeposit(control.deposit) : null;
   }
 
   await new Promise<void>((resolve) =>
@@ -448,6 +503,29 @@ export async function startCustodianSimulator(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The records whose time is in [from, to) (ISO instants in the query), oldest first then by id,
+ * one page of `offset`/`limit` (at most 100). A missing or unreadable bound is open.
+ */
+function inWindow<T extends { id: string }>(
+  records: readonly T[],
+  timeOf: (record: T) => string,
+  query: URLSearchParams,
+): T[] {
+  const bound = (name: string, open: number): number => {
+    const at = Date.parse(query.get(name) ?? '');
+    return Number.isNaN(at) ? open : at;
+  };
+  const from = bound('from', Number.NEGATIVE_INFINITY);
+  const to = bound('to', Number.POSITIVE_INFINITY);
+  const offset = Math.max(Number(query.get('offset') ?? 0) || 0, 0);
+  const limit = Math.min(Math.max(Number(query.get('limit') ?? 100) || 100, 1), 100);
+  return records
+    .filter((r) => Date.parse(timeOf(r)) >= from && Date.parse(timeOf(r)) < to)
+    .sort((a, b) => Date.parse(timeOf(a)) - Date.parse(timeOf(b)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .slice(offset, offset + limit);
 }
 
 async function readJson(

@@ -7,14 +7,17 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import {
   type ControlBody,
+  type CustodianDeposit,
   type CustodianTransfer,
+  custodianDepositSchema,
   type Ledger,
   ledgerSchema,
 } from '../../src/custodian/protocol.ts';
 
 export interface SimulatorProcess {
   readonly url: string;
-  control(body: ControlBody): Promise<void>;
+  /** Applies a control; answers the deposit it made arrive, if it asked for one. */
+  control(body: ControlBody): Promise<{ deposit?: CustodianDeposit }>;
   /** Puts transfers on the simulator's books directly (POST /_seed, in chunks). */
   seed(transfers: readonly CustodianTransfer[]): Promise<void>;
   ledger(): Promise<Ledger>;
@@ -74,6 +77,8 @@ export async function spawnSimulator(env: {
       });
       if (response.status !== 200)
         throw new Error(`control refused: ${response.status} ${await response.text()}`);
+      const answer = (await response.json()) as { deposit?: unknown };
+      return answer.deposit === undefined ? {} : { deposit: custodianDepositSchema.parse(answer.deposit) };
     },
     async seed(transfers) {
       for (let start = 0; start < transfers.length; start += seedChunk) {

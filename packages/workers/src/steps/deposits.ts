@@ -10,7 +10,9 @@ import {
   recordDeposit,
   recordReplaced,
   reverseDeposit,
-  scanCursor,
+  rewindCursor,
+  type ScanPosition,
+  scanPosition,
   schema,
   withTenant,
 } from '@idem/core';
@@ -27,9 +29,12 @@ import { NATIVE_ASSETS } from '../rails.ts';
 
 const { assets } = schema;
 const NETWORK = 'ethereum';
-/** Blocks scanned per pass, and how far back a credited deposit is re-checked against reorgs. */
+/**
+ * Blocks scanned per pass, and how far back a credited deposit is re-checked against reorgs (and
+ * how far the scan goes back over a stretch rewritten below its cursor).
+ */
 const SCAN_BLOCKS_PER_PASS = 100;
-const REORG_WINDOW_BLOCKS = 256;
+export const REORG_WINDOW_BLOCKS = 256;
 
 /**
  * The on-chain deposit watcher. Transfers to registered deposit addresses are observed as they are
@@ -39,6 +44,13 @@ const REORG_WINDOW_BLOCKS = 256;
  * reorganisation is a positive answer seen on two passes (issue 12): a failed, slow or lagging
  * node is no evidence and changes nothing; an orphaned deposit whose transaction reappears is
  * seen again and credited at depth.
+ *
+ * After downtime (issue 13) it resumes from its cursor a window per pass. Two things keep that
+ * exact however long it was away: the cursor keeps the hash of the last block scanned, and when
+ * the canonical block there has another hash the chain was rewritten below the cursor, so the scan
+ * goes back a reorganisation window over it (a deposit re-mined lower is found; seeing one again
+ * changes nothing); and credited deposits are re-checked against the window behind the scan, not
+ * behind the head, so one removed while nobody watched is still reversed.
  */
 export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promise<number> {
   const evm = ctx.rails.config.evm;
@@ -52,22 +64,25 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
       .select()
       .from(assets)
       .where(and(eq(assets.tenantId, tenantId), eq(assets.network, NETWORK)));
-    const from = await scanCursor(tx, tenantId, NETWORK, Math.max(head - SCAN_BLOCKS_PER_PASS, 0));
-    return { addresses, tokens, from };
+    const position = await scanPosition(tx, tenantId, NETWORK, Math.max(head - SCAN_BLOCKS_PER_PASS, 0));
+    return { addresses, tokens, position };
   });
   if (!setup) return 0;
+  const from = await resumeFrom(ctx, tenantId, chain, head, setup.position);
 
   let observed = 0;
-  if (setup.from <= head) {
-    const to = Math.min(head, setup.from + SCAN_BLOCKS_PER_PASS - 1);
+  if (from <= head) {
+    const to = Math.min(head, from + SCAN_BLOCKS_PER_PASS - 1);
     const accountOf = new Map(setup.addresses.map((a) => [a.address.toLowerCase(), a.accountRef]));
     const assetOfToken = new Map(
       setup.tokens
         .filter((a) => a.contractAddress)
         .map((a) => [(a.contractAddress ?? '').toLowerCase(), a.code]),
     );
+    // Read before the scan: a rewrite after this read shows as a mismatch on the next pass.
+    const last = await chain.getBlock({ blockNumber: BigInt(to) });
     const found = await ctx.rails.evmReader().scanDeposits({
-      fromBlock: BigInt(setup.from),
+      fromBlock: BigInt(from),
       toBlock: BigInt(to),
       watched: setup.addresses.map((a) => a.address as Address),
       tokens: [...assetOfToken.keys()] as Address[],
@@ -91,7 +106,7 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
         });
         if (fresh) observed += 1;
       }
-      await advanceCursor(tx, tenantId, NETWORK, to + 1);
+      await advanceCursor(tx, tenantId, NETWORK, to + 1, last.hash ?? undefined);
     });
   }
 
@@ -100,9 +115,12 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
   const deepEnough = (assetCode: string, blockNumber: number) =>
     head - blockNumber + 1 >= (depth.get(assetCode) ?? Number.MAX_SAFE_INTEGER);
 
+  // The window is behind the scan, not the head: after downtime the scan is far behind, and what
+  // happened while nobody watched is still looked at (issue 13).
+  const windowStart = Math.min(head, from) - REORG_WINDOW_BLOCKS;
   // Orphaned, but its transaction is in a canonical block again: seen again, at that block.
   const orphaned = await withTenant(ctx.db, tenantId, (tx) =>
-    observationsIn(tx, tenantId, ['orphaned'], head - REORG_WINDOW_BLOCKS),
+    observationsIn(tx, tenantId, ['orphaned'], windowStart),
   );
   for (const observation of orphaned) {
     const reading = await read(observation);
@@ -163,8 +181,9 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     );
   }
 
+  // A credited deposit with a reorganisation sighted stays under re-check until it is settled.
   const credited = await withTenant(ctx.db, tenantId, (tx) =>
-    observationsIn(tx, tenantId, ['credited'], head - REORG_WINDOW_BLOCKS),
+    observationsIn(tx, tenantId, ['credited'], windowStart, { sightingPending: true }),
   );
   for (const observation of credited) {
     const reading = await read(observation);
@@ -199,6 +218,34 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     );
   }
   return observed;
+}
+
+/**
+ * Where this pass scans from. When the block just below the cursor is no longer the one the last
+ * scan read, the chain was rewritten there: go back a reorganisation window and scan it again. A
+ * node that answers wrongly costs a rescan, never a deposit (observing one again changes nothing).
+ */
+async function resumeFrom(
+  ctx: WorkerContext,
+  tenantId: string,
+  chain: PublicClient,
+  head: number,
+  position: ScanPosition,
+): Promise<number> {
+  const below = position.nextBlock - 1;
+  if (position.scannedHash === null || below < 0 || below > head) return position.nextBlock;
+  const block = await chain.getBlock({ blockNumber: BigInt(below) });
+  if (block.hash === position.scannedHash) return position.nextBlock;
+  const back = Math.max(position.nextBlock - REORG_WINDOW_BLOCKS, 0);
+  const moved = await withTenant(ctx.db, tenantId, (tx) =>
+    rewindCursor(tx, tenantId, NETWORK, position, back),
+  );
+  if (!moved) return position.nextBlock;
+  ctx.log.warn(
+    { tenantId, network: NETWORK, from: position.nextBlock, to: back },
+    'chain rewritten below the deposit scan cursor: scanning back over it',
+  );
+  return back;
 }
 
 /**

@@ -135,13 +135,21 @@ export const depositObservations = pgTable(
   ],
 );
 
-/** How far the deposit watcher has scanned a network for a tenant. */
+/**
+ * How far a scan has read, per tenant and stream: the deposit watcher per network (a block number),
+ * the custodian poller under `custodian` (epoch milliseconds).
+ */
 export const chainCursors = pgTable(
   'chain_cursors',
   {
     tenantId: uuid('tenant_id').notNull(),
     network: text('network').notNull(),
     nextBlock: bigint('next_block', { mode: 'number' }).notNull().default(0),
+    /**
+     * The hash of block `next_block - 1` when it was scanned. A different canonical hash there
+     * later means the chain was rewritten below the cursor: the watcher scans back over it.
+     */
+    scannedHash: text('scanned_hash'),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.network] }), tenantPolicy()],
