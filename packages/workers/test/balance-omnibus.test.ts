@@ -167,6 +167,46 @@ describe('an omnibus custodian account', () => {
     await simulator.control({ misreportBalance: null });
   });
 
+  it('I13-BAL a custodian deposit received but not yet credited explains the gap, once, in its own tenant', async () => {
+    const [, second] = members;
+    if (!second) throw new Error('no member');
+    // The custodian holds a deposit the ledger has not credited yet: its webhook (and the poller's
+    // copy of the same deposit) are in the inbox, not yet processed.
+    await simulator.control({ fund: { asset: 'BTC', amountMinor: '20000' } });
+    const body = (eventId: string) => ({
+      type: 'deposit.confirmed',
+      id: eventId,
+      timestamp: new Date().toISOString(),
+      data: { reference: 'custodian-dep-77', accountId: 'acct-1', asset: 'BTC', amountMinor: '20000' },
+    });
+    await withTenant(env.t.db, second, async (tx) => {
+      for (const [source, eventId] of [
+        ['custodian-webhooks', 'evt-dep-77'],
+        ['custodian', 'poll:deposit:custodian-dep-77'],
+      ] as const) {
+        await tx.execute(sql`insert into inbox_events
+          (tenant_id, source, event_id, endpoint_id, event_type, body_sha256, body, status)
+          values (${second}::uuid, ${source}, ${eventId}, 'test', 'deposit.confirmed', ${'0'.repeat(64)},
+                  ${JSON.stringify(body(eventId))}::jsonb, 'RECEIVED')`);
+      }
+    });
+    await passAndReconcile(env, { rails, reconcileEveryMs: 1 });
+    for (const tenantId of members) {
+      const figure = (await latestRun(tenantId)).figures.find((f) => f.place === `custodian:${ACCOUNT}`);
+      expect(figure).toMatchObject({
+        expectedMinor: '960000',
+        observedMinor: '980000',
+        unexplainedMinor: '0',
+      });
+      const kinds = figure?.explanations.map((e) => [e.kind, e.amountMinor]);
+      expect(kinds).toEqual(
+        tenantId === second
+          ? [['custodian_deposit_seen_not_credited', '20000']]
+          : [['other_tenants_in_flight', '20000']],
+      );
+    }
+  });
+
   it('I13-BAL C22 the account sum is refused inside a tenant scope: a tenant request cannot read it', async () => {
     const [first] = members;
     if (!first) throw new Error('no member');

@@ -104,6 +104,16 @@ export async function passCustodianAccount(
           });
         }
       }
+      for (const deposit of await depositsSeenNotCredited(ctx, tenantId, asOf)) {
+        explanations.push({
+          assetCode: deposit.asset,
+          explanation: {
+            kind: 'custodian_deposit_seen_not_credited',
+            subject: `deposit:${deposit.reference}`,
+            amountMinor: deposit.amountMinor,
+          },
+        });
+      }
       explanationsByTenant.set(tenantId, explanations);
     }
   }
@@ -124,6 +134,36 @@ export async function passCustodianAccount(
     assets,
     explanationsByTenant,
   };
+}
+
+/**
+ * Custodian deposits the inbox holds but has not credited (received, or parked for a person), by
+ * the report time: money the custodian already counts. A deposit reported twice (its webhook and
+ * the poller's copy) counts once, by its reference.
+ */
+async function depositsSeenNotCredited(ctx: BalanceContext, tenantId: string, asOf: number) {
+  const rows = await withTenant(ctx.db, tenantId, async (tx) =>
+    rowsOf<{ reference: string; asset: string; amount_minor: string }>(
+      await tx.execute(sql`
+        select distinct on (body->'data'->>'reference')
+               body->'data'->>'reference' as reference, body->'data'->>'asset' as asset,
+               body->'data'->>'amountMinor' as amount_minor
+          from inbox_events
+         where tenant_id = ${tenantId}::uuid and event_type = 'deposit.confirmed'
+           and status in ('RECEIVED', 'PARKED') and received_at <= ${new Date(asOf).toISOString()}::timestamptz
+           and not exists (select 1 from operations o where o.tenant_id = inbox_events.tenant_id
+                            and o.kind = 'deposit' and o.reference = inbox_events.body->'data'->>'reference')
+         order by body->'data'->>'reference', received_at
+         limit ${LOOKUPS_MAX}`),
+    ),
+  );
+  return rows
+    .filter((row) => /^[0-9]{1,78}$/.test(row.amount_minor ?? ''))
+    .map((row) => ({
+      reference: row.reference,
+      asset: row.asset,
+      amountMinor: row.amount_minor,
+    }));
 }
 
 async function unsettledCustodianWithdrawals(ctx: BalanceContext, tenantId: string) {
