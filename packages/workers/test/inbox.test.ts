@@ -105,15 +105,23 @@ describe('inbound custodian events are applied once, and only where the state ma
   it('I15 a completion webhook records the hash the custodian reports, once, for every withdrawal view', async () => {
     const op = await env.withdraw(11_500n, { asset: 'BTC', destination: BTC_DESTINATION });
     await worker().runOnce();
-    expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+    const broadcast = await env.operation(op.operationId);
+    expect(broadcast.state).toBe('BROADCAST');
     const reportedHash = `0x${'ab'.repeat(32)}`;
-    const body = transferEvent('transfer.completed', op.operationId, '11500', 'completed');
+    // Under the custodian's own transfer id: a completion naming another id settles nothing (I13-BRK).
+    const body = transferEvent(
+      'transfer.completed',
+      op.operationId,
+      '11500',
+      'completed',
+      broadcast.providerRef ?? '',
+    );
     await deliver('evt-complete-hash', { ...body, data: { ...body.data, txHash: reportedHash } });
     await worker().runOnce();
     const final = await env.operation(op.operationId);
     expect(final.state).toBe('CONFIRMED');
     expect(toView(final)).toMatchObject({ custodianTxHash: reportedHash, txHash: null });
-    expect(toView(final).custodianTransferId).toBeTruthy();
+    expect(toView(final).custodianTransferId).toBe(broadcast.providerRef);
     // The database keeps it final: a later, different report cannot overwrite what was shown.
     await expect(
       env.t.db.execute(
