@@ -233,7 +233,7 @@ export interface components {
         };
         Problem: {
             /** @enum {string} */
-            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL";
+            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "INTERNAL";
             type: string;
             title: string;
             status: number;
