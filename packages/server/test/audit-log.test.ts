@@ -1,11 +1,10 @@
-import { Writable } from 'node:stream';
-import { createStaffUser, withTenant } from '@idem/core';
+import { withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
@@ -43,24 +42,15 @@ beforeAll(async () => {
   tenant = await provisionTenant(database.db, { name: 'Audited' });
   other = await provisionTenant(database.db, { name: 'Other' });
   for (const t of [tenant, other]) {
-    await withTenant(database.db, t.tenantId, async (tx) => {
-      for (const role of ['support', 'operator', 'admin'] as const) {
-        await createStaffUser(tx, {
-          tenantId: t.tenantId,
-          email: `${role}@audit.invalid`,
-          role,
-          passwordHash,
-        });
-      }
-    });
+    await createStaffOfRoles(
+      database.db,
+      t.tenantId,
+      ['support', 'operator', 'admin'],
+      'audit.invalid',
+      passwordHash,
+    );
   }
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database));
 });
 
 afterAll(async () => {

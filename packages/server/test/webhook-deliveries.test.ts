@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { createOutboundEndpoint, createStaffUser, fanOutNotification, withTenant } from '@idem/core';
+import { createOutboundEndpoint, fanOutNotification, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
@@ -70,24 +69,15 @@ beforeAll(async () => {
   ours = await provisionTenant(database.db, { name: 'Deliveries' });
   theirs = await provisionTenant(database.db, { name: 'Other' });
   for (const tenant of [ours, theirs]) {
-    await withTenant(database.db, tenant.tenantId, async (tx) => {
-      for (const role of ['support', 'operator'] as const) {
-        await createStaffUser(tx, {
-          tenantId: tenant.tenantId,
-          email: `${role}@deliveries.invalid`,
-          role,
-          passwordHash,
-        });
-      }
-    });
+    await createStaffOfRoles(
+      database.db,
+      tenant.tenantId,
+      ['support', 'operator'],
+      'deliveries.invalid',
+      passwordHash,
+    );
   }
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database));
 });
 
 afterAll(async () => {

@@ -1,0 +1,33 @@
+import { Writable } from 'node:stream';
+import { createStaffUser, type Database, type StaffRole, withTenant } from '@idem/core';
+import type { TestDatabase } from '@idem/core/testing';
+import { type RunningServer, startServer } from '../../src/app.ts';
+import { readEnv } from '../../src/env.ts';
+
+/** The real server in this process on a free port, logging nowhere, over the test's database. */
+export async function startSilentServer(
+  database: TestDatabase,
+): Promise<{ server: RunningServer; base: string }> {
+  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
+  const server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
+    database,
+    logDestination: silent,
+    announce: () => {},
+  });
+  return { server, base: `http://127.0.0.1:${server.port}` };
+}
+
+/** One staff member per role, `<role>@<domain>`, all with the same password hash. */
+export async function createStaffOfRoles(
+  db: Database,
+  tenantId: string,
+  roles: readonly StaffRole[],
+  domain: string,
+  passwordHash: string,
+): Promise<void> {
+  await withTenant(db, tenantId, async (tx) => {
+    for (const role of roles) {
+      await createStaffUser(tx, { tenantId, email: `${role}@${domain}`, role, passwordHash });
+    }
+  });
+}
