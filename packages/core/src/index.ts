@@ -72,7 +72,6 @@ export {
   fanOutNotification,
   leaseDueDeliveries,
   listDeliveries,
-  type NotificationBody,
   recordDeliveryAttempt,
   redeliver,
 } from './delivery/webhook-deliveries.ts';

@@ -18,9 +18,6 @@ type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 /** After this many failed attempts a delivery is dead-lettered for a person (C15). */
 export const DELIVERY_ATTEMPTS_MAX = 8;
 
-/** The signed body of an `operation.state_changed` notification, fixed when it is raised. */
-export type NotificationBody = OperationWebhook;
-
 /**
  * Turns one raised notification into one pending delivery per endpoint, in the caller's
  * transaction (the one that completes the work item), so a crash repeats the fan-out and the
@@ -33,7 +30,7 @@ export async function fanOutNotification(
     workId: string;
     operationId: string | null;
     endpointIds: string[];
-    body: NotificationBody;
+    body: OperationWebhook;
   },
 ): Promise<void> {
   if (input.endpointIds.length === 0) return;
@@ -235,7 +232,7 @@ export async function redeliver(
 }
 
 function deliveryView(row: DeliveryRow): WebhookDelivery {
-  const body = row.body as NotificationBody;
+  const body = row.body as OperationWebhook;
   return {
     workId: row.workId,
     endpointId: row.endpointId,

@@ -1,9 +1,10 @@
 import { Button, Code, Group, Loader, Table, Text, TextInput, Title } from '@mantine/core';
-import { useInfiniteQuery, useMutation } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { Pager, useCursorPages } from './shared.tsx';
 
 interface Filter {
   actor?: string;
@@ -25,12 +26,11 @@ function download(name: string, text: string, type: string): void {
 export function AuditLog() {
   const [draft, setDraft] = useState<Filter>({});
   const [filter, setFilter] = useState<Filter>({});
-  const log = useInfiniteQuery({
-    queryKey: ['staff', 'audit', filter],
-    queryFn: ({ pageParam }) =>
-      api.staffAudit.list.query({ ...filter, limit: 50, ...(pageParam ? { cursor: pageParam } : {}) }),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (last) => last.nextCursor ?? undefined,
+  const pages = useCursorPages();
+  const log = useQuery({
+    queryKey: ['staff', 'audit', filter, pages.cursor],
+    queryFn: () =>
+      api.staffAudit.list.query({ ...filter, limit: 50, ...(pages.cursor ? { cursor: pages.cursor } : {}) }),
   });
   const exportCsv = useMutation({
     mutationFn: () => api.staffAudit.export.mutate(filter),
@@ -41,8 +41,9 @@ export function AuditLog() {
     setFilter(
       Object.fromEntries(Object.entries(draft).filter(([, value]) => value && value.trim() !== '')) as Filter,
     );
+    pages.reset();
   };
-  const entries = log.data?.pages.flatMap((page) => page.items) ?? [];
+  const entries = log.data?.items ?? [];
   return (
     <>
       <Title order={1} size="h2">
@@ -111,11 +112,7 @@ export function AuditLog() {
           </Table>
         </Table.ScrollContainer>
       ) : null}
-      {log.hasNextPage ? (
-        <Button variant="default" loading={log.isFetchingNextPage} onClick={() => void log.fetchNextPage()}>
-          Older entries
-        </Button>
-      ) : null}
+      <Pager pages={pages} nextCursor={log.data?.nextCursor} />
     </>
   );
 }

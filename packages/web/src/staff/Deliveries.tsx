@@ -1,9 +1,10 @@
 import { Badge, Button, Code, Group, Loader, SegmentedControl, Table, Text, Title } from '@mantine/core';
-import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { Pager, useCursorPages } from './shared.tsx';
 
 type Status = 'pending' | 'done' | 'dead';
 
@@ -14,22 +15,21 @@ type Status = 'pending' | 'done' | 'dead';
 export function Deliveries() {
   const [status, setStatus] = useState<Status | 'all'>('dead');
   const queryClient = useQueryClient();
-  const log = useInfiniteQuery({
-    queryKey: ['staff', 'deliveries', status],
-    queryFn: ({ pageParam }) =>
+  const pages = useCursorPages();
+  const log = useQuery({
+    queryKey: ['staff', 'deliveries', status, pages.cursor],
+    queryFn: () =>
       api.staffConsole.deliveries.query({
         limit: 50,
         ...(status === 'all' ? {} : { status }),
-        ...(pageParam ? { cursor: pageParam } : {}),
+        ...(pages.cursor ? { cursor: pages.cursor } : {}),
       }),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (last) => last.nextCursor ?? undefined,
   });
   const redeliver = useMutation({
     mutationFn: (input: { workId: string; endpointId: string }) => api.staffConsole.redeliver.mutate(input),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['staff', 'deliveries'] }),
   });
-  const deliveries = log.data?.pages.flatMap((page) => page.items) ?? [];
+  const deliveries = log.data?.items ?? [];
   return (
     <>
       <Title order={1} size="h2">
@@ -38,7 +38,10 @@ export function Deliveries() {
       <SegmentedControl
         aria-label="Delivery status"
         value={status}
-        onChange={(value) => setStatus(value as Status | 'all')}
+        onChange={(value) => {
+          setStatus(value as Status | 'all');
+          pages.reset();
+        }}
         data={[
           { value: 'dead', label: 'Dead-lettered' },
           { value: 'pending', label: 'Retrying' },
@@ -106,11 +109,7 @@ export function Deliveries() {
           </Table>
         </Table.ScrollContainer>
       ) : null}
-      {log.hasNextPage ? (
-        <Button variant="default" loading={log.isFetchingNextPage} onClick={() => void log.fetchNextPage()}>
-          Older deliveries
-        </Button>
-      ) : null}
+      <Pager pages={pages} nextCursor={log.data?.nextCursor} />
     </>
   );
 }

@@ -28,6 +28,8 @@ export function useCursorPages() {
     hasPrevious: cursors.length > 0,
     previous: () => setCursors(cursors.slice(0, -1)),
     next: (cursor: string) => setCursors([...cursors, cursor]),
+    /** Back to the first page (the filter changed). */
+    reset: () => setCursors([]),
   };
 }
 

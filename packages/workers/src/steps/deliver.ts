@@ -1,9 +1,9 @@
+import type { OperationWebhook } from '@idem/contracts';
 import {
   activeOutboundEndpoints,
   fanOutNotification,
   findOperation,
   leaseDueDeliveries,
-  type NotificationBody,
   recordDeliveryAttempt,
   schema,
   withTenant,
@@ -64,7 +64,7 @@ async function fanOut(
     const payload = item.payload as { operationId: string; from: string | null; to: string; version: number };
     const op = await findOperation(tx, tenantId, payload.operationId);
     // What the operator needs to act; never the destination or memo (C23).
-    const body: NotificationBody = {
+    const body: OperationWebhook = {
       type: 'operation.state_changed',
       timestamp: item.createdAt.toISOString(),
       data: {
@@ -120,7 +120,7 @@ async function sendDue(
           await recordDeliveryAttempt(ctx.db, tenantId, delivery, ctx.workerId, { delivered: null });
           continue;
         }
-        const outcome = await post(endpoint, delivery.workId, delivery.body as NotificationBody);
+        const outcome = await post(endpoint, delivery.workId, delivery.body as OperationWebhook);
         const { dead } = await recordDeliveryAttempt(ctx.db, tenantId, delivery, ctx.workerId, outcome);
         if (outcome.delivered) continue;
         blocked = true;
@@ -146,7 +146,7 @@ async function sendDue(
 async function post(
   endpoint: { url: string; secret: string },
   webhookId: string,
-  body: NotificationBody,
+  body: OperationWebhook,
 ): Promise<
   | { delivered: true; responseStatus: number }
   | { delivered: false; responseStatus: number | null; error: string }
