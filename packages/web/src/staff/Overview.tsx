@@ -145,7 +145,9 @@ export function Overview() {
                   <Table.Td ff="monospace" data-testid={`held-${row.asset}`}>
                     {displayAmount(row.heldMinor, row.asset, assets)}
                   </Table.Td>
-                  <Table.Td>{row.withdrawals} withdrawals</Table.Td>
+                  <Table.Td>
+                    {row.withdrawals} {row.withdrawals === 1 ? 'withdrawal' : 'withdrawals'}
+                  </Table.Td>
                 </Table.Tr>
               ))}
             </Table.Tbody>
