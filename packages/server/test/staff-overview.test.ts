@@ -156,5 +156,10 @@ describe('I14-EXPLORER over HTTP', () => {
     );
     expect(audit.items).toHaveLength(1);
     expect(audit.items[0]?.actor).toMatch(/^staff:/);
+    // What was exported: the filter, as asked.
+    expect(audit.items[0]?.details).toMatchObject({
+      amountMinMinor: (2n * ETH).toString(),
+      sort: 'amount_asc',
+    });
   });
 });
