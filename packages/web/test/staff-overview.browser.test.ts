@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 describe('I14-OVERVIEW the Overview screen', () => {
-  it('I14-OVERVIEW lands after sign-in, shows the seeded figures, and refreshes by itself when a withdrawal arrives', async () => {
+  it('I14-OVERVIEW lands after sign-in, shows the seeded figures, and refreshes by itself when a withdrawal arrives and when one is stopped', async () => {
     const page = await newPage(stack);
     await signInStaff(page, stack.a.tenantId, stack.a.staff.support.email);
     await page.waitForURL('**/staff/overview');
@@ -70,6 +70,18 @@ describe('I14-OVERVIEW the Overview screen', () => {
     await expect(
       page.getByTestId('oldest-AWAITING_APPROVAL').getByRole('link', { name: 'overview-refresh-1' }).count(),
     ).resolves.toBe(1);
+
+    // A withdrawal changes state: an operator stops the APPROVED one on its page (another browser).
+    const operator = await newPage(stack);
+    await signInStaff(operator, stack.a.tenantId, stack.a.staff.operator.email);
+    await operator.goto(`/staff/operations/${stack.a.approvedOperationId}`);
+    await operator.getByLabel('Why stop it').fill('customer asked to cancel, ticket 14');
+    await operator.getByRole('button', { name: 'Stop withdrawal' }).click();
+    await operator.getByTestId('staff-timeline').getByText('APPROVED → REJECTED').waitFor();
+    await operator.context().close();
+    await page.getByTestId('open-APPROVED').waitFor({ state: 'detached', timeout: 30_000 });
+    await expect(page.getByTestId('held-ETH').textContent()).resolves.toBe('2 ETH');
+    await expect(page.getByTestId('hot-ETH').textContent()).resolves.toMatch(/^ETH \(ethereum\)0 ETH/);
     await page.context().close();
   });
 });
