@@ -150,14 +150,14 @@ export function Withdrawals() {
           />
           <TextInput
             label="Amount from"
-            placeholder={draft.asset ? draft.asset : 'choose an asset'}
+            placeholder={draft.asset ?? 'asset first'}
             value={draft.amountMin}
             onChange={(e) => set('amountMin', e.currentTarget.value)}
             w={130}
           />
           <TextInput
             label="Amount to"
-            placeholder={draft.asset ? draft.asset : 'choose an asset'}
+            placeholder={draft.asset ?? 'asset first'}
             value={draft.amountMax}
             onChange={(e) => set('amountMax', e.currentTarget.value)}
             w={130}
