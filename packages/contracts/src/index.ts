@@ -6,6 +6,7 @@ export * from './errors.ts';
 export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
+export * from './overview.ts';
 export * from './proposals.ts';
 export * from './reconciliation.ts';
 export * from './redaction.ts';

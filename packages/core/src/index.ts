@@ -158,6 +158,8 @@ export {
   pageOperations,
 } from './queries/list.ts';
 export { type OperationStats, operationStats } from './queries/operation-stats.ts';
+export { computeOverview, overviewStatements } from './queries/overview.ts';
+export { explorerPageQuery, exploreWithdrawals, exportWithdrawals } from './queries/withdrawal-explorer.ts';
 export {
   allTenantIds,
   type CustodianAccountLedger,

@@ -8,6 +8,7 @@ import { staffAuditRouter } from './routers/staff-audit.ts';
 import { staffAuthRouter } from './routers/staff-auth.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
+import { staffOverviewRouter } from './routers/staff-overview.ts';
 import { staffProposalsRouter } from './routers/staff-proposals.ts';
 import { staffReconciliationRouter } from './routers/staff-reconciliation.ts';
 import { withdrawalsRouter } from './routers/withdrawals.ts';
@@ -26,6 +27,8 @@ export const appRouter = router({
   staff: staffOperationsRouter,
   staffAudit: staffAuditRouter,
   staffConsole: staffConsoleRouter,
+  // What an operator looks at first: the Overview and the Withdrawals explorer (issue 14).
+  staffOverview: staffOverviewRouter,
   // Four eyes for every manual money path: resolutions, adjustments, manual credits.
   staffProposals: staffProposalsRouter,
   // Balance-level reconciliation: run now, runs and figures, CSV and signed JSON exports.

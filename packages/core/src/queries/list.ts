@@ -1,4 +1,4 @@
-import type { OperationKind, OperationState, OperationView } from '@idem/contracts';
+import { IdemError, type OperationKind, type OperationState, type OperationView } from '@idem/contracts';
 import { and, asc, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { assets, operations } from '../db/schema/index.ts';
@@ -7,28 +7,50 @@ import { decodeCursor, encodeCursor } from './page-cursor.ts';
 
 export const LIST_LIMIT_MAX = 100;
 
-type PageOptions = { cursor?: string | undefined; limit: number; oldestFirst?: boolean };
+type PageOptions = {
+  cursor?: string | undefined;
+  limit: number;
+  oldestFirst?: boolean;
+  /** Order by amount first (then time and id), the explorer's "amount" sort. */
+  byAmount?: boolean;
+  /** A bound above LIST_LIMIT_MAX, for an export (never for a request's own `limit`). */
+  limitMax?: number;
+};
 
 /**
  * The query of one page of operations matching `conditions`, newest first (or oldest first),
  * keyed on (created_at, operation_id) so pages stay stable while new operations arrive. The
  * position is compared as a row value against PostgreSQL's own text of created_at (microseconds
  * kept), so an index on (..., created_at, operation_id) serves the page as a range scan and no row
- * created within the millisecond of a page boundary is skipped. Unexecuted, so a test can EXPLAIN it.
+ * created within the millisecond of a page boundary is skipped. `byAmount` puts the amount first in
+ * both the order and the position (the cursor then carries it). Unexecuted, so a test can EXPLAIN it.
  */
 export function operationPageQuery(tx: Executor, conditions: SQL[], options: PageOptions) {
-  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
+  const limit = pageLimit(options);
   const where = [...conditions];
   const oldestFirst = options.oldestFirst === true;
+  const byAmount = options.byAmount === true;
   if (options.cursor) {
-    const { at, id } = decodeCursor(options.cursor);
-    const position = sql`(${at}::timestamptz, ${id}::uuid)`;
-    const row = sql`(${operations.createdAt}, ${operations.operationId})`;
+    const { at, id, amountMinor } = decodeCursor(options.cursor);
+    if (byAmount !== (amountMinor !== undefined)) {
+      throw new IdemError('VALIDATION', 'cursor is not one this API returned for this sort', {
+        issues: [{ path: 'cursor', message: 'cursor of another sort' }],
+      });
+    }
+    const position = byAmount
+      ? sql`(${amountMinor}::numeric, ${at}::timestamptz, ${id}::uuid)`
+      : sql`(${at}::timestamptz, ${id}::uuid)`;
+    const row = byAmount
+      ? sql`(${operations.amountMinor}, ${operations.createdAt}, ${operations.operationId})`
+      : sql`(${operations.createdAt}, ${operations.operationId})`;
     where.push(oldestFirst ? sql`${row} > ${position}` : sql`${row} < ${position}`);
   }
-  const order = oldestFirst
-    ? [asc(operations.createdAt), asc(operations.operationId)]
-    : [desc(operations.createdAt), desc(operations.operationId)];
+  const direction = oldestFirst ? asc : desc;
+  const order = [
+    ...(byAmount ? [direction(operations.amountMinor)] : []),
+    direction(operations.createdAt),
+    direction(operations.operationId),
+  ];
   return tx
     .select({ ...getTableColumns(operations), createdAtText: sql<string>`${operations.createdAt}::text` })
     .from(operations)
@@ -37,17 +59,28 @@ export function operationPageQuery(tx: Executor, conditions: SQL[], options: Pag
     .limit(limit + 1);
 }
 
+function pageLimit(options: PageOptions): number {
+  return Math.min(Math.max(1, Math.trunc(options.limit)), options.limitMax ?? LIST_LIMIT_MAX);
+}
+
 /** One page of operations (see `operationPageQuery`); the cursor is opaque to callers. */
 export async function pageOperations(
   tx: Executor,
   conditions: SQL[],
   options: PageOptions,
 ): Promise<{ items: Operation[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
+  const limit = pageLimit(options);
   const rows = await operationPageQuery(tx, conditions, options);
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  const nextCursor = rows.length > limit && last ? encodeCursor(last.createdAtText, last.operationId) : null;
+  const nextCursor =
+    rows.length > limit && last
+      ? encodeCursor(
+          last.createdAtText,
+          last.operationId,
+          options.byAmount === true ? last.amountMinor : undefined,
+        )
+      : null;
   return { items: page.map(({ createdAtText: _, ...op }) => op as Operation), nextCursor };
 }
 

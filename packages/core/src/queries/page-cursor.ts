@@ -9,13 +9,23 @@ const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]
  * paged list (operations, queues, proposals) uses this one codec, so a cursor is checked the same
  * way everywhere before it reaches a query.
  */
-export function encodeCursor(at: string, id: string): string {
-  return Buffer.from(`${at}|${id}`, 'utf8').toString('base64url');
+export function encodeCursor(at: string, id: string, amountMinor?: string): string {
+  const text = amountMinor === undefined ? `${at}|${id}` : `${at}|${id}|${amountMinor}`;
+  return Buffer.from(text, 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string): { at: string; id: string } {
-  const [at, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+/** A whole number in minor units as numeric(78,0) holds it (an adjustment may be negative). */
+const AMOUNT_TEXT = /^-?\d{1,78}$/;
+
+/**
+ * The position of the last row: its time and id, and for a page ordered by amount (the staff
+ * Withdrawals explorer) its amount first.
+ */
+export function decodeCursor(cursor: string): { at: string; id: string; amountMinor?: string } {
+  const [at, id, amountMinor, ...rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   if (
+    rest.length > 0 ||
+    (amountMinor !== undefined && !AMOUNT_TEXT.test(amountMinor)) ||
     !at ||
     !TIMESTAMP_TEXT.test(at) ||
     Number.isNaN(new Date(at).getTime()) ||
@@ -26,7 +36,7 @@ export function decodeCursor(cursor: string): { at: string; id: string } {
       issues: [{ path: 'cursor', message: 'invalid cursor' }],
     });
   }
-  return { at, id };
+  return amountMinor === undefined ? { at, id } : { at, id, amountMinor };
 }
 
 /** The opaque cursor of a log paged by an increasing sequence number (the delivery log). */

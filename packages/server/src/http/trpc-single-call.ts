@@ -51,6 +51,7 @@ export function createSingleCallHandler<TContext>(options: SingleCallOptions<TCo
   ): Promise<void> {
     let ctx: TContext | undefined;
     let input: unknown;
+    let rawInput: Promise<unknown> | undefined;
     let body: unknown;
     try {
       ctx = options.createContext(req, res);
@@ -62,9 +63,17 @@ export function createSingleCallHandler<TContext>(options: SingleCallOptions<TCo
         // not cut short anyway (its outcome is what the retry with the same key asks for).
         signal: undefined,
         batchIndex: 0,
-        getRawInput: async () => {
-          input = await readJsonInput(req, options.maxBodySize, config.transformer.input.deserialize);
-          return input;
+        // Read once and kept: the body is a stream, and besides the input parser the staff
+        // middleware reads it again to record what was asked in the audit log (a second read of
+        // the ended stream answered undefined, and every audit entry's details were empty).
+        getRawInput: () => {
+          rawInput ??= readJsonInput(req, options.maxBodySize, config.transformer.input.deserialize).then(
+            (value) => {
+              input = value;
+              return value;
+            },
+          );
+          return rawInput;
         },
       });
       if (isStream(data)) {

@@ -20,7 +20,7 @@ const AUDIT_CSV_COLUMNS = [
  * A cell a spreadsheet would run as a formula (CSV injection: `=HYPERLINK(...)` in an e-mail tried
  * at sign-in) is kept as text.
  */
-function neutraliseFormula(value: string): string {
+export function neutraliseFormula(value: string): string {
   return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
 }
 

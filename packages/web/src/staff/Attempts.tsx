@@ -58,7 +58,13 @@ export function Attempts({ operation }: { operation: StaffOperationView }) {
   if (attempts.isPending) return <Loader aria-label="Loading attempts" />;
   if (attempts.error) return <ProblemAlert error={attempts.error} />;
   const data = attempts.data;
-  if (data.attempts.length === 0) return null;
+  if (data.attempts.length === 0) {
+    return (
+      <Text size="sm" data-testid="attempts-none">
+        No signed attempt yet.
+      </Text>
+    );
+  }
   const mayOperate = staffMay(me.role, 'operate');
   return (
     <Paper withBorder p="sm" component="section" aria-label="Signed attempts">

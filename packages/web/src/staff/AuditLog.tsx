@@ -13,7 +13,7 @@ interface Filter {
 }
 
 /** Hands a text to the browser as a file download, without a round trip. */
-function download(name: string, text: string, type: string): void {
+export function download(name: string, text: string, type: string): void {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const link = document.createElement('a');
   link.href = url;

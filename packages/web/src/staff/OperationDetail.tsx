@@ -109,21 +109,23 @@ export function OperationDetail({ operationId }: { operationId: string }) {
             </Table.Tr>
             <Table.Tr>
               <Table.Th>Approvals</Table.Th>
-              <Table.Td>
-                {operation.approvals.length === 0
-                  ? 'none'
-                  : operation.approvals.map((entry) => `${entry.decision} by ${entry.approver}`).join('; ')}
+              <Table.Td data-testid="approvals-summary">
+                {operation.approvals.filter((entry) => entry.decision === 'approve').length} given
+                {operation.approvalsRequired === null
+                  ? '; not reviewed yet'
+                  : ` of ${operation.approvalsRequired} required`}
               </Table.Td>
             </Table.Tr>
           </Table.Tbody>
         </Table>
       </Paper>
+      <Decisions operation={operation} />
       {operation.state === 'UNKNOWN' || operation.state === 'FAILED_TERMINAL' ? (
         <RunbookActions item={operation} />
       ) : null}
       <StopWithdrawal operation={operation} />
       <ManualResolution operation={operation} />
-      {operation.kind === 'withdrawal' && operation.txHash ? <Attempts operation={operation} /> : null}
+      {operation.kind === 'withdrawal' ? <Attempts operation={operation} /> : null}
       <Title order={2} size="h3">
         History
       </Title>
@@ -143,6 +145,59 @@ export function OperationDetail({ operationId }: { operationId: string }) {
         ))}
       </Timeline>
     </Stack>
+  );
+}
+
+/**
+ * Every approval decision with who, when, why, and whether it was given for the payload the
+ * withdrawal still carries (a decision binds the payload hash, C02/C24).
+ */
+function Decisions({ operation }: { operation: StaffOperationView }) {
+  if (operation.approvals.length === 0) {
+    return (
+      <Text size="sm" data-testid="approvals-none">
+        No approval decision recorded.
+      </Text>
+    );
+  }
+  return (
+    <Paper withBorder p="sm" component="section" aria-label="Approval decisions">
+      <Stack gap="xs">
+        <Title order={2} size="h4">
+          Approval decisions
+        </Title>
+        <Table.ScrollContainer minWidth={560}>
+          <Table fz="sm" data-testid="approvals-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th scope="col">Decision</Table.Th>
+                <Table.Th scope="col">By</Table.Th>
+                <Table.Th scope="col">When</Table.Th>
+                <Table.Th scope="col">Reason</Table.Th>
+                <Table.Th scope="col">Payload hash</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {operation.approvals.map((entry) => (
+                <Table.Tr key={`${entry.approver}-${entry.createdAt}`}>
+                  <Table.Td>{entry.decision}</Table.Td>
+                  <Table.Td>
+                    <Code>{entry.approver}</Code>
+                  </Table.Td>
+                  <Table.Td>{formatTime(entry.createdAt)}</Table.Td>
+                  <Table.Td>{entry.reason ?? ''}</Table.Td>
+                  <Table.Td>
+                    {entry.payloadHash === operation.payloadHash
+                      ? 'matches the payload'
+                      : 'DIFFERS from the payload'}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      </Stack>
+    </Paper>
   );
 }
 

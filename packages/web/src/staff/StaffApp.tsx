@@ -27,10 +27,12 @@ import { Deliveries } from './Deliveries.tsx';
 import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
+import { Overview } from './Overview.tsx';
 import { Proposals } from './Proposals.tsx';
 import { Reconciliation } from './Reconciliation.tsx';
 import { Search } from './Search.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
+import { Withdrawals } from './Withdrawals.tsx';
 
 const StaffContext = createContext<StaffMe | null>(null);
 
@@ -41,6 +43,8 @@ export function useStaff(): StaffMe {
 }
 
 const SECTIONS = [
+  { href: '/overview', label: 'Overview' },
+  { href: '/withdrawals', label: 'Withdrawals' },
   { href: '/approvals', label: 'Approval queue' },
   { href: '/proposals', label: 'Proposals' },
   { href: '/broadcast', label: 'BROADCAST queue' },
@@ -132,6 +136,8 @@ export function StaffApp() {
           <main>
             <Stack>
               <Switch>
+                <Route path="/overview" component={Overview} />
+                <Route path="/withdrawals" component={Withdrawals} />
                 <Route path="/approvals" component={Approvals} />
                 <Route path="/broadcast">
                   <AttentionQueue state="BROADCAST" />
@@ -155,6 +161,9 @@ export function StaffApp() {
                 <Route path="/branding" component={BrandingSettings} />
                 <Route path="/operations/:operationId">
                   {(params) => <OperationDetail operationId={params.operationId} />}
+                </Route>
+                <Route path="/">
+                  <Redirect to="/overview" />
                 </Route>
                 <Route>
                   <Title order={1} size="h2">

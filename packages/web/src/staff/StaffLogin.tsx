@@ -15,7 +15,7 @@ export function StaffLogin() {
     mutationFn: () => api.staffAuth.signIn.mutate({ tenantId: tenantId.trim(), email, password }),
     onSuccess: (me) => {
       setCsrfToken(me.csrfToken);
-      navigate('/staff/approvals');
+      navigate('/staff/overview');
     },
   });
   const onSubmit = (event: FormEvent) => {

@@ -91,6 +91,19 @@ export const operations = pgTable(
     index('operations_page_kind').on(t.tenantId, t.kind, t.createdAt, t.operationId),
     index('operations_page_kind_state').on(t.tenantId, t.kind, t.state, t.createdAt, t.operationId),
     index('operations_page_account').on(t.tenantId, t.accountRef, t.kind, t.createdAt, t.operationId),
+    // The staff Withdrawals explorer (queries/withdrawal-explorer.ts): sorted by amount, and one
+    // exact destination's withdrawals, each an index range in its order.
+    index('operations_page_amount').on(t.tenantId, t.kind, t.amountMinor, t.createdAt, t.operationId),
+    index('operations_page_destination')
+      .on(t.tenantId, t.destination, t.createdAt, t.operationId)
+      .where(sql`${t.kind} = 'withdrawal'`),
+    // The staff Overview (queries/overview.ts): open withdrawals per state and asset with their
+    // amounts, read from the index alone and never from the settled history.
+    index('operations_open_withdrawals')
+      .on(t.tenantId, t.state, t.assetCode, t.amountMinor)
+      .where(
+        sql`${t.kind} = 'withdrawal' and ${t.state} in ('REQUESTED','APPROVED','SIGNING','SIGNED','BROADCAST','UNKNOWN','FAILED_TERMINAL')`,
+      ),
     check('operations_kind_known', sql`${t.kind} in ('withdrawal', 'deposit', 'adjustment')`),
     check('operations_state_known', sql`${t.state} in (${stateList})`),
     check(
@@ -118,5 +131,12 @@ export const operationTransitions = pgTable(
     leaseGeneration: bigint('lease_generation', { mode: 'number' }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.operationId, t.seq] }), tenantPolicy()],
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.operationId, t.seq] }),
+    // The Overview's submit-to-confirmed latency over the day (queries/overview.ts).
+    index('operation_transitions_confirmed')
+      .on(t.tenantId, t.createdAt)
+      .where(sql`${t.toState} = 'CONFIRMED'`),
+    tenantPolicy(),
+  ],
 );

@@ -1,0 +1,4 @@
+CREATE INDEX "operation_transitions_confirmed" ON "operation_transitions" USING btree ("tenant_id","created_at") WHERE "operation_transitions"."to_state" = 'CONFIRMED';--> statement-breakpoint
+CREATE INDEX "operations_page_amount" ON "operations" USING btree ("tenant_id","kind","amount_minor","created_at","operation_id");--> statement-breakpoint
+CREATE INDEX "operations_page_destination" ON "operations" USING btree ("tenant_id","destination","created_at","operation_id") WHERE "operations"."kind" = 'withdrawal';--> statement-breakpoint
+CREATE INDEX "operations_open_withdrawals" ON "operations" USING btree ("tenant_id","state","asset_code","amount_minor") WHERE "operations"."kind" = 'withdrawal' and "operations"."state" in ('REQUESTED','APPROVED','SIGNING','SIGNED','BROADCAST','UNKNOWN','FAILED_TERMINAL');

@@ -1,0 +1,294 @@
+import type { OperationState, Overview as OverviewData } from '@idem/contracts';
+import { BarChart, LineChart } from '@mantine/charts';
+import {
+  Anchor,
+  Badge,
+  Code,
+  Group,
+  Loader,
+  Paper,
+  SimpleGrid,
+  Stack,
+  Table,
+  Text,
+  Title,
+} from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import type { ReactNode } from 'react';
+import { Link } from 'wouter';
+import { api } from '../api.ts';
+import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
+import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { useStaffAssets } from './shared.tsx';
+
+/** How often the Overview reads again by itself; one cheap procedure (every statement is an index read). */
+export const OVERVIEW_REFRESH_MS = 5_000;
+
+const STATE_COLORS: Record<OperationState, string> = {
+  REQUESTED: 'blue.7',
+  APPROVED: 'cyan.8',
+  SIGNING: 'violet.7',
+  SIGNED: 'grape.7',
+  BROADCAST: 'indigo.7',
+  UNKNOWN: 'yellow.7',
+  FAILED_TERMINAL: 'red.8',
+  CONFIRMED: 'teal.8',
+  REJECTED: 'gray.6',
+  VERIFIED_NOT_SENT: 'gray.8',
+  REVERSED: 'orange.8',
+};
+
+const QUEUE_LABEL: Record<OverviewData['oldest'][number]['queue'], { label: string; href: string }> = {
+  AWAITING_APPROVAL: { label: 'Awaiting approval (REQUESTED)', href: '/approvals' },
+  UNKNOWN: { label: 'UNKNOWN', href: '/unknown' },
+  BROADCAST: { label: 'BROADCAST', href: '/broadcast' },
+};
+
+function Card({ title, children, testId }: { title: string; children: ReactNode; testId: string }) {
+  return (
+    <Paper withBorder p="sm" component="section" aria-label={title} data-testid={testId}>
+      <Stack gap="xs">
+        <Title order={2} size="h4">
+          {title}
+        </Title>
+        {children}
+      </Stack>
+    </Paper>
+  );
+}
+
+/** The last 24 hours, oldest first, as the server writes an hour (UTC, on the hour). */
+function lastHours(generatedAt: string): string[] {
+  const end = new Date(generatedAt);
+  end.setUTCMinutes(0, 0, 0);
+  return Array.from({ length: 24 }, (_, i) =>
+    new Date(end.getTime() - (23 - i) * 3600_000).toISOString().replace('.000Z', 'Z'),
+  );
+}
+
+const hourLabel = (hour: string) => `${hour.slice(11, 16)} UTC`;
+
+/**
+ * What an operator looks at first (issue 14): withdrawals by state now and per hour, what they
+ * hold, the oldest of each watched queue, submit-to-confirmed latency, open breaks, hot wallets
+ * against what may still leave them, dead letters. It reads again every few seconds by itself.
+ */
+export function Overview() {
+  const overview = useQuery({
+    queryKey: ['staff', 'overview'],
+    queryFn: () => api.staffOverview.overview.query(),
+    refetchInterval: OVERVIEW_REFRESH_MS,
+  });
+  const assets = useStaffAssets().data ?? [];
+  if (overview.isPending) return <Loader aria-label="Loading overview" />;
+  if (overview.error) {
+    return (
+      <Stack>
+        <Title order={1} size="h2">
+          Overview
+        </Title>
+        <ProblemAlert error={overview.error} />
+      </Stack>
+    );
+  }
+  const data = overview.data;
+  const hourlyStates = [...new Set(data.hourly.map((row) => row.state))];
+  const hourly = lastHours(data.generatedAt).map((hour) => ({
+    hour: hourLabel(hour),
+    ...Object.fromEntries(
+      hourlyStates.map((state) => [
+        state,
+        data.hourly.find((row) => row.hour === hour && row.state === state)?.count ?? 0,
+      ]),
+    ),
+  }));
+  const latency = data.latency.hourly.map((row) => ({
+    hour: hourLabel(row.hour),
+    p50: Math.round(row.p50Seconds),
+    p95: Math.round(row.p95Seconds),
+  }));
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={1} size="h2">
+          Overview
+        </Title>
+        <Text size="xs" c="dimmed" data-testid="overview-generated">
+          As of {formatTime(data.generatedAt)}; refreshes every {OVERVIEW_REFRESH_MS / 1000} s
+        </Text>
+      </Group>
+      <SimpleGrid cols={{ base: 1, md: 2 }}>
+        <Card title="Open withdrawals by state" testId="overview-open">
+          {data.openByState.length === 0 ? <Text size="sm">No withdrawal is open.</Text> : null}
+          <Group gap="xs">
+            {data.openByState.map((row) => (
+              <Badge
+                key={row.state}
+                color={stateColor(row.state)}
+                variant="filled"
+                tt="none"
+                size="lg"
+                data-testid={`open-${row.state}`}
+              >
+                {row.state}: {row.count}
+              </Badge>
+            ))}
+          </Group>
+        </Card>
+        <Card title="Held per asset" testId="overview-held">
+          {data.held.length === 0 ? <Text size="sm">Nothing is held.</Text> : null}
+          <Table fz="sm">
+            <Table.Tbody>
+              {data.held.map((row) => (
+                <Table.Tr key={row.asset}>
+                  <Table.Th scope="row">{row.asset}</Table.Th>
+                  <Table.Td ff="monospace" data-testid={`held-${row.asset}`}>
+                    {displayAmount(row.heldMinor, row.asset, assets)}
+                  </Table.Td>
+                  <Table.Td>
+                    {row.withdrawals} {row.withdrawals === 1 ? 'withdrawal' : 'withdrawals'}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Card>
+      </SimpleGrid>
+      <Card title="Withdrawals created per hour, last 24 hours, by state now" testId="overview-hourly">
+        <BarChart
+          h={220}
+          data={hourly}
+          dataKey="hour"
+          type="stacked"
+          withLegend
+          series={hourlyStates.map((state) => ({ name: state, color: STATE_COLORS[state] }))}
+        />
+      </Card>
+      <SimpleGrid cols={{ base: 1, md: 2 }}>
+        <Card title="Oldest in each queue" testId="overview-oldest">
+          <Table fz="sm">
+            <Table.Tbody>
+              {data.oldest.map((row) => (
+                <Table.Tr key={row.queue} data-testid={`oldest-${row.queue}`}>
+                  <Table.Th scope="row">
+                    <Anchor component={Link} href={QUEUE_LABEL[row.queue].href}>
+                      {QUEUE_LABEL[row.queue].label}
+                    </Anchor>
+                  </Table.Th>
+                  <Table.Td>
+                    {row.operationId ? (
+                      <Anchor component={Link} href={`/operations/${row.operationId}`}>
+                        <Code>{row.reference}</Code>
+                      </Anchor>
+                    ) : (
+                      'none'
+                    )}
+                  </Table.Td>
+                  <Table.Td>{row.ageSeconds === null ? '' : formatAge(row.ageSeconds)}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Card>
+        <Card title="Needs a person" testId="overview-attention">
+          <Table fz="sm">
+            <Table.Tbody>
+              <Table.Tr>
+                <Table.Th scope="row">
+                  <Anchor component={Link} href="/breaks">
+                    Open reconciliation breaks
+                  </Anchor>
+                </Table.Th>
+                <Table.Td data-testid="open-breaks">{data.openBreaks}</Table.Td>
+              </Table.Tr>
+              <Table.Tr>
+                <Table.Th scope="row">Dead-lettered work items</Table.Th>
+                <Table.Td data-testid="dead-work-items">{data.deadLettered.workItems}</Table.Td>
+              </Table.Tr>
+              <Table.Tr>
+                <Table.Th scope="row">
+                  <Anchor component={Link} href="/deliveries">
+                    Dead-lettered webhook deliveries
+                  </Anchor>
+                </Table.Th>
+                <Table.Td data-testid="dead-deliveries">{data.deadLettered.deliveries}</Table.Td>
+              </Table.Tr>
+            </Table.Tbody>
+          </Table>
+        </Card>
+      </SimpleGrid>
+      <Card title="Submit to confirmed, last 24 hours" testId="overview-latency">
+        <Text size="sm" data-testid="latency-day">
+          {data.latency.confirmed === 0 ||
+          data.latency.p50Seconds === null ||
+          data.latency.p95Seconds === null
+            ? 'No withdrawal confirmed in the last 24 hours.'
+            : `${data.latency.confirmed} confirmed: p50 ${formatAge(Math.round(data.latency.p50Seconds))}, p95 ${formatAge(Math.round(data.latency.p95Seconds))}`}
+        </Text>
+        {latency.length > 0 ? (
+          <LineChart
+            h={200}
+            data={latency}
+            dataKey="hour"
+            withLegend
+            unit=" s"
+            series={[
+              { name: 'p50', label: 'p50 (seconds)', color: 'indigo.7' },
+              { name: 'p95', label: 'p95 (seconds)', color: 'red.8' },
+            ]}
+            yAxisProps={{ width: 80 }}
+          />
+        ) : null}
+      </Card>
+      <Card title="Hot wallets against pending outflows" testId="overview-hot-wallets">
+        <Text size="xs" c="dimmed">
+          Pending outflow: withdrawals approved and not settled (APPROVED to BROADCAST, and UNKNOWN). On
+          chain: the hot wallet and deposit addresses as the last finished balance reconciliation read them;
+          Idem does not read a live balance here.
+        </Text>
+        <Table.ScrollContainer minWidth={560}>
+          <Table fz="sm">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th scope="col">Asset</Table.Th>
+                <Table.Th scope="col">Pending outflow</Table.Th>
+                <Table.Th scope="col">On chain</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {data.hotWallets.map((row) => (
+                <Table.Tr key={row.asset} data-testid={`hot-${row.asset}`}>
+                  <Table.Td>
+                    {row.asset} ({row.network})
+                  </Table.Td>
+                  <Table.Td ff="monospace">
+                    {displayAmount(row.pendingOutflowMinor, row.asset, assets)}
+                  </Table.Td>
+                  <Table.Td>
+                    {row.observedMinor !== null && row.observedAt ? (
+                      <>
+                        <Text span ff="monospace">
+                          {displayAmount(row.observedMinor, row.asset, assets)}
+                        </Text>{' '}
+                        <Text span size="xs" c="dimmed">
+                          at {row.observedBlock === null ? '' : `block ${row.observedBlock}, `}
+                          {formatTime(row.observedAt)}
+                        </Text>
+                      </>
+                    ) : (
+                      <Text span size="sm">
+                        {row.walletConfigured
+                          ? 'Not observed: no finished balance reconciliation has read it'
+                          : 'No hot wallet configured on this network'}
+                      </Text>
+                    )}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      </Card>
+    </Stack>
+  );
+}
