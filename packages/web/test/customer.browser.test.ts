@@ -277,6 +277,8 @@ describe('a second device (seed 004, issue 14)', () => {
     await expect(firstLink.getAttribute('href')).resolves.toBe(`/customer/withdrawals/${first.operationId}`);
     await expect(warning.getByTestId('duplicate-state').textContent()).resolves.not.toBe('');
     await expect(warning.getByTestId('duplicate-time').textContent()).resolves.toMatch(/\d{2}:\d{2}:\d{2}/);
+    // Only the two answers are offered: no "Confirm withdrawal" that would resend unconfirmed.
+    await expect(laptop.getByTestId('confirm-submit').count()).resolves.toBe(0);
     expect(await mine()).toHaveLength(1);
     expect(await seriousViolations(laptop)).toEqual([]);
     await screenshot(laptop, 'customer-second-device');

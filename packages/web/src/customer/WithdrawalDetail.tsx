@@ -66,7 +66,13 @@ export function WithdrawalDetail({ operationId }: { operationId: string }) {
                     <Table.Td>
                       <Code block style={WRAP_ANYWHERE} data-testid="detail-tx">
                         {detail.data.explorerUrl ? (
-                          <Anchor href={detail.data.explorerUrl} target="_blank" rel="noopener noreferrer">
+                          <Anchor
+                            href={detail.data.explorerUrl}
+                            target="_blank"
+                            rel="noopener noreferrer"
+                            fz="inherit"
+                            ff="inherit"
+                          >
                             {withdrawal.txHash}
                           </Anchor>
                         ) : (

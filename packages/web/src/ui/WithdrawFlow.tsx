@@ -220,22 +220,25 @@ export function WithdrawFlow({
               We did not get an answer. Trying again sends the same withdrawal: it cannot be made twice.
             </Text>
           ) : null}
-          <Group hidden={duplicate !== undefined}>
-            <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
-              {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
-            </Button>
-            <Button
-              variant="default"
-              disabled={sending || intent.status === 'submitting'}
-              onClick={() => {
-                clearIntent(storageKey);
-                setIntent(null);
-                setError(null);
-              }}
-            >
-              Change
-            </Button>
-          </Group>
+          {/* While the person decides about a possible duplicate, only its two answers are offered. */}
+          {duplicate ? null : (
+            <Group>
+              <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
+                {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
+              </Button>
+              <Button
+                variant="default"
+                disabled={sending || intent.status === 'submitting'}
+                onClick={() => {
+                  clearIntent(storageKey);
+                  setIntent(null);
+                  setError(null);
+                }}
+              >
+                Change
+              </Button>
+            </Group>
+          )}
         </Stack>
       </Paper>
     );
