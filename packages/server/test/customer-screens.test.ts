@@ -197,6 +197,26 @@ describe('I14-DEVICE a second device cannot silently repeat an in-progress withd
     expect((await withdraw(device, { intentId: crypto.randomUUID(), ...tooMuch })).status).toBe(200);
   });
 
+  it('I14-DEVICE two devices submitting the same withdrawal at the same instant: one is created, the other is refused naming it', async () => {
+    const [phone, laptop] = await Promise.all([openDevice('cust-phone'), openDevice('cust-phone')]);
+    const payload = { asset: 'ETH', destination: evmAddress(), amountMinor: (ETH / 50n).toString() };
+    for (let round = 0; round < 5; round += 1) {
+      const amountMinor = (BigInt(payload.amountMinor) + BigInt(round)).toString();
+      const answers = await Promise.all(
+        [phone, laptop].map((device) =>
+          withdraw(device, { intentId: crypto.randomUUID(), ...payload, amountMinor }),
+        ),
+      );
+      const statuses = answers.map((answer) => answer.status).sort();
+      expect(statuses, `round ${round}`).toEqual([200, 409]);
+      const created = answers.find((answer) => answer.status === 200);
+      const refused = answers.find((answer) => answer.status === 409);
+      expect(refused?.body.error?.data.duplicateOf?.operationId).toBe(
+        created && dataOf<{ withdrawal: { operationId: string } }>(created).withdrawal.operationId,
+      );
+    }
+  });
+
   it('I14-DEVICE another account with the same payload is not a duplicate of this one', async () => {
     const destination = evmAddress();
     const amountMinor = (ETH / 30n).toString();
