@@ -122,6 +122,15 @@ describe('customer screens on a phone (issue 14)', () => {
 
     const page = await newPage(chain, PHONE);
     await openCustomer(page, chain.sdk);
+    // The wallet: 18-decimal balances and the confirmation of a long address fit too.
+    await quiet(page);
+    await expectFits(page.getByTestId('available-ETH'), 'available balance');
+    await expectFits(page.getByTestId('held-ETH'), 'held balance');
+    await reviewWithdrawal(page, destination, '0.000000000000000001');
+    await expectFits(page.getByTestId('confirm-destination'), 'destination to confirm');
+    await expectFits(page.getByTestId('confirm-amount'), 'amount to confirm');
+    await expectPageFitsPhone(page);
+    await page.getByRole('button', { name: 'Change' }).click();
     await page.getByRole('link', { name: 'History' }).click();
     const rows = page.getByTestId('history-row');
     await rows.nth(1).waitFor();
