@@ -85,6 +85,7 @@ export const problemSchema = z.object({
   detail: z.string(),
   requestId: z.string(),
   holderKey: z.string().optional(),
+  duplicateOf: z.object({ operationId: z.string(), state: z.string(), createdAt: z.string() }).optional(),
   retryAfterMs: z.number().int().nonnegative().optional(),
   issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
 });

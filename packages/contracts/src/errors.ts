@@ -7,6 +7,8 @@ export const errorCodes = {
     'The key is bound to a different payload, or the withdrawal reference is held by another key. Never retry with a fresh key: find out why two instructions disagree.',
   IN_FLIGHT:
     'The key is claimed and its money-moving outcome is not known yet (UNKNOWN). Retry later with the same key; nothing will be sent twice.',
+  POSSIBLE_DUPLICATE:
+    'A customer asked for a withdrawal with the same asset, destination and amount as one of the account’s withdrawals still in progress (another device, another tab). Nothing was written. Show the person that withdrawal (duplicateOf); submit again with confirmDuplicateOf naming it only if they confirm they want a second one.',
   INSUFFICIENT_FUNDS:
     'The account lacks available funds. For withdrawals this is stored, and a replay returns it.',
   VALIDATION: 'The input is malformed. Nothing was written.',
@@ -35,6 +37,7 @@ export const errorCodeList = Object.keys(errorCodes) as ErrorCode[];
 export const errorStatus: Record<ErrorCode, number> = {
   IDEMPOTENCY_CONFLICT: 409,
   IN_FLIGHT: 409,
+  POSSIBLE_DUPLICATE: 409,
   INSUFFICIENT_FUNDS: 422,
   VALIDATION: 400,
   NOT_FOUND: 404,
@@ -53,6 +56,8 @@ export const errorStatus: Record<ErrorCode, number> = {
 export interface IdemErrorDetails {
   /** On an IDEMPOTENCY_CONFLICT over a withdrawal reference: the key that holds it (C04). */
   holderKey?: string;
+  /** On POSSIBLE_DUPLICATE: the account's in-progress withdrawal the new one would repeat (I14-DEVICE). */
+  duplicateOf?: { operationId: string; state: string; createdAt: string };
   /** On IN_FLIGHT and RATE_LIMITED: when a retry makes sense. */
   retryAfterMs?: number;
   /** On VALIDATION: which fields are wrong. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
 import { referenceSchema } from './key.ts';
+import { networkSchema } from './network.ts';
 import { memoSchema, operationStateSchema, operationViewSchema, submitOutcomeSchema } from './operation.ts';
 
 /**
@@ -76,6 +77,12 @@ export const customerWithdrawInputSchema = z.strictObject({
   destination: z.string().trim().min(1).max(128),
   memo: memoSchema.optional(),
   amountMinor: amountMinorSchema,
+  /**
+   * The person saw this in-progress withdrawal of the account with the same asset, destination and
+   * amount, and confirmed they want another one (I14-DEVICE). Without it such a repeat is refused
+   * with POSSIBLE_DUPLICATE.
+   */
+  confirmDuplicateOf: uuid.optional(),
 });
 export const withdrawOutputSchema = z.object({
   outcome: submitOutcomeSchema,
@@ -106,7 +113,37 @@ export const customerTimelineEntrySchema = timelineEntrySchema.pick({
 export const customerOperationDetailSchema = z.object({
   withdrawal: operationViewSchema,
   timeline: z.array(customerTimelineEntrySchema),
+  /** The transaction on the operator's block explorer for its network; null without a hash or a template. */
+  explorerUrl: z.string().nullable(),
 });
+
+/**
+ * A block explorer's transaction page for one network, as an https URL template with exactly one
+ * `{txHash}` placeholder (e.g. `https://etherscan.io/tx/{txHash}`), set by an admin per tenant.
+ */
+export const explorerTemplateSchema = z
+  .string()
+  .trim()
+  .max(300)
+  .regex(/^https:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?\/[^\s"'<>{}]*\{txHash\}[^\s"'<>{}]*$/, {
+    error: 'the template must be an https:// URL containing {txHash} once',
+  });
+export const setExplorerInputSchema = z.strictObject({
+  network: networkSchema,
+  /** null removes the link for that network. */
+  txUrlTemplate: explorerTemplateSchema.nullable(),
+});
+export const explorerSettingSchema = z.object({
+  network: networkSchema,
+  txUrlTemplate: z.string().nullable(),
+});
+export type ExplorerSetting = z.infer<typeof explorerSettingSchema>;
+
+/** The transaction's page from a stored template; the hash is URL-encoded though hashes are hex. */
+export function explorerTxUrl(template: string | null, txHash: string | null): string | null {
+  if (!template || !txHash) return null;
+  return template.replace('{txHash}', encodeURIComponent(txHash));
+}
 
 export const approvalEntrySchema = z.object({
   approver: z.string(),

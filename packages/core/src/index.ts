@@ -42,12 +42,14 @@ export {
   registerHotWallet,
 } from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
+export { explorerUrlFor, listExplorers, setExplorer } from './branding/explorers.ts';
 export {
   getAccountWithdrawal,
   intentIdentity,
   listAccountWithdrawals,
   submitWebWithdrawal,
 } from './customer/account.ts';
+export { type InProgressDuplicate, refuseUnconfirmedDuplicate } from './customer/duplicates.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { migrationsFolder, openDatabase } from './db/connect.ts';
 export {

@@ -7,6 +7,7 @@ import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 const titles: Record<ErrorCode, string> = {
   IDEMPOTENCY_CONFLICT: 'Idempotency conflict',
   IN_FLIGHT: 'Operation in flight',
+  POSSIBLE_DUPLICATE: 'Possible duplicate withdrawal',
   INSUFFICIENT_FUNDS: 'Insufficient funds',
   VALIDATION: 'Invalid request',
   NOT_FOUND: 'Not found',
@@ -63,6 +64,7 @@ export function toProblem(error: IdemError, requestId: string): Problem {
     requestId,
   };
   if (error.details.holderKey !== undefined) problem.holderKey = error.details.holderKey;
+  if (error.details.duplicateOf !== undefined) problem.duplicateOf = error.details.duplicateOf;
   if (error.details.retryAfterMs !== undefined) problem.retryAfterMs = error.details.retryAfterMs;
   if (error.details.issues !== undefined) problem.issues = error.details.issues;
   return problem;

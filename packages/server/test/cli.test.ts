@@ -361,6 +361,27 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
     });
     expect(Date.parse(String(changes[1]?.changedAt))).not.toBeNaN();
   });
+
+  it('I14-LIVE explorer set stores an https template with {txHash} per network, refuses any other, and --none removes it', async () => {
+    const template = 'https://etherscan.io/tx/{txHash}';
+    const set = (...more: string[]) =>
+      idem(backend.env, 'explorer', 'set', '--tenant', tenantId, '--network', 'ethereum', ...more, '--json');
+    expect(printed(await set('--template', template))).toEqual({
+      network: 'ethereum',
+      txUrlTemplate: template,
+    });
+    const refused = await set('--template', 'http://etherscan.io/tx/{txHash}');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('VALIDATION');
+    const listed = printed<{ explorers: unknown[] }>(
+      await idem(backend.env, 'explorer', 'list', '--tenant', tenantId, '--json'),
+    );
+    expect(listed.explorers).toEqual([
+      { network: 'bitcoin', txUrlTemplate: null },
+      { network: 'ethereum', txUrlTemplate: template },
+    ]);
+    expect(printed(await set('--none'))).toEqual({ network: 'ethereum', txUrlTemplate: null });
+  });
 });
 
 /**

@@ -21,6 +21,8 @@ export interface ShownProblem {
   title: string;
   detail: string;
   requestId: string | null;
+  /** On POSSIBLE_DUPLICATE: the account's in-progress withdrawal the refused one would repeat. */
+  duplicateOf?: { operationId: string; state: string; createdAt: string };
 }
 
 /** Any failure as something a person can read, with the request id support will ask for. */
@@ -33,6 +35,7 @@ export function problemOf(error: unknown): ShownProblem {
         title: parsed.data.title,
         detail: parsed.data.detail,
         requestId: parsed.data.requestId,
+        ...(parsed.data.duplicateOf ? { duplicateOf: parsed.data.duplicateOf } : {}),
       };
     }
     return { code: 'NETWORK', title: 'No answer from the server', detail: error.message, requestId: null };

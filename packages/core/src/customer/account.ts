@@ -2,6 +2,7 @@ import type { OperationView } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { eq } from 'drizzle-orm';
 import { type OnBehalfOf, recordStaffInitiation } from '../approvals/requester.ts';
+import { explorerUrlFor } from '../branding/explorers.ts';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
 import type { IdentityClaim } from '../operations/claim-identity.ts';
@@ -10,6 +11,7 @@ import { findOperation, toView } from '../operations/operation-record.ts';
 import { pageOperations } from '../queries/list.ts';
 import { reviewWithdrawal } from '../risk/review.ts';
 import { operationTimeline } from '../staff/queries.ts';
+import { refuseUnconfirmedDuplicate } from './duplicates.ts';
 
 /**
  * The withdrawal id and idempotency key of one browser intent. Both derive from the intent id, so
@@ -41,9 +43,25 @@ export async function submitWebWithdrawal(
     amountMinor: string;
     /** Staff only: the account holder's request acted on; absent, the staff member acts on their own. */
     onBehalfOf?: OnBehalfOf | undefined;
+    /**
+     * Customer screens only: refuse a repeat of an in-progress withdrawal unless it names the one the
+     * person confirmed they want another of (I14-DEVICE). Absent (staff), no such check.
+     */
+    duplicateCheck?: { confirmDuplicateOf?: string | undefined } | undefined;
   },
 ): Promise<IdentityClaim> {
   const { withdrawalId, key } = intentIdentity(input.accountRef, input.intentId);
+  if (input.duplicateCheck) {
+    await refuseUnconfirmedDuplicate(tx, {
+      tenantId: input.tenantId,
+      accountRef: input.accountRef,
+      withdrawalId,
+      asset: input.asset,
+      destination: input.destination,
+      amountMinor: input.amountMinor,
+      confirmDuplicateOf: input.duplicateCheck.confirmDuplicateOf,
+    });
+  }
   const claim = await createWithdrawal(tx, {
     tenantId: input.tenantId,
     idempotencyKey: key,
@@ -103,6 +121,7 @@ export async function getAccountWithdrawal(
   const timeline = await operationTimeline(tx, tenantId, operationId);
   return {
     withdrawal: toView(op),
+    explorerUrl: await explorerUrlFor(tx, tenantId, op.network, op.txHash),
     timeline: timeline.map(({ seq, fromState, toState, createdAt }) => ({
       seq,
       fromState,

@@ -2,6 +2,7 @@ import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import {
   amountMinorSchema,
+  explorerTemplateSchema,
   IdemError,
   isValidDestination,
   networkSchema,
@@ -17,11 +18,13 @@ import {
   type Database,
   type HotWallet,
   listBreaks,
+  listExplorers,
   listHotWallets,
   policyHistory,
   recordDeposit,
   registerHotWallet,
   revokeApiKey,
+  setExplorer,
   setRiskPolicy,
   toView,
   withTenant,
@@ -78,6 +81,10 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   (as WHO, by default cli:<your OS user>)
   risk-policy history --tenant ID [--json]        every policy change: who, when, version from -> to,
                                                   the rules before and after
+  explorer set --tenant ID --network bitcoin|ethereum (--template URL|--none) [--by WHO] [--json]
+                                                  the block explorer customers' transaction hashes link
+                                                  to: an https URL with {txHash}; --none removes the link
+  explorer list --tenant ID [--json]              each network's explorer template (null: no link)
   breaks list --tenant ID [--status open|closed]  reconciliation breaks (C21)
   breaks close --tenant ID --break-id ID --by WHO --evidence JSON
                                                   close a break with the evidence found
@@ -234,6 +241,26 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       })),
     };
   },
+  'explorer set': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    const network = networkSchema.parse(required(flags, 'network'));
+    if ((flags.none === true) === (typeof flags.template === 'string')) {
+      throw new UsageError('give exactly one of --template URL and --none');
+    }
+    const parsed = flags.none === true ? null : explorerTemplateSchema.safeParse(flags.template);
+    if (parsed && !parsed.success) {
+      throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'invalid --template');
+    }
+    const actor = typeof flags.by === 'string' && flags.by !== '' ? flags.by : `cli:${userInfo().username}`;
+    const setting = await withTenant(db, tenantId, (tx) =>
+      setExplorer(tx, { tenantId, network, txUrlTemplate: parsed ? parsed.data : null, actor }),
+    );
+    return { ...setting };
+  },
+  'explorer list': async (db, flags) => {
+    const tenantId = required(flags, 'tenant');
+    return { explorers: await withTenant(db, tenantId, (tx) => listExplorers(tx, tenantId)) };
+  },
   'breaks list': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
     const status = flags.status === 'open' || flags.status === 'closed' ? flags.status : undefined;
@@ -329,6 +356,8 @@ function parseFlags(argv: string[]) {
         out: { type: 'string' },
         secret: { type: 'string' },
         csv: { type: 'boolean' },
+        template: { type: 'string' },
+        none: { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean' },
       },

@@ -1,5 +1,6 @@
-import { brandingSchema } from '@idem/contracts';
-import { getBranding, setBranding } from '@idem/core';
+import { brandingSchema, explorerSettingSchema, setExplorerInputSchema } from '@idem/contracts';
+import { getBranding, listExplorers, setBranding, setExplorer } from '@idem/core';
+import { z } from 'zod';
 import { staffWith } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
@@ -14,5 +15,17 @@ export const brandingRouter = router({
     .output(brandingSchema)
     .mutation(({ ctx, input }) =>
       ctx.inTenant((tx) => setBranding(tx, { tenantId: ctx.tenantId, branding: input, actor: ctx.actor })),
+    ),
+
+  /** Each network's block explorer template (I14-LIVE); null where the customer sees no link. */
+  explorers: staffWith('read')
+    .output(z.array(explorerSettingSchema))
+    .query(({ ctx }) => ctx.inTenant((tx) => listExplorers(tx, ctx.tenantId))),
+
+  setExplorer: staffWith('administer')
+    .input(setExplorerInputSchema)
+    .output(explorerSettingSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant((tx) => setExplorer(tx, { tenantId: ctx.tenantId, ...input, actor: ctx.actor })),
     ),
 });

@@ -15,6 +15,7 @@ import {
   getBranding,
   listAccountWithdrawals,
   listAssets,
+  listOperations,
   parseWebToken,
   revokeWebSession,
   submitWebWithdrawal,
@@ -70,6 +71,7 @@ export const customerRouter = router({
           destination: input.destination,
           memo: input.memo,
           amountMinor: input.amountMinor,
+          duplicateCheck: { confirmDuplicateOf: input.confirmDuplicateOf },
         }),
       );
       return { outcome: claim.outcome, withdrawal: toView(claim.operation) };
@@ -83,6 +85,21 @@ export const customerRouter = router({
         listAccountWithdrawals(tx, ctx.tenantId, ctx.accountRef, {
           cursor: input.cursor,
           limit: input.limit,
+        }),
+      ),
+    ),
+
+  /** The account's credited (and reversed) deposits, newest first; the session names the account. */
+  deposits: customerProcedure
+    .input(pageInputSchema)
+    .output(operationPageSchema)
+    .query(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        listOperations(tx, ctx.tenantId, {
+          kind: 'deposit',
+          accountRef: ctx.accountRef,
+          limit: input.limit,
+          ...(input.cursor ? { cursor: input.cursor } : {}),
         }),
       ),
     ),

@@ -233,13 +233,18 @@ export interface components {
         };
         Problem: {
             /** @enum {string} */
-            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "INTERNAL";
+            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "POSSIBLE_DUPLICATE" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "INTERNAL";
             type: string;
             title: string;
             status: number;
             detail: string;
             requestId: string;
             holderKey?: string;
+            duplicateOf?: {
+                operationId: string;
+                state: string;
+                createdAt: string;
+            };
             retryAfterMs?: number;
             issues?: {
                 path: string;

@@ -19,10 +19,14 @@ export function Balances() {
       {balances.isPending ? <Loader aria-label="Loading balances" /> : null}
       <ProblemAlert error={balances.error} />
       {balances.data ? (
-        <Table data-testid="balances">
+        // Fixed layout with amounts wrapping at any digit: an 18-decimal balance stays whole inside a
+        // 390 px phone instead of pushing the Held column off the screen (I14-PHONE).
+        <Table data-testid="balances" layout="fixed">
           <Table.Thead>
             <Table.Tr>
-              <Table.Th scope="col">Asset</Table.Th>
+              <Table.Th scope="col" w={72}>
+                Asset
+              </Table.Th>
               <Table.Th scope="col" ta="right">
                 Available
               </Table.Th>
@@ -37,10 +41,20 @@ export function Balances() {
               return (
                 <Table.Tr key={asset.code} data-asset={asset.code}>
                   <Table.Th scope="row">{asset.code}</Table.Th>
-                  <Table.Td ta="right" ff="monospace" data-testid={`available-${asset.code}`}>
+                  <Table.Td
+                    ta="right"
+                    ff="monospace"
+                    style={{ overflowWrap: 'anywhere' }}
+                    data-testid={`available-${asset.code}`}
+                  >
                     {formatMinor(balance?.available ?? '0', asset.decimals)}
                   </Table.Td>
-                  <Table.Td ta="right" ff="monospace" data-testid={`held-${asset.code}`}>
+                  <Table.Td
+                    ta="right"
+                    ff="monospace"
+                    style={{ overflowWrap: 'anywhere' }}
+                    data-testid={`held-${asset.code}`}
+                  >
                     {formatMinor(balance?.held ?? '0', asset.decimals)}
                   </Table.Td>
                 </Table.Tr>

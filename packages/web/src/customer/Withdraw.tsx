@@ -17,6 +17,7 @@ export function Withdraw({ tenantId, accountId }: { tenantId: string; accountId:
         destination: intent.destination,
         amountMinor: intent.amountMinor,
         ...(intent.memo ? { memo: intent.memo } : {}),
+        ...(intent.confirmDuplicateOf ? { confirmDuplicateOf: intent.confirmDuplicateOf } : {}),
       }),
     [],
   );
@@ -35,6 +36,7 @@ export function Withdraw({ tenantId, accountId }: { tenantId: string; accountId:
       fixedAccountId={accountId}
       submit={submit}
       detailHref={(withdrawal) => `/withdrawals/${withdrawal.operationId}`}
+      duplicateHref={(operationId) => `/withdrawals/${operationId}`}
       onSubmitted={onSubmitted}
     />
   );

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { ExplorerSettings } from './ExplorerSettings.tsx';
 import { useStaff } from './StaffApp.tsx';
 
 /** The tenant's brand on the customer screens: applied to every customer page from its next load. */
@@ -75,6 +76,7 @@ export function BrandingSettings() {
           </Button>
         </Stack>
       </form>
+      <ExplorerSettings canEdit={me.role === 'admin'} />
     </Stack>
   );
 }

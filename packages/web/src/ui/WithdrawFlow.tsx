@@ -3,6 +3,7 @@ import {
   isValidDestination,
   type Network,
   type OperationView,
+  operationStateSchema,
   parseDisplayAmount,
   type SubmitOutcome,
 } from '@idem/contracts';
@@ -23,7 +24,7 @@ import {
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { problemOf } from '../api.ts';
-import { customerStateText } from './format.ts';
+import { customerStateText, formatTime } from './format.ts';
 import { clearIntent, type Intent, loadIntent, newIntentId, saveIntent } from './intent.ts';
 import { ProblemAlert } from './ProblemAlert.tsx';
 
@@ -43,6 +44,8 @@ interface Props {
   fixedAccountId?: string;
   submit(intent: Intent): Promise<{ outcome: SubmitOutcome; withdrawal: OperationView }>;
   detailHref(withdrawal: OperationView): string;
+  /** Where the in-progress withdrawal a POSSIBLE_DUPLICATE names is shown (customer screens). */
+  duplicateHref?(operationId: string): string;
   onSubmitted?(): void;
 }
 
@@ -54,7 +57,15 @@ type Result = { outcome: SubmitOutcome; withdrawal: OperationView };
  * until an answer arrives, so a double-click, a reload mid-submit or a retry after a network error
  * all send the same id and reach the same operation; a replay is said in words.
  */
-export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detailHref, onSubmitted }: Props) {
+export function WithdrawFlow({
+  assets,
+  storageKey,
+  fixedAccountId,
+  submit,
+  detailHref,
+  duplicateHref,
+  onSubmitted,
+}: Props) {
   const [intent, setIntent] = useState<Intent | null>(() => loadIntent(storageKey));
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -139,6 +150,7 @@ export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detai
   if (intent) {
     const asset = assets.find((candidate) => candidate.code === intent.asset);
     const decimals = asset?.decimals ?? 0;
+    const duplicate = error ? problemOf(error).duplicateOf : undefined;
     return (
       <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
         <Stack>
@@ -187,28 +199,46 @@ export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detai
               </Table.Tr>
             </Table.Tbody>
           </Table>
-          <ProblemAlert error={error} />
+          {duplicate ? (
+            <PossibleDuplicate
+              duplicate={duplicate}
+              amount={`${formatMinor(intent.amountMinor, decimals)} ${intent.asset}`}
+              href={duplicateHref?.(duplicate.operationId) ?? null}
+              sending={sending}
+              onConfirm={() => void send({ ...intent, confirmDuplicateOf: duplicate.operationId })}
+              onKeepFirst={() => {
+                clearIntent(storageKey);
+                setIntent(null);
+                setError(null);
+              }}
+            />
+          ) : (
+            <ProblemAlert error={error} />
+          )}
           {error && problemOf(error).requestId === null ? (
             <Text size="sm">
               We did not get an answer. Trying again sends the same withdrawal: it cannot be made twice.
             </Text>
           ) : null}
-          <Group>
-            <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
-              {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
-            </Button>
-            <Button
-              variant="default"
-              disabled={sending || intent.status === 'submitting'}
-              onClick={() => {
-                clearIntent(storageKey);
-                setIntent(null);
-                setError(null);
-              }}
-            >
-              Change
-            </Button>
-          </Group>
+          {/* While the person decides about a possible duplicate, only its two answers are offered. */}
+          {duplicate ? null : (
+            <Group>
+              <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
+                {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
+              </Button>
+              <Button
+                variant="default"
+                disabled={sending || intent.status === 'submitting'}
+                onClick={() => {
+                  clearIntent(storageKey);
+                  setIntent(null);
+                  setError(null);
+                }}
+              >
+                Change
+              </Button>
+            </Group>
+          )}
         </Stack>
       </Paper>
     );
@@ -224,6 +254,67 @@ export function WithdrawFlow({ assets, storageKey, fixedAccountId, submit, detai
         setIntent(reviewed);
       }}
     />
+  );
+}
+
+/**
+ * Seed 004's second device (I14-DEVICE): the server refused a withdrawal that repeats one still in
+ * progress for the account. The person sees that one (link, state, time) and decides: another
+ * withdrawal only on an explicit "yes", which names the first one back to the server.
+ */
+function PossibleDuplicate({
+  duplicate,
+  amount,
+  href,
+  sending,
+  onConfirm,
+  onKeepFirst,
+}: {
+  duplicate: { operationId: string; state: string; createdAt: string };
+  amount: string;
+  href: string | null;
+  sending: boolean;
+  onConfirm(): void;
+  onKeepFirst(): void;
+}) {
+  const parsedState = operationStateSchema.safeParse(duplicate.state);
+  return (
+    <Paper
+      withBorder
+      p="md"
+      role="alert"
+      aria-labelledby="possible-duplicate-title"
+      data-testid="possible-duplicate"
+      style={{ borderColor: 'var(--mantine-color-orange-9)', borderWidth: 2 }}
+    >
+      <Stack gap="xs">
+        <Text fw={700} id="possible-duplicate-title">
+          Is this a second withdrawal?
+        </Text>
+        <Text size="sm">
+          You already have a withdrawal of {amount} to this address in progress, made{' '}
+          <span data-testid="duplicate-time">{formatTime(duplicate.createdAt)}</span> (perhaps on another
+          device). Its status:{' '}
+          <strong data-testid="duplicate-state">
+            {parsedState.success ? customerStateText(parsedState.data, null) : duplicate.state}
+          </strong>
+          . Nothing new has been submitted.
+        </Text>
+        {href ? (
+          <Anchor component={Link} href={href} underline="always">
+            View the withdrawal in progress
+          </Anchor>
+        ) : null}
+        <Group>
+          <Button color="dark" onClick={onConfirm} loading={sending}>
+            Yes, make a second withdrawal
+          </Button>
+          <Button variant="default" onClick={onKeepFirst} disabled={sending}>
+            No, keep only the first
+          </Button>
+        </Group>
+      </Stack>
+    </Paper>
   );
 }
 

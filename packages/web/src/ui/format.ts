@@ -43,6 +43,57 @@ export function customerStateText(state: OperationState, rejectionCode: string |
   }
 }
 
+/** States after which a withdrawal (or a deposit) never moves again: the screens stop polling. */
+export function isSettled(state: OperationState): boolean {
+  return (
+    state === 'CONFIRMED' || state === 'REJECTED' || state === 'VERIFIED_NOT_SENT' || state === 'REVERSED'
+  );
+}
+
+/**
+ * One step of the customer's timeline in plain words (I14-LIVE): the step a state change reached,
+ * not the current status sentence. SIGNING and SIGNED are one step to the customer; CONFIRMED says
+ * the confirmation depth the asset requires, which is what "confirmed" meant for this withdrawal.
+ */
+export function customerStepText(
+  state: OperationState,
+  rejectionCode: string | null,
+  confirmations: number | null,
+): string {
+  switch (state) {
+    case 'REQUESTED':
+      return 'Requested';
+    case 'APPROVED':
+      return 'Approved';
+    case 'SIGNING':
+    case 'SIGNED':
+      return 'Being prepared';
+    case 'BROADCAST':
+      return 'Sent to the network';
+    case 'UNKNOWN':
+      return 'Checking with the network; funds held';
+    case 'CONFIRMED':
+      return confirmations === null
+        ? 'Confirmed'
+        : `Confirmed (${confirmations} ${confirmations === 1 ? 'block' : 'blocks'})`;
+    case 'REJECTED':
+      return rejectionCode === 'INSUFFICIENT_FUNDS' ? 'Not sent: balance too low' : 'Declined at review';
+    case 'VERIFIED_NOT_SENT':
+      return 'Not sent; funds returned';
+    case 'FAILED_TERMINAL':
+      return 'Delayed; our team is checking';
+    case 'REVERSED':
+      return 'Reversed';
+  }
+}
+
+/** A deposit's state in words: credited deposits are "Received"; a reorganisation undoes one. */
+export function customerDepositText(state: OperationState): string {
+  if (state === 'CONFIRMED') return 'Received';
+  if (state === 'REVERSED') return 'Reversed by the network; taken back';
+  return customerStateText(state, null);
+}
+
 /** Badge colours that keep WCAG AA contrast with their (auto-contrasted) text. */
 export function stateColor(state: OperationState): string {
   if (state === 'CONFIRMED') return 'teal.9';

@@ -12,6 +12,8 @@ const intentSchema = z.object({
   destination: z.string(),
   memo: z.string().optional(),
   amountMinor: z.string(),
+  /** The in-progress withdrawal the person saw and confirmed they want another of (I14-DEVICE). */
+  confirmDuplicateOf: z.uuid().optional(),
   /** 'submitting' from the click until an answer arrives: a reload in between resubmits. */
   status: z.enum(['confirming', 'submitting']),
 });

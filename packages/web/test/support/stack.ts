@@ -244,7 +244,7 @@ async function spawnServer(dataDir: string, env: Record<string, string>): Promis
   };
 }
 
-async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
   mkdirSync(resultsDir, { recursive: true });
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
@@ -338,7 +338,7 @@ export interface ChainStack {
   tenantId: string;
   sdk: IdemClient;
   hotWallet: string;
-  staff: Record<'operator' | 'approver1' | 'support', StaffFixture>;
+  staff: Record<'operator' | 'approver1' | 'support' | 'admin', StaffFixture>;
   output: string[];
   /** Mines `blocks` blocks now (the chain mines nothing on its own). */
   mine(blocks: number): Promise<void>;
@@ -354,7 +354,13 @@ export interface ChainStack {
  * server's in-process worker signs, broadcasts, bumps and cancels; one tenant whose hot wallet is
  * anvil's development account 1. Alerts a BROADCAST after one second, so the queue's mark shows.
  */
-export async function startChainStack(browser: Browser): Promise<ChainStack> {
+export async function startChainStack(
+  browser: Browser,
+  options: {
+    /** More credited deposits, beyond cust-7's 10 ETH (the customer's deposit history). */
+    deposits?: { accountId: string; amountMinor: string }[];
+  } = {},
+): Promise<ChainStack> {
   const anvil = await startAnvil({ mining: 'manual' });
   const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-chain-'));
   const accounts = (await chainRpc(anvil.rpcUrl, 'eth_accounts')) as string[];
@@ -387,6 +393,7 @@ export async function startChainStack(browser: Browser): Promise<ChainStack> {
         ['operator', 'operator'],
         ['approver1', 'approver'],
         ['support', 'support'],
+        ['admin', 'admin'],
       ] as const) {
         const email = `${key}@chain-exchange.invalid`;
         const user = await createStaffUser(tx, { tenantId, email, role, passwordHash });
@@ -411,6 +418,17 @@ export async function startChainStack(browser: Browser): Promise<ChainStack> {
         actor: 'test',
       });
     });
+    // One transaction each: a transaction's now() is one instant, and lists order by creation time.
+    for (const [index, deposit] of (options.deposits ?? []).entries()) {
+      await withTenant(handle.db, tenantId, (tx) =>
+        recordDeposit(tx, {
+          tenantId,
+          deposit: { reference: `seed-chain-${index}`, asset: 'ETH', ...deposit },
+          idempotencyKey: `seed-chain-${index}`,
+          actor: 'test',
+        }),
+      );
+    }
     ({ apiKey } = await createApiKey(handle.db, tenantId));
   } finally {
     await handle.close();

@@ -7,6 +7,7 @@ export * from './delivery.ts';
 export * from './evidence.ts';
 export * from './inbox.ts';
 export * from './journal.ts';
+export * from './network-settings.ts';
 export * from './operations.ts';
 export * from './outbox.ts';
 export * from './policy.ts';
