@@ -233,7 +233,7 @@ export interface components {
         };
         Problem: {
             /** @enum {string} */
-            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "INTERNAL";
+            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "UNAVAILABLE" | "INTERNAL";
             type: string;
             title: string;
             status: number;
@@ -341,6 +341,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -458,6 +469,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getWithdrawal: {
@@ -525,6 +547,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -604,6 +637,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getBalances: {
@@ -667,6 +711,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listAssets: {
@@ -712,6 +767,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -777,6 +843,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -852,6 +929,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
