@@ -139,6 +139,8 @@ export async function resolveUnknown(
     const answer = await submitUntilKnown({ ...setup, stopAt: Date.now() }, log, request, key);
     record(setup, log, request, key, answer);
     if (answer.kind === 'ok') bump(log, `unknown_resolved_${answer.outcome.toLowerCase()}`);
+    // A stored refusal (INSUFFICIENT_FUNDS is kept and replayed) is a known outcome too.
+    if (answer.kind === 'refused') bump(log, `unknown_resolved_refused_${answer.error.code}`);
     if (answer.kind !== 'unknown') resolvedKeys.push(key);
     else
       log.violations.push(
