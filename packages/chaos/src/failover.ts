@@ -35,6 +35,8 @@ export interface FailoverOutcome {
   /** Submissions the clients gave up on, retried with the same key once the service answered. */
   unknownRetried: number;
   unknownResolved: number;
+  /** Resolved keys that are not exactly one operation in the database (must be empty). */
+  unknownNotOne: string[];
   error: string | null;
 }
 
@@ -160,10 +162,13 @@ export function failoverChecks(outcome: FailoverOutcome, unplannedExits: string[
     check(
       'F4',
       'a submission whose outcome the client never learned resolves to one operation on a retry with the same key',
-      `${outcome.unknownRetried} given up and retried, ${outcome.unknownResolved} resolved; ${outcome.clientRetries} client retries in the run`,
-      outcome.unknownResolved < outcome.unknownRetried
-        ? [`${outcome.unknownRetried - outcome.unknownResolved} submissions still unknown`]
-        : [],
+      `${outcome.unknownRetried} given up and retried with the same key, ${outcome.unknownResolved} resolved, each to exactly one operation; ${outcome.clientRetries} client retries in the run`,
+      [
+        ...(outcome.unknownResolved < outcome.unknownRetried
+          ? [`${outcome.unknownRetried - outcome.unknownResolved} submissions still unknown`]
+          : []),
+        ...outcome.unknownNotOne,
+      ],
     ),
   ];
 }

@@ -130,19 +130,70 @@ async function submitUntilKnown(
  * as a well-behaved client does once the service answers again: each must now come back CREATED or
  * REPLAYED, and `record` checks the key never maps to two operations.
  */
-export async function resolveUnknown(log: IntegratorLog): Promise<{ retried: number; resolved: number }> {
+export async function resolveUnknown(
+  log: IntegratorLog,
+): Promise<{ retried: number; resolved: number; resolvedKeys: string[] }> {
   const pending = log.unknown.splice(0);
-  let resolved = 0;
+  const resolvedKeys: string[] = [];
   for (const { setup, request, key } of pending) {
     const answer = await submitUntilKnown({ ...setup, stopAt: Date.now() }, log, request, key);
     record(setup, log, request, key, answer);
-    if (answer.kind !== 'unknown') resolved += 1;
+    if (answer.kind === 'ok') bump(log, `unknown_resolved_${answer.outcome.toLowerCase()}`);
+    // A stored refusal (INSUFFICIENT_FUNDS is kept and replayed) is a known outcome too.
+    if (answer.kind === 'refused') bump(log, `unknown_resolved_refused_${answer.error.code}`);
+    if (answer.kind !== 'unknown') resolvedKeys.push(key);
     else
       log.violations.push(
         `withdrawal ${request.withdrawalId} (key ${key}) still unknown when retried after the faults`,
       );
   }
-  return { retried: pending.length, resolved };
+  return { retried: pending.length, resolved: resolvedKeys.length, resolvedKeys };
+}
+
+/**
+ * An impatient integrator for the failover drill (I16-F4): its client-side deadline is shorter
+ * than the outage and it does not retry, so a submission that fails or times out during the
+ * failover is given up with its outcome unknown (it may have committed). It submits from the
+ * event until `until` settles and a second more; `resolveUnknown` later asks again with the same
+ * key through `setup.client` (a patient client), and each must resolve to one operation.
+ */
+export async function runImpatientClient(
+  setup: ClientSetup,
+  impatient: IdemClient,
+  log: IntegratorLog,
+  until: Promise<unknown>,
+): Promise<void> {
+  let over = false;
+  void until
+    .finally(() => sleep(1_000))
+    .finally(() => {
+      over = true;
+    });
+  for (let n = 1; !over; n += 1) {
+    const request = newRequest(setup, n);
+    const key = withdrawalKey(request.withdrawalId);
+    bump(log, 'impatient_submits');
+    try {
+      const answer = await impatient.withdrawals.submit(request, key);
+      record(setup, log, request, key, {
+        kind: 'ok',
+        outcome: answer.outcome,
+        operationId: answer.withdrawal.operationId,
+        state: answer.withdrawal.state,
+      });
+    } catch (error) {
+      if (error instanceof IdemApiError && !error.isRetryable) bump(log, `refused_${error.code}`);
+      else {
+        bump(
+          log,
+          error instanceof IdemTransportError ? 'transport_errors' : `api_${(error as IdemApiError).code}`,
+        );
+        bump(log, 'gave_up_unknown');
+        log.unknown.push({ setup, request, key });
+      }
+    }
+    await sleep(setup.prng.int(150, 350));
+  }
 }
 
 function record(

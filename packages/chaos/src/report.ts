@@ -13,7 +13,7 @@ export function formatText(report: ChaosReport): string {
     const f = report.failover;
     lines.push(
       '',
-      `failover (${f.scenario} at t+${(f.atMs / 1000).toFixed(1)}s): ${f.formerPrimary} -> ${f.promoted ?? 'nobody'} in ${f.promotedAfterMs ?? '?'} ms; write-unavailability ${f.writeUnavailableMs ?? '?'} ms; ${f.clientRetries} client retries; ${f.unknownRetried} unknown outcomes retried, ${f.unknownResolved} resolved; probe ${f.probe.acknowledged} acknowledged, ${f.probe.lost} lost`,
+      `failover (${f.scenario} at t+${(f.atMs / 1000).toFixed(1)}s): ${f.formerPrimary} -> ${f.promoted ?? 'nobody'} in ${f.promotedAfterMs ?? '?'} ms; write-unavailability ${f.writeUnavailableMs ?? '?'} ms; ${f.clientRetries} client retries; ${f.unknownRetried} given-up submissions retried with the same key, ${f.unknownResolved} resolved, ${f.unknownNotOne.length} not exactly one operation; probe ${f.probe.acknowledged} acknowledged, ${f.probe.lost} lost`,
     );
     if (f.error) lines.push(`  failover error: ${f.error}`);
   }

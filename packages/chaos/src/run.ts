@@ -56,7 +56,14 @@ import {
   performFailover,
   startProbe,
 } from './failover.ts';
-import { type IntegratorLog, newIntegratorLog, resolveUnknown, runClient, sleep } from './integrators.ts';
+import {
+  type IntegratorLog,
+  newIntegratorLog,
+  resolveUnknown,
+  runClient,
+  runImpatientClient,
+  sleep,
+} from './integrators.ts';
 import { type CheckResult, checkInvariants, type Landed, type TenantInfo } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
@@ -578,7 +585,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let failoverEvent: Promise<
       Omit<
         FailoverOutcome,
-        'writeUnavailableMs' | 'probe' | 'clientRetries' | 'unknownRetried' | 'unknownResolved'
+        | 'writeUnavailableMs'
+        | 'probe'
+        | 'clientRetries'
+        | 'unknownRetried'
+        | 'unknownResolved'
+        | 'unknownNotOne'
       >
     > | null = null;
     if (options.failover) {
@@ -649,6 +661,41 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         integrators,
       );
     });
+    // I16-F4: from the failover event until the formation settled, one more integrator with a
+    // deadline shorter than the outage gives up on what it cannot learn, and retries it afterwards.
+    const failoverEnd = failoverEvent;
+    const impatientRun = failoverEnd
+      ? sleep(Math.round(options.durationMs * 0.4)).then(() =>
+          runImpatientClient(
+            {
+              index: options.clients,
+              tenantIndex: 0,
+              accountId: accounts[0] as string,
+              client: createIdemClient({
+                baseUrl: (serverProxies[0] as ChaosProxy).url,
+                apiKey: apiKeys[0] as string,
+                requestTimeoutMs: 4_000,
+                retry: { attemptsMax: 3, totalMsMax: 10_000 },
+              }),
+              assets: ['ETH'],
+              prng: prng.fork('impatient-client'),
+              startedAt,
+              stopAt,
+              thinkMsMin: 150,
+              thinkMsMax: 350,
+              seedLabel,
+            },
+            createIdemClient({
+              baseUrl: (serverProxies[0] as ChaosProxy).url,
+              apiKey: apiKeys[0] as string,
+              requestTimeoutMs: 1_500,
+              retry: { attemptsMax: 1 },
+            }),
+            integrators,
+            failoverEnd,
+          ),
+        )
+      : Promise.resolve();
     const depositRun = runDepositors(
       {
         prng: prng.fork('deposits'),
@@ -674,7 +721,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     say(
       `fault phase over: ${createdDuringFaults} withdrawals created, ${Object.values(faultsInjected).reduce((a, b) => a + b, 0)} faults`,
     );
-    await Promise.all([...clientRuns, depositRun]);
+    await Promise.all([...clientRuns, impatientRun, depositRun]);
     for (const timer of timers) clearTimeout(timer);
 
     // --- the quiet phase ---
@@ -710,7 +757,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     // What the clients gave up on during the failover, they now ask again with the same key.
     const failoverEnded = failoverEvent ? await failoverEvent : null;
-    const unknownRetries = options.failover ? await resolveUnknown(integrators) : { retried: 0, resolved: 0 };
+    const unknownRetries = options.failover
+      ? await resolveUnknown(integrators)
+      : { retried: 0, resolved: 0, resolvedKeys: [] };
+    // Each given-up submission, once resolved, must be exactly one operation in the database.
+    const unknownNotOne =
+      unknownRetries.resolvedKeys.length === 0
+        ? []
+        : (
+            await sql<{ key: string; n: number }[]>`
+              select k.key, (select count(*)::int from operations o where o.idempotency_key = k.key) as n
+              from unnest(${unknownRetries.resolvedKeys}::text[]) as k(key)`
+          )
+            .filter((row) => row.n !== 1)
+            .map((row) => `key ${row.key}: ${row.n} operations`);
     const landed = detectLanded();
     let convergedAfterMs: number | null = null;
     let outstanding = '';
@@ -781,6 +841,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           .reduce((sum, [, n]) => sum + n, 0),
         unknownRetried: unknownRetries.retried,
         unknownResolved: unknownRetries.resolved,
+        unknownNotOne,
       };
       checks.push(...failoverChecks(failover, unplannedExits));
     }

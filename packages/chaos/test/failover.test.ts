@@ -31,7 +31,7 @@ afterAll(async () => {
 
 describe.skipIf(!available)('failover drill on a pg_auto_failover formation', () => {
   for (const scenario of ['kill', 'switchover'] as const)
-    it(`I16 C10 C12 C25 ${scenario === 'kill' ? 'SIGKILL of the primary postgres' : 'planned switchover'} mid-run: the system resumes without a restart, no acknowledged write lost, one transfer per withdrawal, journal and holds intact, fencing held`, async () => {
+    it(`I16 I16-F4 C10 C12 C25 ${scenario === 'kill' ? 'SIGKILL of the primary postgres' : 'planned switchover'} mid-run: the system resumes without a restart, no acknowledged write lost, one transfer per withdrawal, journal and holds intact, fencing held`, async () => {
       const report = await runChaos({
         seed: 16,
         durationMs: 16_000,
@@ -52,6 +52,10 @@ describe.skipIf(!available)('failover drill on a pg_auto_failover formation', ()
       expect(report.failover?.promoted).not.toBeNull();
       expect(report.failover?.promoted).not.toBe(report.failover?.formerPrimary);
       expect(report.failover?.writeUnavailableMs).not.toBeNull();
+      // I16-F4: some submissions were given up during the outage (outcome unknown to the client) and,
+      // retried later with the same key, each resolved to exactly one operation (check F4).
+      expect(report.failover?.unknownRetried ?? 0).toBeGreaterThan(0);
+      expect(report.failover?.unknownResolved).toBe(report.failover?.unknownRetried);
       // Money moved before and after the event: a drill over an idle system proves nothing.
       expect(report.integrators.created ?? 0).toBeGreaterThan(10);
       expect(report.finalStates.CONFIRMED ?? 0).toBeGreaterThan(5);

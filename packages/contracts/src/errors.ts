@@ -27,6 +27,8 @@ export const errorCodes = {
   RATE_LIMITED: 'Too many requests for this credential. Retry after the given delay.',
   SIGNER_UNAVAILABLE:
     'The hot wallet’s signer (an HSM, a KMS, an MPC provider) did not answer within its deadline or answered wrongly. Nothing was signed that could be sent: the withdrawal stays APPROVED and is signed on a later pass.',
+  UNAVAILABLE:
+    'The database is out of reach for now (a failover in progress, a lost connection, a standby or read-only server). A write in progress may or may not have committed: this server cannot know. Retry with the same key after the given delay; the key tells what happened.',
   INTERNAL: 'An unexpected fault. Nothing is assumed about the outcome of a money-moving step: see UNKNOWN.',
 } as const;
 
@@ -50,6 +52,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   SIGNER_UNAVAILABLE: 503,
+  UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 
@@ -58,7 +61,7 @@ export interface IdemErrorDetails {
   holderKey?: string;
   /** On POSSIBLE_DUPLICATE: the account's in-progress withdrawal the new one would repeat (I14-DEVICE). */
   duplicateOf?: { operationId: string; state: string; createdAt: string };
-  /** On IN_FLIGHT and RATE_LIMITED: when a retry makes sense. */
+  /** On IN_FLIGHT, RATE_LIMITED and UNAVAILABLE: when a retry makes sense. */
   retryAfterMs?: number;
   /** On VALIDATION: which fields are wrong. */
   issues?: { path: string; message: string }[];

@@ -35,9 +35,22 @@ export class IdemApiError extends Error {
   get isUnauthorized(): boolean {
     return this.code === 'UNAUTHORIZED';
   }
+  /**
+   * The database was out of reach (a failover, a lost connection): the SDK already retried with the
+   * same key for as long as allowed. A submission's outcome is unknown, not failed: call again with
+   * the same key.
+   */
+  get isUnavailable(): boolean {
+    return this.code === 'UNAVAILABLE';
+  }
   /** Whether the SDK treats this refusal as transient (it retries these itself, within its limits). */
   get isRetryable(): boolean {
-    return this.code === 'IN_FLIGHT' || this.code === 'RATE_LIMITED' || this.status >= 500;
+    return (
+      this.code === 'IN_FLIGHT' ||
+      this.code === 'RATE_LIMITED' ||
+      this.code === 'UNAVAILABLE' ||
+      this.status >= 500
+    );
   }
 }
 

@@ -37,7 +37,10 @@ const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 10);
 const CLIENTS = 16;
 const ACCOUNTS = 200;
 const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
-const SETUPS = [1, 2, 4];
+const SETUPS = (process.env.BENCH_SCALE_SETUPS ?? '1,2,4').split(',').map(Number);
+/** `servers`, `workers` or both (the default): a phase can be rerun alone. */
+const PHASES = (process.env.BENCH_SCALE_PHASES ?? 'servers,workers').split(',');
+const DRAIN_SECONDS_MAX = Number(process.env.BENCH_DRAIN_SECONDS ?? 300);
 const RESULTS = fileURLToPath(new URL('../../../bench-results/', import.meta.url));
 const SERVER_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 120);
@@ -48,6 +51,12 @@ interface SetupResult {
   created: number;
   errors: number;
   opsPerSec: number;
+  /**
+   * PostgreSQL's own time per creation: idem_create_withdrawal's total time over its calls
+   * (pg_stat_user_functions, track_functions = pl on the scratch database), so the cost on the
+   * primary apart from Node, HTTP and the network.
+   */
+  pgMsPerCreation: number | null;
   correct: boolean;
 }
 
@@ -56,6 +65,10 @@ async function runSetup(servers: number): Promise<SetupResult> {
   const setup = await openDatabase({ url, maxConnections: 8 });
   try {
     await setup.migrate();
+    // Sessions opened from now on (the servers') count time in PL/pgSQL functions.
+    await setup.db.execute(
+      sql.raw(`alter database "${new URL(url).pathname.slice(1)}" set track_functions = 'pl'`),
+    );
     const { tenantId } = await createTenant(setup.db, { name: `bench scale ${servers}` });
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct-${i}`);
     await fundAccounts(setup.db, tenantId, accounts);
@@ -122,9 +135,23 @@ async function runSetup(servers: number): Promise<SetupResult> {
     const held = rowsOf<{ h: string }>(
       await setup.db.execute(sql`select coalesce(sum(held), 0)::text as h from balances`),
     );
+    // The servers' sessions have ended, so their function statistics are flushed.
+    const [cost] = rowsOf<{ calls: number; ms: number }>(
+      await setup.db.execute(
+        sql`select calls::int, total_time::float8 as ms from pg_stat_user_functions where funcname = 'idem_create_withdrawal'`,
+      ),
+    );
+    const pgMsPerCreation = cost && cost.calls > 0 ? Math.round((cost.ms / cost.calls) * 1000) / 1000 : null;
     const correct =
       stored[0]?.n === created && BigInt(held[0]?.h ?? '0') === BigInt(created) * 1000n && errors === 0;
-    return { servers, created, errors, opsPerSec: Math.round((measured / SECONDS) * 10) / 10, correct };
+    return {
+      servers,
+      created,
+      errors,
+      opsPerSec: Math.round((measured / SECONDS) * 10) / 10,
+      pgMsPerCreation,
+      correct,
+    };
   } finally {
     await setup.close();
     await drop();
@@ -218,40 +245,47 @@ async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSe
     const noncesBefore = await Promise.all(
       tenants.map((t) => chain.getTransactionCount({ address: t.address, blockTag: 'latest' })),
     );
-    for (let i = 0; i < BACKLOG; i += 1) {
-      const tenant = tenants[i % WALLETS];
-      if (!tenant) throw new Error('no tenant');
-      const withdrawalId = `d${workers}-${i}`;
-      await withTenant(db.db, tenant.tenantId, (tx) =>
-        createWithdrawal(tx, {
-          tenantId: tenant.tenantId,
-          request: {
-            withdrawalId,
-            accountId: 'acct',
-            asset: 'ETH',
-            destination: getAddress(`0x${randomBytes(20).toString('hex')}`),
-            amountMinor: String(1_000_000 + i),
-          },
-          idempotencyKey: `withdrawal-${withdrawalId}`,
-        }),
-      );
-    }
     const env = {
       DATABASE_URL: url,
       IDEM_DB_POOL_MAX: '3',
       IDEM_EVM_RPC_URL: rpcUrl,
       IDEM_EVM_CHAIN_ID: '31337',
-      IDEM_WORKER_INTERVAL_MS: '100',
+      // The production default unless told: a shorter interval adds idle passes per process, which
+      // on a small machine take the CPU the draining needs (each worker polls every stage).
+      IDEM_WORKER_INTERVAL_MS: process.env.BENCH_WORKER_INTERVAL_MS ?? '1000',
       LOG_LEVEL: 'warn',
       NODE_ENV: 'test',
     };
-    const started = performance.now();
+    // The workers are up before the backlog exists: a process start (seconds under load, more the
+    // more processes start at once) is not drain time.
     const stops = await Promise.all(
       Array.from({ length: workers }, (_, w) => startWorkerProcess(`drain-${workers}-${w}`, env)),
     );
+    const started = performance.now();
     let confirmed = 0;
     try {
-      while (confirmed < BACKLOG && performance.now() - started < 300_000) {
+      // One transaction per hot wallet's tenant: its share of the backlog appears at once.
+      await Promise.all(
+        tenants.map((tenant, t) =>
+          withTenant(db.db, tenant.tenantId, async (tx) => {
+            for (let i = t; i < BACKLOG; i += WALLETS) {
+              const withdrawalId = `d${workers}-${i}`;
+              await createWithdrawal(tx, {
+                tenantId: tenant.tenantId,
+                request: {
+                  withdrawalId,
+                  accountId: 'acct',
+                  asset: 'ETH',
+                  destination: getAddress(`0x${randomBytes(20).toString('hex')}`),
+                  amountMinor: String(1_000_000 + i),
+                },
+                idempotencyKey: `withdrawal-${withdrawalId}`,
+              });
+            }
+          }),
+        ),
+      );
+      while (confirmed < BACKLOG && performance.now() - started < DRAIN_SECONDS_MAX * 1000) {
         await new Promise((resolve) => setTimeout(resolve, 200));
         const [row] = rowsOf<{ n: number }>(
           await db.db.execute(
@@ -265,7 +299,18 @@ async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSe
     }
     const seconds = (performance.now() - started) / 1000;
     const problems: string[] = [];
-    if (confirmed < BACKLOG) problems.push(`only ${confirmed} of ${BACKLOG} confirmed`);
+    if (confirmed < BACKLOG) {
+      // Where the rest stopped, so a slow drain names its stage.
+      const rest = rowsOf<{ state: string; waiting: string | null; n: number }>(
+        await db.db.execute(
+          sql`select state, waiting_reason as waiting, count(*)::int as n from operations
+              where kind = 'withdrawal' and state <> 'CONFIRMED' group by 1, 2 order by 3 desc`,
+        ),
+      );
+      problems.push(
+        `only ${confirmed} of ${BACKLOG} confirmed; the rest: ${rest.map((r) => `${r.n} ${r.state}${r.waiting ? ` (${r.waiting})` : ''}`).join(', ')}`,
+      );
+    }
     const noncesAfter = await Promise.all(
       tenants.map((t) => chain.getTransactionCount({ address: t.address, blockTag: 'latest' })),
     );
@@ -292,23 +337,25 @@ async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSe
 }
 
 const results: SetupResult[] = [];
-console.log(
-  `idem server scale-out: ${CLIENTS} SDK clients round robin over 1, 2, 4 server processes (pool ${SERVER_POOL} each), ${SECONDS}s each, ${cpus().length} CPUs shared by all`,
-);
-for (const servers of SETUPS) {
+if (PHASES.includes('servers'))
+  console.log(
+    `idem server scale-out: ${CLIENTS} SDK clients round robin over 1, 2, 4 server processes (pool ${SERVER_POOL} each), ${SECONDS}s each, ${cpus().length} CPUs shared by all`,
+  );
+for (const servers of PHASES.includes('servers') ? SETUPS : []) {
   const result = await runSetup(servers);
   results.push(result);
   console.log(
-    `  ${servers} server process(es): ${result.opsPerSec} withdrawals created/s, ${result.errors} errors, correct ${result.correct ? 'yes' : 'NO'}`,
+    `  ${servers} server process(es): ${result.opsPerSec} withdrawals created/s, ${result.pgMsPerCreation ?? '?'} ms in PostgreSQL per creation, ${result.errors} errors, correct ${result.correct ? 'yes' : 'NO'}`,
   );
 }
 const anvil = await startAnvil({ chainId: 31337, mining: 'auto', accounts: 10 });
 const drains: WorkerSetupResult[] = [];
-console.log(
-  `idem worker scale-out: a backlog of ${BACKLOG} withdrawals over ${WALLETS} hot wallets drained to CONFIRMED on anvil by 1, 2, 4 worker processes`,
-);
+if (PHASES.includes('workers'))
+  console.log(
+    `idem worker scale-out: a backlog of ${BACKLOG} withdrawals over ${WALLETS} hot wallets drained to CONFIRMED on anvil by 1, 2, 4 worker processes`,
+  );
 try {
-  for (const workers of SETUPS) {
+  for (const workers of PHASES.includes('workers') ? SETUPS : []) {
     const result = await runWorkerSetup(workers, anvil.rpcUrl);
     drains.push(result);
     console.log(

@@ -20,6 +20,7 @@ const titles: Record<ErrorCode, string> = {
   PAYLOAD_TOO_LARGE: 'Payload too large',
   RATE_LIMITED: 'Rate limited',
   SIGNER_UNAVAILABLE: 'Signer unavailable',
+  UNAVAILABLE: 'Database unavailable',
   INTERNAL: 'Internal error',
 };
 
@@ -37,9 +38,29 @@ const fromTrpcCode: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   TOO_MANY_REQUESTS: 'RATE_LIMITED',
 };
 
+/**
+ * How long a client should wait before retrying after losing the database: about a third of a
+ * pg_auto_failover promotion on the drill (5 s), so a client's few retries span one failover.
+ */
+export const DATABASE_UNAVAILABLE_RETRY_MS = 2_000;
+
+/**
+ * The answer while the database is out of reach. It must not claim an outcome: a statement whose
+ * connection broke may have committed (the reply is what got lost), so it says "retry with the
+ * same key", which is correct whether or not the write landed.
+ */
+function databaseUnavailable(): IdemError {
+  return new IdemError(
+    'UNAVAILABLE',
+    'the database is unavailable for now (failover or lost connection); the outcome of this request is not known here: retry with the same key',
+    { retryAfterMs: DATABASE_UNAVAILABLE_RETRY_MS },
+  );
+}
+
 /** The one IdemError any failure is seen as at the edge. */
 export function asIdemError(error: unknown): IdemError {
   if (error instanceof IdemError) return error;
+  if (isDatabaseUnavailable(error)) return databaseUnavailable();
   if (error instanceof TRPCError) {
     if (error.cause instanceof IdemError) return error.cause;
     const code = fromTrpcCode[error.code] ?? 'INTERNAL';
@@ -89,14 +110,28 @@ function safeTrpcMessage(error: TRPCError): string {
   return error.message.length <= 200 ? error.message : error.code;
 }
 
-/** Database faults that mean "try again later", not "the request was wrong". */
+/**
+ * Database faults that mean "try again later", not "the request was wrong": connection exceptions
+ * (class 08), an administrator or crash shutdown (57P01-57P03), too many connections (53300), a
+ * standby or read-only server (25006, a client still on a demoted primary), and postgres.js's
+ * CONNECT_TIMEOUT / CONNECTION_* codes and socket errors.
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return errorCodes(error).some(
     (code) =>
       /^08/.test(code) ||
-      ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'CONNECTION_CLOSED'].includes(
-        code,
-      ) ||
+      [
+        '57P01',
+        '57P02',
+        '57P03',
+        '53300',
+        '25006',
+        'ECONNREFUSED',
+        'ECONNRESET',
+        'EPIPE',
+        'ETIMEDOUT',
+        'CONNECTION_CLOSED',
+      ].includes(code) ||
       code.startsWith('CONNECT') ||
       code === 'CONNECTION_ENDED' ||
       code === 'CONNECTION_DESTROYED',

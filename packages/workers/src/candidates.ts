@@ -17,6 +17,21 @@ export async function tenantsWithWork(db: Database, reorgWindowSeconds: number):
   });
 }
 
+/**
+ * The order one pass visits the tenants with work in: a fresh random permutation each pass.
+ * Workers that all took the database's order would all start on the same tenant and queue on its
+ * hot wallet's nonce lock (allocateNonce) while the other wallets idle, so adding a worker process
+ * added nothing (issue 16, I16-SCALE). Fisher-Yates; the given list is not changed.
+ */
+export function visitOrder<T>(items: readonly T[], random: () => number = Math.random): T[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j] as T, order[i] as T];
+  }
+  return order;
+}
+
 export type Stage = 'dispatch' | 'resume' | 'watch' | 'reconcile' | 'reorg' | 'replace';
 
 /** Which operations each stage looks at. */

@@ -3,7 +3,7 @@ import { allTenantIds, type Database } from '@idem/core';
 import type { Logger } from 'pino';
 import type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
 import { reconcileBalances } from './balance-reconciliation/run.ts';
-import { tenantsWithWork } from './candidates.ts';
+import { tenantsWithWork, visitOrder } from './candidates.ts';
 import type { SendStep, WorkerContext } from './context.ts';
 import type { RailRegistry } from './rails.ts';
 import { reconcileTenant } from './reconciliation.ts';
@@ -164,7 +164,7 @@ export function createWorker(options: WorkerOptions): Worker {
       breaksOpened: 0,
       keysExpired: 0,
     };
-    const tenants = await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds);
+    const tenants = visitOrder(await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds));
     report.tenants = tenants.length;
     const balanceDue: string[] = [];
     for (const tenantId of tenants) {

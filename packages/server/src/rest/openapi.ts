@@ -211,7 +211,7 @@ function operationOf(route: RestRoute): Record<string, unknown> {
       description: refusalDescription(route, status),
       headers: {
         'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
-        ...(status === 409 || status === 429
+        ...(status === 409 || status === 429 || status === 503
           ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }
           : {}),
       },
@@ -252,6 +252,7 @@ function refusalDescription(route: RestRoute, status: number): string {
       : 'Unprocessable.',
     429: 'RATE_LIMITED: too many requests for this tenant; retry after `Retry-After`.',
     500: 'INTERNAL: an unexpected fault. For a submission the outcome is unknown: retry with the same key.',
+    503: 'UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`.',
   };
   return byStatus[status] ?? 'Refused.';
 }

@@ -221,7 +221,7 @@ export const restRoutes: RestRoute[] = [
 ];
 
 /** Refusals any tenant route can answer. */
-export const commonRefusals: ErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED', 'INTERNAL'];
+export const commonRefusals: ErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED', 'INTERNAL', 'UNAVAILABLE'];
 
 /**
  * The status of a refusal on the REST face: the one table (errorStatus), except that a key reused

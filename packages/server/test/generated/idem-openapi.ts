@@ -233,7 +233,7 @@ export interface components {
         };
         Problem: {
             /** @enum {string} */
-            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "POSSIBLE_DUPLICATE" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "INTERNAL";
+            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "POSSIBLE_DUPLICATE" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "UNAVAILABLE" | "INTERNAL";
             type: string;
             title: string;
             status: number;
@@ -352,6 +352,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     submitWithdrawal: {
@@ -463,6 +474,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getWithdrawal: {
@@ -530,6 +552,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -609,6 +642,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getBalances: {
@@ -672,6 +716,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listAssets: {
@@ -717,6 +772,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -782,6 +848,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -857,6 +934,17 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,146 @@
+/**
+ * I16: while the database is lost (a primary died, a standby answers, the connection broke) the
+ * server answers a typed, retryable UNAVAILABLE, never INTERNAL, and never a definitive failure for
+ * a creation whose commit outcome it does not know. Real PostgreSQL behind a TCP proxy the test cuts.
+ */
+
+import { rowsOf } from '@idem/core';
+import { onPostgres } from '@idem/core/testing';
+import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PgProxy, startPgProxy } from './support/pg-proxy.ts';
+import {
+  type Backend,
+  createBackend,
+  disposeBackend,
+  ETH,
+  evmAddress,
+  provisionTenant,
+  type TenantFixture,
+  uniqueId,
+} from './support/provision.ts';
+import { restClient } from './support/rest.ts';
+import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+
+function request() {
+  return {
+    withdrawalId: uniqueId('wd'),
+    accountId: 'cust-7',
+    asset: 'ETH',
+    destination: evmAddress(),
+    amountMinor: (ETH / 1000n).toString(),
+  };
+}
+
+describe.skipIf(!onPostgres)('I16-UNAVAILABLE the database goes away under a running server', () => {
+  let backend: Extract<Backend, { kind: 'postgres' }>;
+  let proxy: PgProxy;
+  let server: ServerProcess;
+  let tenant: TenantFixture;
+
+  beforeAll(async () => {
+    backend = (await createBackend('postgres')) as Extract<Backend, { kind: 'postgres' }>;
+    tenant = await provisionTenant(backend.database.db);
+    const url = new URL(backend.database.url ?? '');
+    proxy = await startPgProxy(Number(url.port || 5432), url.hostname);
+    url.host = `127.0.0.1:${proxy.port}`;
+    server = await startServerProcess({
+      ...backend.env,
+      DATABASE_URL: url.toString(),
+      IDEM_RATE_LIMIT_PER_SECOND: '10000',
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await proxy?.close();
+    if (backend) await disposeBackend(backend);
+  });
+
+  async function operationsWithKey(key: string): Promise<{ operation_id: string }[]> {
+    return rowsOf<{ operation_id: string }>(
+      await backend.database.db.execute(
+        sql`select operation_id from operations where tenant_id = ${tenant.tenantId}::uuid and idempotency_key = ${key}`,
+      ),
+    );
+  }
+
+  it('I16-UNAVAILABLE a submission while the database is unreachable is 503 UNAVAILABLE with Retry-After on REST and retryAfterMs on tRPC; the SDK retries with the same key and creates exactly one', async () => {
+    const { call } = await restClient(server.baseUrl);
+    const warm = request();
+    const warmed = await call('POST', '/v1/withdrawals', {
+      apiKey: tenant.apiKey,
+      body: warm,
+      headers: { 'idempotency-key': withdrawalKey(warm.withdrawalId) },
+    });
+    expect(warmed.status).toBe(201);
+
+    await proxy.cut();
+    const body = request();
+    const key = withdrawalKey(body.withdrawalId);
+    const refused = await call('POST', '/v1/withdrawals', {
+      apiKey: tenant.apiKey,
+      body,
+      headers: { 'idempotency-key': key },
+    });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body).toMatchObject({ code: 'UNAVAILABLE', status: 503 });
+    expect(refused.body.retryAfterMs).toBeGreaterThan(0);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // The outcome of this creation is not known to the server: the answer must not say it failed.
+    expect(String(refused.body.detail)).toMatch(/retry with the same key/i);
+
+    const once = createIdemClient({
+      baseUrl: server.baseUrl,
+      apiKey: tenant.apiKey,
+      retry: { attemptsMax: 1 },
+    });
+    const trpcRefusal = await once.withdrawals.submit(body, key).catch((error: unknown) => error);
+    expect(trpcRefusal).toBeInstanceOf(IdemApiError);
+    expect((trpcRefusal as IdemApiError).code).toBe('UNAVAILABLE');
+    expect((trpcRefusal as IdemApiError).status).toBe(503);
+    expect((trpcRefusal as IdemApiError).isRetryable).toBe(true);
+    expect((trpcRefusal as IdemApiError).problem.retryAfterMs).toBeGreaterThan(0);
+
+    // The SDK keeps retrying with the same key; the database comes back while it does.
+    const patient = createIdemClient({
+      baseUrl: server.baseUrl,
+      apiKey: tenant.apiKey,
+      retry: { attemptsMax: 20, totalMsMax: 60_000 },
+    });
+    const restored = new Promise((resolve) => setTimeout(resolve, 1_500)).then(() => proxy.restore());
+    const result = await patient.withdrawals.submit(body, key);
+    await restored;
+    expect(['CREATED', 'REPLAYED']).toContain(result.outcome);
+    expect(await operationsWithKey(key)).toHaveLength(1);
+  });
+
+  it('I16-UNAVAILABLE I16-F4 the reply to a committed creation is lost: the answer is UNAVAILABLE, not a failure, and the retry with the same key replays the one operation', async () => {
+    await proxy.restore();
+    const { call } = await restClient(server.baseUrl);
+    const body = request();
+    const key = withdrawalKey(body.withdrawalId);
+    proxy.loseReplyAfter(key);
+    const unknown = await call('POST', '/v1/withdrawals', {
+      apiKey: tenant.apiKey,
+      body,
+      headers: { 'idempotency-key': key },
+    });
+    expect(proxy.lostReplies).toBe(1);
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(503);
+    expect(unknown.body).toMatchObject({ code: 'UNAVAILABLE' });
+    // It did commit: the server could not know, and said so.
+    const stored = await operationsWithKey(key);
+    expect(stored).toHaveLength(1);
+
+    const retried = await call('POST', '/v1/withdrawals', {
+      apiKey: tenant.apiKey,
+      body,
+      headers: { 'idempotency-key': key },
+    });
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ outcome: 'REPLAYED' });
+    expect((retried.body.withdrawal as { operationId: string }).operationId).toBe(stored[0]?.operation_id);
+    expect(await operationsWithKey(key)).toHaveLength(1);
+  });
+});
