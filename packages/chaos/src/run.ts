@@ -730,6 +730,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(1_000);
     }
     clearInterval(sampler);
+    // The evidence describes one moment: workers that have not converged would otherwise keep
+    // signing, storing and sending while the ledger, the chain and the node's log are read one
+    // after the other (I18-SENT). A clean stop lets a pass finish its commits and sends.
+    await Promise.all(workers.map((worker) => worker.stop()));
     say(
       convergedAfterMs === null
         ? `did not converge within ${quietMsMax} ms`
@@ -764,6 +768,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       deposits,
       landed,
       broadcast: nodeFaults.rawTransactions,
+      broadcastAt: nodeFaults.rawTransactionsAt,
     });
     const finalRows = await sql<{ state: string; n: number }[]>`
       select state, count(*)::int as n from operations where kind = 'withdrawal' group by state order by state`;
