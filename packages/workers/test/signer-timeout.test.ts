@@ -6,6 +6,7 @@
  * late signature never reaches the node. (Issue 18's "27 of 31 stuck" run: this rules out a
  * withdrawal parked by a SIGNER_UNAVAILABLE.)
  */
+import { listAttempts, withTenant } from '@idem/core';
 import { onPostgres } from '@idem/core/testing';
 import type { DigestSignature, DigestSigner } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
@@ -115,6 +116,52 @@ describe.skipIf(!onPostgres)(
         .filter((raw) => parseTransaction(raw as Hex).nonce === final.chainNonce)
         .map((raw) => keccak256(raw as Hex));
       expect(new Set(sentForNonce)).toEqual(new Set([final.txHash]));
+    });
+
+    it('I18-SENT a fee bump whose signer answer is lost records nothing and sends nothing; the next pass bumps and the withdrawal is confirmed', async () => {
+      const worker = env.worker({
+        rails: {
+          evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000, signTimeoutMs: 1_500 },
+          decorateSigner: fault.decorate,
+        },
+        // Bumped as soon as it is seen unmined (the pool is mined only by the test).
+        replacePolicies: { ethereum: { bumpAfterMs: 0, maxBumps: 3 } },
+      });
+      const attemptsOf = (operationId: string) =>
+        withTenant(env.t.db, env.tenantId, (tx) => listAttempts(tx, env.tenantId, operationId));
+      const op = await env.withdraw(ETH / 7n);
+      // Sent first by a worker that does not bump yet.
+      await env
+        .worker({ replacePolicies: { ethereum: { bumpAfterMs: 60 * 60_000, maxBumps: 3 } } })
+        .runOnce();
+      expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+      expect((await attemptsOf(op.operationId)).map((a) => a.kind)).toEqual(['original']);
+      const sentBefore = proxy.rawTransactions.length;
+      const lateBefore = fault.late.length;
+
+      fault.close();
+      await worker.runOnce();
+      expect(fault.late.length).toBeGreaterThan(lateBefore);
+      expect((await attemptsOf(op.operationId)).map((a) => a.kind)).toEqual(['original']);
+      // Only the stored original may have been resent; no new signature reached the node.
+      const stored = (await env.operation(op.operationId)).txHash;
+      for (const raw of proxy.rawTransactions.slice(sentBefore)) expect(keccak256(raw as Hex)).toBe(stored);
+      expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+      fault.open();
+      await Promise.all(fault.late);
+
+      await worker.runOnce();
+      const attempts = await attemptsOf(op.operationId);
+      expect(attempts.map((a) => a.kind)).toEqual(['original', 'replacement']);
+      await env.mine(3);
+      await worker.runOnce();
+      const final = await env.operation(op.operationId);
+      expect(final.state).toBe('CONFIRMED');
+      expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 7n);
+      // Every signature of that nonce that reached the node is one the ledger recorded.
+      const recorded = new Set([final.txHash, ...attempts.map((a) => a.txHash)]);
+      for (const raw of proxy.rawTransactions.slice(sentBefore))
+        expect(recorded.has(keccak256(raw as Hex))).toBe(true);
     });
   },
 );
