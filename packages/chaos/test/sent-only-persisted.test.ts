@@ -10,6 +10,9 @@
  * Needs a real PostgreSQL server (the check reads it with postgres.js as the chaos run does).
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   createTenant,
   createWithdrawal,
@@ -33,6 +36,7 @@ import { scanChain } from '../src/chain.ts';
 import { newDepositLog } from '../src/deposits.ts';
 import { newIntegratorLog } from '../src/integrators.ts';
 import { type CheckResult, checkInvariants } from '../src/invariants.ts';
+import { workerLinesAbout } from '../src/run.ts';
 
 const CHAIN_ID = 31337;
 const ETH = 10n ** 18n;
@@ -229,3 +233,33 @@ describe.skipIf(!databaseUrl)(
     });
   },
 );
+
+describe('I18-SENT an unstored transaction is traced in the worker logs', () => {
+  it('I18-SENT the worker log lines naming the withdrawals of a violation are attached, oldest first', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'idem-sent-'));
+    const id = '5ba96317-c4c1-4325-8582-29b0f3f8f169';
+    writeFileSync(
+      join(dir, 'worker-0.log'),
+      [
+        `{"level":40,"time":"2026-11-30T22:17:24.000Z","operationId":"${id}","msg":"the signer did not answer; no replacement recorded"}`,
+        '{"level":40,"time":"2026-11-30T22:17:25.000Z","operationId":"00000000-0000-0000-0000-000000000000","msg":"unrelated"}',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'worker-1.log'),
+      `{"level":40,"time":"2026-11-30T22:17:20.000Z","operationId":"${id}","msg":"send outcome not known: UNKNOWN"}\n`,
+    );
+    writeFileSync(
+      join(dir, 'server-0.log'),
+      `{"time":"2026-11-30T22:17:19.000Z","operationId":"${id}","msg":"x"}\n`,
+    );
+    const lines = workerLinesAbout(dir, [
+      `hot wallet 0x1 sent 0x2 ...; stored for that nonce: withdrawal ${id} (BROADCAST)`,
+    ]);
+    expect(lines).toEqual([
+      `worker log worker-1.log: 2026-11-30T22:17:20.000Z send outcome not known: UNKNOWN (operation ${id})`,
+      `worker log worker-0.log: 2026-11-30T22:17:24.000Z the signer did not answer; no replacement recorded (operation ${id})`,
+    ]);
+    expect(workerLinesAbout(dir, ['no withdrawal named'])).toEqual([]);
+  });
+});
