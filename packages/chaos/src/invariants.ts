@@ -71,8 +71,14 @@ export interface InvariantInput {
   integrators: IntegratorLog;
   deposits: DepositLog;
   landed: Landed;
-  /** Every raw transaction that reached the node, in order (the recording proxy in front of anvil). */
+  /**
+   * Every raw transaction that reached the node, in order (the recording proxy in front of anvil).
+   * It may still grow while the check runs (workers that have not converged keep sending): the
+   * check copies it before it reads the ledger.
+   */
   broadcast: readonly string[];
+  /** When each of `broadcast` reached the node (epoch ms, same index), to explain a violation. */
+  broadcastAt?: readonly number[];
 }
 
 /** Our transaction hashes: each maps to its withdrawal; cancels are listed apart (they pay nobody). */
@@ -124,6 +130,15 @@ function result(
 
 export async function checkInvariants(input: InvariantInput): Promise<CheckResult[]> {
   const { sql } = input;
+  // What reached the node is taken BEFORE the ledger is read. A worker stores a signature before
+  // it sends it, so everything sent before this moment is in the ledger read below; a transaction
+  // signed, stored and sent while the check runs (a run that did not converge still has busy
+  // workers) would otherwise be judged against a ledger read from before its commit (I18-SENT).
+  const reachedNode: NodeArrival[] = input.broadcast.map((raw, i) => ({
+    raw,
+    atMs: input.broadcastAt?.[i] ?? null,
+  }));
+  const ledgerReadAtMs = Date.now();
   const ops = await sql<OpRow[]>`
     select o.tenant_id::text, o.operation_id::text, o.kind, o.idempotency_key, o.reference, o.account_ref,
            o.asset_code, o.network, o.destination, o.amount_minor::text, o.state, o.owner, o.tx_hash,
@@ -163,7 +178,7 @@ export async function checkInvariants(input: InvariantInput): Promise<CheckResul
     holds(withdrawals),
     await webhooksInInbox(input),
     await fencing(sql),
-    await sentOnlyPersisted(input, ours),
+    await sentOnlyPersisted(input, reachedNode, ledgerReadAtMs, ours),
   ];
 }
 
@@ -231,35 +246,97 @@ async function fencing(sql: Sql): Promise<CheckResult> {
   );
 }
 
+/** One raw transaction as the recording proxy saw it reach the node. */
+interface NodeArrival {
+  raw: string;
+  atMs: number | null;
+}
+
 /**
  * Issue 18: a signature is used only once persisted. Every transaction of a hot wallet that reached
  * the node is one the ledger stored (the operation's bytes or a recorded attempt), so a signature
  * whose answer came late, or whose worker died before the write, was never sent. (An HSM's second
  * signature of one nonce is a different transaction: sent unpersisted, it would pay twice.)
+ * `reachedNode` was copied before the ledger was read (see checkInvariants). A violation carries
+ * what explains it: the transaction, when it reached the node, what the ledger holds for its
+ * wallet and nonce (which withdrawal, which worker and lease generation signed each attempt, and
+ * when), and whether the hash is stored when read again after the check.
  */
-async function sentOnlyPersisted(input: InvariantInput, ours: OurHashes): Promise<CheckResult> {
+async function sentOnlyPersisted(
+  input: InvariantInput,
+  reachedNode: readonly NodeArrival[],
+  ledgerReadAtMs: number,
+  ours: OurHashes,
+): Promise<CheckResult> {
   const wallets = new Set(input.tenants.map((t) => t.hotWallet.toLowerCase()));
+  const seen = new Set<string>();
   let fromHotWallets = 0;
   const violations: string[] = [];
-  for (const raw of new Set(input.broadcast)) {
+  for (const { raw, atMs } of reachedNode) {
+    if (seen.has(raw.toLowerCase())) continue;
+    seen.add(raw.toLowerCase());
     const sender = await recoverTransactionAddress({ serializedTransaction: raw as never }).catch(() => null);
     if (!sender || !wallets.has(sender.toLowerCase())) continue;
     fromHotWallets += 1;
     const hash = keccak256(raw as Hex).toLowerCase();
-    if (!ours.opByTxHash.has(hash)) {
-      const tx = parseTransaction(raw as Hex);
-      violations.push(
-        `hot wallet ${sender} sent ${hash} (nonce ${tx.nonce}, to ${tx.to}, value ${tx.value ?? 0n}), which the ledger never stored`,
-      );
-    }
+    if (ours.opByTxHash.has(hash)) continue;
+    const tx = parseTransaction(raw as Hex);
+    const nonce = tx.nonce ?? -1;
+    const when = atMs === null ? 'at an unrecorded time' : `at ${new Date(atMs).toISOString()}`;
+    violations.push(
+      `hot wallet ${sender} sent ${hash} (nonce ${nonce}, to ${tx.to}, value ${tx.value ?? 0n}), which the ledger never stored; ` +
+        `it reached the node ${when}, the ledger was read at ${new Date(ledgerReadAtMs).toISOString()}; ` +
+        (await storedForNonce(input.sql, sender, nonce, hash)),
+    );
   }
   return result(
     'sent-only-persisted',
     'every hot-wallet transaction that reached the node was persisted before it was sent',
-    `${fromHotWallets} distinct hot-wallet transactions reached the node`,
+    `${fromHotWallets} distinct hot-wallet transactions reached the node (taken before the ledger was read)`,
     violations,
     fromHotWallets === 0 ? 'not-checkable' : undefined,
   );
+}
+
+/**
+ * The ledger read again, after the check, for one unstored transaction: whether its hash is stored
+ * now (then the check raced a commit, and the ledger is not at fault) and every attempt stored for
+ * its wallet and nonce, with the worker and the lease generation that signed it.
+ */
+async function storedForNonce(sql: Sql, sender: string, nonce: number, hash: string): Promise<string> {
+  const [now] = await sql<{ stored: boolean }[]>`
+    select exists (select 1 from operations where lower(tx_hash) = ${hash})
+        or exists (select 1 from signed_attempts where lower(tx_hash) = ${hash}) as stored`;
+  const rows = await sql<
+    {
+      operation_id: string;
+      state: string;
+      attempt_no: number | null;
+      kind: string | null;
+      tx_hash: string | null;
+      created_by: string | null;
+      lease_generation: string | null;
+      created_at: Date | null;
+    }[]
+  >`
+    select o.operation_id::text, o.state, a.attempt_no, a.kind, coalesce(a.tx_hash, o.tx_hash) as tx_hash,
+           a.created_by, coalesce(a.lease_generation, o.lease_generation)::text as lease_generation, a.created_at
+    from operations o
+    join hot_wallets w on w.tenant_id = o.tenant_id and w.network = o.network
+    left join signed_attempts a on a.tenant_id = o.tenant_id and a.operation_id = o.operation_id
+    where lower(w.address) = ${sender.toLowerCase()} and o.chain_nonce = ${nonce}
+    order by o.operation_id, a.attempt_no`;
+  const again = now?.stored
+    ? 'stored when read again after the check (a commit the check did not see: the check raced a worker)'
+    : 'not stored when read again after the check';
+  if (rows.length === 0) return `${again}; the ledger holds no withdrawal signed with that nonce`;
+  const stored = rows.map(
+    (row) =>
+      `withdrawal ${row.operation_id} (${row.state}) ${row.kind ?? 'original'} attempt ${row.attempt_no ?? 1} ${row.tx_hash ?? 'no hash'}` +
+      ` signed by ${row.created_by ?? 'an unrecorded worker'} under lease generation ${row.lease_generation ?? '?'}` +
+      `${row.created_at ? ` at ${row.created_at.toISOString()}` : ''}`,
+  );
+  return `${again}; stored for that nonce: ${stored.join('; ')}`;
 }
 
 /** Quiet phase outcome: every withdrawal final, or UNKNOWN/FAILED_TERMINAL with a named owner. */

@@ -790,6 +790,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(1_000);
     }
     clearInterval(sampler);
+    // The evidence describes one moment: workers that have not converged would otherwise keep
+    // signing, storing and sending while the ledger, the chain and the node's log are read one
+    // after the other (I18-SENT). A clean stop lets a pass finish its commits and sends.
+    await Promise.all(workers.map((worker) => worker.stop()));
     say(
       convergedAfterMs === null
         ? `did not converge within ${quietMsMax} ms`
@@ -824,7 +828,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       deposits,
       landed,
       broadcast: nodeFaults.rawTransactions,
+      broadcastAt: nodeFaults.rawTransactionsAt,
     });
+    // An unstored transaction is traced further in what the workers logged about the withdrawals
+    // stored for its nonce (a signer that did not answer, a send, a lease taken over).
+    const unstored = checks.find((check) => check.id === 'sent-only-persisted' && check.status === 'fail');
+    if (unstored) unstored.violations.push(...workerLinesAbout(outDir, unstored.violations));
     const finalRows = await sql<{ state: string; n: number }[]>`
       select state, count(*)::int as n from operations where kind = 'withdrawal' group by state order by state`;
     let failover: FailoverOutcome | null = null;
@@ -976,6 +985,30 @@ function readSources(dir: string): { path: string; text: string }[] {
     else if (name.endsWith('.ts')) out.push({ path, text: readFileSync(path, 'utf8') });
   }
   return out;
+}
+
+/** The worker log lines that name an operation id found in `texts`, oldest first, at most 20. */
+export function workerLinesAbout(outDir: string, texts: readonly string[]): string[] {
+  const ids = new Set(
+    texts.flatMap(
+      (text) => text.match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g) ?? [],
+    ),
+  );
+  if (ids.size === 0) return [];
+  const lines: { time: string; line: string }[] = [];
+  for (const name of readdirSync(outDir).filter((n) => n.startsWith('worker-') && n.endsWith('.log'))) {
+    for (const raw of readFileSync(join(outDir, name), 'utf8').split('\n')) {
+      const id = [...ids].find((candidate) => raw.includes(candidate));
+      if (!id) continue;
+      const time = /"time":"([^"]+)"/.exec(raw)?.[1] ?? '';
+      const msg = /"msg":"([^"]+)"/.exec(raw)?.[1] ?? raw.slice(0, 120);
+      lines.push({ time, line: `worker log ${name}: ${time} ${msg} (operation ${id})` });
+    }
+  }
+  return lines
+    .sort((a, b) => a.time.localeCompare(b.time))
+    .slice(0, 20)
+    .map((entry) => entry.line);
 }
 
 /** How many signer calls the workers gave up on at their deadline (their warn lines, issue 18). */

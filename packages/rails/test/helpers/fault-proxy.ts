@@ -51,6 +51,8 @@ export interface FaultProxy {
   readonly forwarded: number;
   /** Every raw transaction forwarded to the node (eth_sendRawTransaction), in order. */
   readonly rawTransactions: readonly string[];
+  /** When each of `rawTransactions` was forwarded (epoch ms, same index). */
+  readonly rawTransactionsAt: readonly number[];
   addRule(rule: RpcFaultRule): ActiveRule;
   clearRules(): void;
   close(): Promise<void>;
@@ -70,6 +72,7 @@ const hangMsMax = 30_000;
 export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
   let forwarded = 0;
   const rawTransactions: string[] = [];
+  const rawTransactionsAt: number[] = [];
   const state: { fault: ProxyFault; spareMethods: string[] } = { fault: 'none', spareMethods: [] };
   const hanging = new Set<IncomingMessage>();
   let rules: { rule: RpcFaultRule; hits: number; left: number }[] = [];
@@ -78,6 +81,7 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
     for (const call of callsOf(body)) {
       if (call.method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
         rawTransactions.push(call.params[0]);
+        rawTransactionsAt.push(Date.now());
       }
     }
     const upstream = await fetch(upstreamUrl, {
@@ -200,6 +204,7 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       return forwarded;
     },
     rawTransactions,
+    rawTransactionsAt,
     addRule(rule) {
       const active = { rule, hits: 0, left: rule.times ?? Number.POSITIVE_INFINITY };
       rules.push(active);
