@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
+import { createOutboundEndpoint, fanOutNotification, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
@@ -267,6 +270,61 @@ describe('I14-ENDPOINTS webhook endpoints from the staff screens', () => {
       await call('staffConfig.endpoints', { session: admin }),
     );
     expect(after.outbound.find((e) => e.endpointId === created.endpointId)?.disabledAt).not.toBeNull();
+  });
+});
+
+describe('I14-ENDPOINTS redelivery by hand', () => {
+  it('I14-ENDPOINTS a failed delivery waiting for its next retry is retried now by hand, keeping its attempt count', async () => {
+    const { endpointId } = await createOutboundEndpoint(database.db, tenant.tenantId, {
+      url: 'http://127.0.0.1:9/hook',
+    });
+    const workId = randomUUID();
+    await withTenant(database.db, tenant.tenantId, async (tx) => {
+      await fanOutNotification(tx, {
+        tenantId: tenant.tenantId,
+        workId,
+        operationId: null,
+        endpointIds: [endpointId],
+        body: {
+          type: 'operation.state_changed',
+          timestamp: new Date().toISOString(),
+          data: {
+            operationId: randomUUID(),
+            kind: 'withdrawal',
+            reference: 'wd-retry',
+            accountId: 'cust-1',
+            asset: 'ETH',
+            amountMinor: '1',
+            from: 'APPROVED',
+            to: 'SIGNING',
+            version: 3,
+            owner: null,
+            txHash: null,
+            custodianTransferId: null,
+            custodianTxHash: null,
+          },
+        },
+      });
+      // Three failed attempts; the next one is scheduled an hour from now.
+      await tx.execute(
+        sql`update webhook_deliveries set attempts = 3, last_response_status = 503, available_at = now() + interval '1 hour' where work_id = ${workId}`,
+      );
+    });
+    const operator = await session('operator');
+    const answer = dataOf<{
+      status: string;
+      attempts: number;
+      nextAttemptAt: string | null;
+      manualRedeliveries: number;
+    }>(
+      await call('staffConsole.redeliver', {
+        mutation: true,
+        session: operator,
+        input: { workId, endpointId },
+      }),
+    );
+    expect(answer).toMatchObject({ status: 'pending', attempts: 3, manualRedeliveries: 1 });
+    expect(Date.parse(answer.nextAttemptAt ?? '')).toBeLessThanOrEqual(Date.now() + 1_000);
   });
 });
 
