@@ -101,7 +101,7 @@ export function ApiKeys() {
                   <Table.Td>{formatTime(key.createdAt)}</Table.Td>
                   <Table.Td>{key.lastUsedAt ? formatTime(key.lastUsedAt) : 'never'}</Table.Td>
                   <Table.Td>
-                    <Badge variant="light" color={key.revokedAt ? 'gray' : 'green'}>
+                    <Badge variant="filled" color={key.revokedAt ? 'gray.7' : 'teal.9'}>
                       {key.revokedAt ? `revoked ${formatTime(key.revokedAt)}` : 'active'}
                     </Badge>
                   </Table.Td>

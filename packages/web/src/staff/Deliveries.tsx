@@ -88,9 +88,10 @@ export function Deliveries() {
                     <Code>{d.endpointId.slice(0, 8)}</Code>
                   </Table.Td>
                   <Table.Td>
+                    {/* Filled, dark shades: white text on them reads at AA contrast. */}
                     <Badge
-                      variant="light"
-                      color={d.status === 'dead' ? 'red' : d.status === 'done' ? 'green' : 'yellow'}
+                      variant="filled"
+                      color={d.status === 'dead' ? 'red.9' : d.status === 'done' ? 'teal.9' : 'blue.8'}
                     >
                       {d.status}
                     </Badge>

@@ -6,7 +6,7 @@ import { Alert, Button, Code, CopyButton, Group, Text } from '@mantine/core';
  */
 export function SecretOnce({ title, secret, onDone }: { title: string; secret: string; onDone(): void }) {
   return (
-    <Alert color="yellow" title={title} role="status">
+    <Alert color="blue.9" variant="outline" title={title} role="status">
       <Text size="sm">Copy it now: it is shown only this once.</Text>
       <Code block data-testid="shown-secret" my="xs" style={{ wordBreak: 'break-all' }}>
         {secret}

@@ -251,7 +251,7 @@ function EndpointTable({
                   : '–'}
               </Table.Td>
               <Table.Td>
-                <Badge variant="light" color={endpoint.disabledAt ? 'gray' : 'green'}>
+                <Badge variant="filled" color={endpoint.disabledAt ? 'gray.7' : 'teal.9'}>
                   {endpoint.disabledAt ? 'disabled' : 'active'}
                 </Badge>
               </Table.Td>

@@ -338,7 +338,7 @@ export interface ChainStack {
   tenantId: string;
   sdk: IdemClient;
   hotWallet: string;
-  staff: Record<'operator' | 'approver1' | 'support', StaffFixture>;
+  staff: Record<'operator' | 'approver1' | 'support' | 'admin', StaffFixture>;
   output: string[];
   /** Mines `blocks` blocks now (the chain mines nothing on its own). */
   mine(blocks: number): Promise<void>;
@@ -387,6 +387,7 @@ export async function startChainStack(browser: Browser): Promise<ChainStack> {
         ['operator', 'operator'],
         ['approver1', 'approver'],
         ['support', 'support'],
+        ['admin', 'admin'],
       ] as const) {
         const email = `${key}@chain-exchange.invalid`;
         const user = await createStaffUser(tx, { tenantId, email, role, passwordHash });
