@@ -273,6 +273,35 @@ describe('I14-ENDPOINTS webhook endpoints from the staff screens', () => {
   });
 });
 
+describe('I14-KEYS configuration changes are audited', () => {
+  it('I14-KEYS a created key, a rotation and a refused rule change are in the audit log, with who and what, never a secret', async () => {
+    const admin = await session('admin');
+    const created = dataOf<{ keyId: string; apiKey: string }>(
+      await call('staffConfig.createApiKey', { mutation: true, session: admin, input: { label: 'audited' } }),
+    );
+    const refused = await call('staffConfig.setRiskRule', {
+      mutation: true,
+      session: admin,
+      input: { assetCode: 'ETH', autoApproveMaxMinor: '9', fourEyesMinMinor: '3' },
+    });
+    expect(refused.body.error?.data.code).toBe('VALIDATION');
+    const entries = dataOf<{ items: { actor: string; action: string; outcome: string; details: unknown }[] }>(
+      await call('staffAudit.list', { session: admin, input: {} }),
+    ).items;
+    expect(entries).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          action: 'staffConfig.createApiKey',
+          outcome: 'ok',
+          details: { label: 'audited' },
+        }),
+        expect.objectContaining({ action: 'staffConfig.setRiskRule', outcome: 'VALIDATION' }),
+      ]),
+    );
+    expect(JSON.stringify(entries)).not.toContain(created.apiKey);
+  });
+});
+
 describe('I14-ENDPOINTS redelivery by hand', () => {
   it('I14-ENDPOINTS a failed delivery waiting for its next retry is retried now by hand, keeping its attempt count', async () => {
     const { endpointId } = await createOutboundEndpoint(database.db, tenant.tenantId, {

@@ -51,6 +51,7 @@ export function createSingleCallHandler<TContext>(options: SingleCallOptions<TCo
   ): Promise<void> {
     let ctx: TContext | undefined;
     let input: unknown;
+    let reading: Promise<unknown> | undefined;
     let body: unknown;
     try {
       ctx = options.createContext(req, res);
@@ -62,9 +63,16 @@ export function createSingleCallHandler<TContext>(options: SingleCallOptions<TCo
         // not cut short anyway (its outcome is what the retry with the same key asks for).
         signal: undefined,
         batchIndex: 0,
-        getRawInput: async () => {
-          input = await readJsonInput(req, options.maxBodySize, config.transformer.input.deserialize);
-          return input;
+        // Read once and remembered: the input parser and the staff audit both ask for it, and the
+        // request body can be read only once (a second read gave the audit nothing, issue 14).
+        getRawInput: () => {
+          reading ??= readJsonInput(req, options.maxBodySize, config.transformer.input.deserialize).then(
+            (read) => {
+              input = read;
+              return read;
+            },
+          );
+          return reading;
         },
       });
       if (isStream(data)) {
