@@ -266,17 +266,22 @@ describe('I14 outbound delivery on a real chain with the worker', () => {
     // The receiver is back; the operator does not wait out the backoff.
     hook.failing = false;
     await operator.getByRole('button', { name: 'Retry now' }).first().click();
-    await until('the receiver accepting a delivery', () => hook.accepted.length > 0);
-
-    // The server recorded the retry by hand on the delivery the receiver then accepted.
-    const log = (await operator.evaluate(async () => {
-      const response = await fetch(
-        `/trpc/staffConsole.deliveries?input=${encodeURIComponent('{"limit":50}')}`,
-      );
-      return response.json();
-    })) as { result: { data: { items: { workId: string; status: string; manualRedeliveries: number }[] } } };
-    const retried = log.result.data.items.filter((d) => d.manualRedeliveries > 0);
-    expect(retried).toHaveLength(1);
+    // The server records the retry by hand on that delivery, which the receiver then accepts.
+    type Listed = { workId: string; status: string; manualRedeliveries: number };
+    const deliveries = async (): Promise<Listed[]> => {
+      const log = (await operator.evaluate(async () => {
+        const response = await fetch(
+          `/trpc/staffConsole.deliveries?input=${encodeURIComponent('{"limit":50}')}`,
+        );
+        return response.json();
+      })) as { result: { data: { items: Listed[] } } };
+      return log.result.data.items;
+    };
+    let retried: Listed[] = [];
+    await until('the delivery retried by hand being delivered', async () => {
+      retried = (await deliveries()).filter((d) => d.manualRedeliveries > 0);
+      return retried.length === 1 && retried[0]?.status === 'done';
+    });
     expect(hook.accepted).toContain(retried[0]?.workId);
     await operator.reload();
     await operator.getByTestId('deliveries').getByText('done').first().waitFor();
