@@ -2,6 +2,7 @@ export * from './amount.ts';
 export * from './api.ts';
 export * from './attempts.ts';
 export * from './audit.ts';
+export * from './config.ts';
 export * from './errors.ts';
 export * from './key.ts';
 export * from './network.ts';

@@ -4,10 +4,18 @@ export {
   authenticateApiKey,
   createApiKey,
   hashApiKey,
+  listApiKeys,
   type ParsedApiKey,
   parseApiKey,
   revokeApiKey,
 } from './access/api-keys.ts';
+export {
+  disableEndpoint,
+  listEndpoints,
+  newWebhookSecret,
+  rotateEndpointSecret,
+  secretsInForce,
+} from './access/endpoint-secrets.ts';
 export {
   createWebhookEndpoint,
   findWebhookEndpoint,
@@ -193,6 +201,7 @@ export {
   reviewWithdrawal,
   setRiskPolicy,
 } from './risk/review.ts';
+export { changeRiskRule, listRiskRules, riskRuleHistory } from './risk/rules.ts';
 export {
   listApprovalQueue,
   listAttentionQueue,

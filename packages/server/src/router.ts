@@ -6,6 +6,7 @@ import { customerSessionsRouter } from './routers/customer-sessions.ts';
 import { depositsRouter } from './routers/deposits.ts';
 import { staffAuditRouter } from './routers/staff-audit.ts';
 import { staffAuthRouter } from './routers/staff-auth.ts';
+import { staffConfigRouter } from './routers/staff-config.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { staffOverviewRouter } from './routers/staff-overview.ts';
@@ -34,6 +35,8 @@ export const appRouter = router({
   // Balance-level reconciliation: run now, runs and figures, CSV and signed JSON exports.
   staffReconciliation: staffReconciliationRouter,
   branding: brandingRouter,
+  // Configuration that needed the CLI: API keys, webhook endpoints, risk rules (administrators).
+  staffConfig: staffConfigRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,6 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOutboundEndpoint, listDeliveries, redeliver, rowsOf, withTenant } from '@idem/core';
+import {
+  createOutboundEndpoint,
+  listDeliveries,
+  redeliver,
+  rotateEndpointSecret,
+  rowsOf,
+  withTenant,
+} from '@idem/core';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -186,5 +193,39 @@ describe('I14-DLV outbound webhook delivery', () => {
       ),
     );
     expect(after).toEqual([{ status: 'done' }]);
+  });
+});
+
+describe('I14-ENDPOINTS outbound secret rotation', () => {
+  it('I14-ENDPOINTS during the overlap every attempt is signed with both secrets, so receivers holding either verify; after it only the new one signs', async () => {
+    const r = await receiver();
+    const rotate = (overlapMinutes: number) =>
+      withTenant(env.t.db, env.tenantId, (tx) =>
+        rotateEndpointSecret(tx, env.tenantId, {
+          direction: 'outbound',
+          endpointId: r.endpointId,
+          overlapMinutes,
+        }),
+      );
+    const { secret: fresh } = await rotate(60);
+    // A receiver that has not switched yet verifies with the old secret.
+    const first = await env.withdraw(ETH / 996n);
+    await env.worker().runOnce();
+    expect(r.rejected).toEqual([]);
+    expect(statesFor(r, first.operationId)).toContain('REQUESTED');
+    // One that has switched verifies with the new one.
+    r.secret = fresh;
+    const second = await env.withdraw(ETH / 995n);
+    await env.worker().runOnce();
+    expect(r.rejected).toEqual([]);
+    expect(statesFor(r, second.operationId)).toContain('REQUESTED');
+
+    // A rotation without overlap: the replaced secret signs nothing more.
+    await rotate(0);
+    r.secret = fresh;
+    const third = await env.withdraw(ETH / 994n);
+    await env.worker().runOnce();
+    expect(statesFor(r, third.operationId)).toEqual([]);
+    expect(r.rejected).toContain('No matching signature found');
   });
 });

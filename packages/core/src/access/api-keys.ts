@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { IdemError } from '@idem/contracts';
-import { and, eq, isNull, sql } from 'drizzle-orm';
-import type { Database } from '../db/connect.ts';
+import { type ApiKeyView, IdemError } from '@idem/contracts';
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import type { Database, Tx } from '../db/connect.ts';
 import { apiKeys } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
 
@@ -71,9 +71,12 @@ export async function authenticateApiKey(
 ): Promise<{ tenantId: string; keyId: string }> {
   const parsed = parseApiKey(apiKey);
   if (!parsed) throw new IdemError('UNAUTHORIZED', 'missing, unknown or revoked API key');
-  const rows = await withTenant(db, parsed.tenantId, (tx) =>
-    tx
-      .select({ keyId: apiKeys.keyId })
+  const found = await withTenant(db, parsed.tenantId, async (tx) => {
+    const [row] = await tx
+      .select({
+        keyId: apiKeys.keyId,
+        stale: sql<boolean>`${apiKeys.lastUsedAt} is null or ${apiKeys.lastUsedAt} < now() - ${LAST_USE_RESOLUTION}::interval`,
+      })
       .from(apiKeys)
       .where(
         and(
@@ -81,9 +84,40 @@ export async function authenticateApiKey(
           eq(apiKeys.keyHash, parsed.keyHash),
           isNull(apiKeys.revokedAt),
         ),
-      ),
-  );
-  const found = rows[0];
+      );
+    // The last use is kept to the minute: at most one write per key a minute, and none at all
+    // while the server's key cache answers (server/src/auth/api-key-cache.ts).
+    if (row?.stale) {
+      await tx
+        .update(apiKeys)
+        .set({ lastUsedAt: sql`now()` })
+        .where(and(eq(apiKeys.tenantId, parsed.tenantId), eq(apiKeys.keyId, row.keyId)));
+    }
+    return row;
+  });
   if (!found) throw new IdemError('UNAUTHORIZED', 'missing, unknown or revoked API key');
   return { tenantId: parsed.tenantId, keyId: found.keyId };
+}
+
+const LAST_USE_RESOLUTION = '1 minute';
+
+/**
+ * The tenant's keys, oldest first, for the staff screen: label, a prefix to tell them apart (the
+ * tenant part and the first characters of the secret, never the secret), created, last used,
+ * revoked. Read in the tenant's scope.
+ */
+export async function listApiKeys(tx: Tx, tenantId: string): Promise<ApiKeyView[]> {
+  const rows = await tx
+    .select()
+    .from(apiKeys)
+    .where(eq(apiKeys.tenantId, tenantId))
+    .orderBy(asc(apiKeys.createdAt), asc(apiKeys.keyId));
+  return rows.map((row) => ({
+    keyId: row.keyId,
+    label: row.label,
+    prefix: `idem_${row.tenantId.replaceAll('-', '').toLowerCase()}_${row.hint}`,
+    createdAt: row.createdAt.toISOString(),
+    lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
+    revokedAt: row.revokedAt?.toISOString() ?? null,
+  }));
 }

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { IdemError } from '@idem/contracts';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Database, Executor } from '../db/connect.ts';
 import { webhookEndpoints } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
+import { newWebhookSecret, secretsInForce } from './endpoint-secrets.ts';
 
 /**
  * An endpoint id is `we_<tenant id, 32 hex>_<16 random hex>`: it appears in the URL a source posts
@@ -32,24 +33,31 @@ export async function createWebhookEndpoint(
   const parsed = webhookSourceSchema.safeParse(input.source);
   if (!parsed.success) throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'bad source');
   const endpointId = `we_${tenantId.replaceAll('-', '').toLowerCase()}_${randomBytes(8).toString('hex')}`;
-  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const secret = newWebhookSecret();
   await withTenant(db, tenantId, async (tx) => {
     await tx.insert(webhookEndpoints).values({ tenantId, endpointId, source: parsed.data, secret });
   });
   return { endpointId, source: parsed.data, secret };
 }
 
-/** An active endpoint, read in the caller's tenant transaction. */
+/**
+ * An active endpoint, read in the caller's tenant transaction, with the secrets a signature may
+ * use now: the current one, and the one a rotation replaced while its overlap lasts (issue 14).
+ */
 export async function findWebhookEndpoint(
   tx: Executor,
   tenantId: string,
   endpointId: string,
-): Promise<{ endpointId: string; source: string; secret: string } | null> {
+): Promise<{ endpointId: string; source: string; secrets: string[] } | null> {
   const rows = await tx
     .select({
       endpointId: webhookEndpoints.endpointId,
       source: webhookEndpoints.source,
       secret: webhookEndpoints.secret,
+      previousSecret: webhookEndpoints.previousSecret,
+      previousSecretUntil: webhookEndpoints.previousSecretUntil,
+      // The database's clock decides the overlap, like the rotation that set it.
+      now: sql<Date>`now()`.mapWith(webhookEndpoints.createdAt),
     })
     .from(webhookEndpoints)
     .where(
@@ -59,5 +67,7 @@ export async function findWebhookEndpoint(
         isNull(webhookEndpoints.disabledAt),
       ),
     );
-  return rows[0] ?? null;
+  const row = rows[0];
+  if (!row) return null;
+  return { endpointId: row.endpointId, source: row.source, secrets: secretsInForce(row, row.now) };
 }

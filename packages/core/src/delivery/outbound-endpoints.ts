@@ -1,7 +1,8 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { IdemError } from '@idem/contracts';
 import { and, eq, isNull } from 'drizzle-orm';
 import { z } from 'zod';
+import { newWebhookSecret } from '../access/endpoint-secrets.ts';
 import type { Database, Tx } from '../db/connect.ts';
 import { outboundEndpoints } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
@@ -24,7 +25,7 @@ export async function createOutboundEndpoint(
   const parsed = urlSchema.safeParse(input.url);
   if (!parsed.success) throw new IdemError('VALIDATION', parsed.error.issues[0]?.message ?? 'invalid url');
   const endpointId = randomUUID();
-  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const secret = newWebhookSecret();
   await withTenant(db, tenantId, (tx) =>
     tx.insert(outboundEndpoints).values({ tenantId, endpointId, url: parsed.data, secret }),
   );

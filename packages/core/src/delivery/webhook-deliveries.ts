@@ -6,7 +6,7 @@ import {
   redeliverInputSchema,
   type WebhookDelivery,
 } from '@idem/contracts';
-import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { Database, Tx } from '../db/connect.ts';
 import { webhookDeliveries } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
@@ -197,7 +197,8 @@ export async function listDeliveries(
 
 /**
  * Queues a delivery again by hand (a receiver lost it, or it was dead-lettered during an outage):
- * the same webhook id and body, a fresh round of attempts. A delivery still pending is left as it is.
+ * the same webhook id and body, a fresh round of attempts. A pending one waiting out its backoff is
+ * made due now; one being attempted is left as it is.
  */
 export async function redeliver(
   tx: Tx,
@@ -226,6 +227,25 @@ export async function redeliver(
     .where(and(key, inArray(webhookDeliveries.status, ['done', 'dead'])))
     .returning();
   if (requeued) return deliveryView(requeued);
+  // A failed delivery waiting for its next retry is made due now (the receiver is back and the
+  // operator will not wait out the backoff); its attempts still count toward the dead letter.
+  // One under a sender's lease is being attempted already and is left as it is.
+  const [retried] = await tx
+    .update(webhookDeliveries)
+    .set({
+      availableAt: sql`now()`,
+      manualRedeliveries: sql`${webhookDeliveries.manualRedeliveries} + 1`,
+    })
+    .where(
+      and(
+        key,
+        eq(webhookDeliveries.status, 'pending'),
+        gt(webhookDeliveries.availableAt, sql`now()`),
+        or(isNull(webhookDeliveries.lockedUntil), lt(webhookDeliveries.lockedUntil, sql`now()`)),
+      ),
+    )
+    .returning();
+  if (retried) return deliveryView(retried);
   const [current] = await tx.select().from(webhookDeliveries).where(key);
   if (!current) throw new IdemError('NOT_FOUND', 'no such delivery');
   return deliveryView(current);

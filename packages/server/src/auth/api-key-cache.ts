@@ -3,8 +3,9 @@ import { createHash } from 'node:crypto';
 /**
  * Remembers API keys that authenticated, for a few seconds, so a busy integrator's requests do not
  * each pay a database transaction for the lookup. Only the key's SHA-256 is kept. A revocation
- * therefore takes effect within the TTL (IDEM_API_KEY_CACHE_MS, default 5 s; 0 turns caching off);
- * failures are never cached.
+ * made on another server therefore takes effect within the TTL (IDEM_API_KEY_CACHE_MS, default 5 s;
+ * 0 turns caching off); one made through this server's staff screens forgets the key at once.
+ * Failures are never cached.
  */
 export class ApiKeyCache {
   private readonly entries = new Map<string, { tenantId: string; keyId: string; expiresAt: number }>();
@@ -34,6 +35,16 @@ export class ApiKeyCache {
       if (oldest !== undefined) this.entries.delete(oldest);
     }
     this.entries.set(hash(apiKey), { ...value, expiresAt: Date.now() + this.ttlMs });
+  }
+
+  /**
+   * Drops a key at once, so a revocation made on this server refuses the key on its next request
+   * instead of after the TTL (issue 14). Other servers still hold it until their TTL ends.
+   */
+  forget(keyId: string): void {
+    for (const [digest, entry] of this.entries) {
+      if (entry.keyId === keyId) this.entries.delete(digest);
+    }
   }
 }
 

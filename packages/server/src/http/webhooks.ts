@@ -75,11 +75,17 @@ export async function handleWebhook(
     'webhook-timestamp': headerOf(req, 'webhook-timestamp'),
     'webhook-signature': headerOf(req, 'webhook-signature'),
   };
+  // During a rotation's overlap a signature by the previous secret is as good as one by the new
+  // (issue 14); outside it only the current secret verifies.
   let reason: string | null = null;
-  try {
-    new Webhook(endpoint.secret).verify(body, headers, { jsonParse: false });
-  } catch (error) {
-    reason = error instanceof Error ? error.message : 'verification failed';
+  for (const secret of endpoint.secrets) {
+    try {
+      new Webhook(secret).verify(body, headers, { jsonParse: false });
+      reason = null;
+      break;
+    } catch (error) {
+      reason = error instanceof Error ? error.message : 'verification failed';
+    }
   }
   if (reason !== null) {
     try {

@@ -4,16 +4,20 @@ import type { TestDatabase } from '@idem/core/testing';
 import { type RunningServer, startServer } from '../../src/app.ts';
 import { readEnv } from '../../src/env.ts';
 
-/** The real server in this process on a free port, logging nowhere, over the test's database. */
+/** The real server in this process on a free port, logging nowhere, over the test's database (`settings`: extra environment). */
 export async function startSilentServer(
   database: TestDatabase,
+  settings: Record<string, string> = {},
 ): Promise<{ server: RunningServer; base: string }> {
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
+  const server = await startServer(
+    readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent', ...settings }),
+    {
+      database,
+      logDestination: silent,
+      announce: () => {},
+    },
+  );
   return { server, base: `http://127.0.0.1:${server.port}` };
 }
 

@@ -1,6 +1,7 @@
 import { Badge, Button, Code, Group, Loader, SegmentedControl, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
+import { useSearch } from 'wouter';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
@@ -13,15 +14,18 @@ type Status = 'pending' | 'done' | 'dead';
  * answer and the next attempt; a dead-lettered (or lost) delivery is sent again by hand.
  */
 export function Deliveries() {
-  const [status, setStatus] = useState<Status | 'all'>('dead');
+  // The endpoints screen links here with ?endpoint=<id>: that destination's deliveries, any status.
+  const endpointId = new URLSearchParams(useSearch()).get('endpoint');
+  const [status, setStatus] = useState<Status | 'all'>(endpointId ? 'all' : 'dead');
   const queryClient = useQueryClient();
   const pages = useCursorPages();
   const log = useQuery({
-    queryKey: ['staff', 'deliveries', status, pages.cursor],
+    queryKey: ['staff', 'deliveries', status, endpointId, pages.cursor],
     queryFn: () =>
       api.staffConsole.deliveries.query({
         limit: 50,
         ...(status === 'all' ? {} : { status }),
+        ...(endpointId ? { endpointId } : {}),
         ...(pages.cursor ? { cursor: pages.cursor } : {}),
       }),
   });
@@ -35,6 +39,11 @@ export function Deliveries() {
       <Title order={1} size="h2">
         Outbound webhooks
       </Title>
+      {endpointId ? (
+        <Text size="sm">
+          Deliveries to endpoint <Code>{endpointId}</Code>
+        </Text>
+      ) : null}
       <SegmentedControl
         aria-label="Delivery status"
         value={status}
@@ -79,9 +88,10 @@ export function Deliveries() {
                     <Code>{d.endpointId.slice(0, 8)}</Code>
                   </Table.Td>
                   <Table.Td>
+                    {/* Filled, dark shades: white text on them reads at AA contrast. */}
                     <Badge
-                      variant="light"
-                      color={d.status === 'dead' ? 'red' : d.status === 'done' ? 'green' : 'yellow'}
+                      variant="filled"
+                      color={d.status === 'dead' ? 'red.9' : d.status === 'done' ? 'teal.9' : 'blue.8'}
                     >
                       {d.status}
                     </Badge>
@@ -90,7 +100,8 @@ export function Deliveries() {
                   <Table.Td>{d.lastResponseStatus ?? d.lastError ?? '–'}</Table.Td>
                   <Table.Td>{d.nextAttemptAt ? formatTime(d.nextAttemptAt) : '–'}</Table.Td>
                   <Table.Td>
-                    {d.status === 'pending' ? null : (
+                    {/* A pending delivery waiting out its backoff is retried now; a done or dead one is sent again. */}
+                    {d.status === 'pending' && d.attempts === 0 ? null : (
                       <Group gap="xs">
                         <Button
                           size="xs"
@@ -98,7 +109,7 @@ export function Deliveries() {
                           loading={redeliver.isPending}
                           onClick={() => redeliver.mutate({ workId: d.workId, endpointId: d.endpointId })}
                         >
-                          Redeliver
+                          {d.status === 'pending' ? 'Retry now' : 'Redeliver'}
                         </Button>
                       </Group>
                     )}

@@ -18,6 +18,7 @@ import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { api, isSignedOut, setCsrfToken } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { Adjustments } from './Adjustments.tsx';
+import { ApiKeys } from './ApiKeys.tsx';
 import { Approvals } from './Approvals.tsx';
 import { AttentionQueue } from './AttentionQueue.tsx';
 import { AuditLog } from './AuditLog.tsx';
@@ -30,8 +31,10 @@ import { OperationDetail } from './OperationDetail.tsx';
 import { Overview } from './Overview.tsx';
 import { Proposals } from './Proposals.tsx';
 import { Reconciliation } from './Reconciliation.tsx';
+import { RiskRules } from './RiskRules.tsx';
 import { Search } from './Search.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
+import { WebhookEndpoints } from './WebhookEndpoints.tsx';
 import { Withdrawals } from './Withdrawals.tsx';
 
 const StaffContext = createContext<StaffMe | null>(null);
@@ -60,6 +63,9 @@ const SECTIONS = [
   { href: '/adjustments', label: 'Adjustments and credits' },
   { href: '/branding', label: 'Branding' },
   { href: '/audit', label: 'Audit log' },
+  { href: '/api-keys', label: 'API keys' },
+  { href: '/endpoints', label: 'Webhook endpoints' },
+  { href: '/risk-rules', label: 'Risk rules' },
 ];
 
 /** The operator's staff screens. The server enforces every role; the screens only follow it. */
@@ -159,6 +165,9 @@ export function StaffApp() {
                 <Route path="/proposals" component={Proposals} />
                 <Route path="/adjustments" component={Adjustments} />
                 <Route path="/branding" component={BrandingSettings} />
+                <Route path="/api-keys" component={ApiKeys} />
+                <Route path="/endpoints" component={WebhookEndpoints} />
+                <Route path="/risk-rules" component={RiskRules} />
                 <Route path="/operations/:operationId">
                   {(params) => <OperationDetail operationId={params.operationId} />}
                 </Route>

@@ -4,8 +4,10 @@ import {
   fanOutNotification,
   findOperation,
   leaseDueDeliveries,
+  type OutboundEndpoint,
   recordDeliveryAttempt,
   schema,
+  secretsInForce,
   withTenant,
 } from '@idem/core';
 import { and, eq, lte, sql } from 'drizzle-orm';
@@ -98,7 +100,7 @@ type Leased = Awaited<ReturnType<typeof leaseDueDeliveries>>[number];
 async function sendDue(
   ctx: WorkerContext,
   tenantId: string,
-  endpoints: Map<string, { url: string; secret: string }>,
+  endpoints: Map<string, OutboundEndpoint>,
 ): Promise<number> {
   const leased = await leaseDueDeliveries(ctx.db, tenantId, {
     workerId: ctx.workerId,
@@ -144,7 +146,7 @@ async function sendDue(
 }
 
 async function post(
-  endpoint: { url: string; secret: string },
+  endpoint: { url: string; secret: string; previousSecret: string | null; previousSecretUntil: Date | null },
   webhookId: string,
   body: OperationWebhook,
 ): Promise<
@@ -153,7 +155,11 @@ async function post(
 > {
   const raw = JSON.stringify(body);
   const at = new Date();
-  const signature = new Webhook(endpoint.secret).sign(webhookId, at, raw);
+  // During a rotation's overlap each attempt carries a signature by each secret in force, space
+  // separated as Standard Webhooks allows, so a receiver verifies with whichever it holds (issue 14).
+  const signature = secretsInForce(endpoint, at)
+    .map((secret) => new Webhook(secret).sign(webhookId, at, raw))
+    .join(' ');
   try {
     const response = await fetch(endpoint.url, {
       method: 'POST',

@@ -18,6 +18,11 @@ export const apiKeys = pgTable(
     label: text('label').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /**
+     * When the key last authenticated, to the minute: written at most once a minute per key, on a
+     * lookup that misses the server's key cache (issue 14), so busy keys cost no extra writes.
+     */
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.keyId] }),
@@ -39,6 +44,13 @@ export const webhookEndpoints = pgTable(
     source: text('source').notNull(),
     /** A Standard Webhooks secret, `whsec_` followed by base64. */
     secret: text('secret').notNull(),
+    /**
+     * The secret a rotation replaced, still accepted until `previous_secret_until` so the source
+     * can switch without a refused delivery (issue 14); both null outside an overlap.
+     */
+    previousSecret: text('previous_secret'),
+    previousSecretUntil: timestamp('previous_secret_until', { withTimezone: true }),
+    rotatedAt: timestamp('rotated_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
   },

@@ -27,6 +27,13 @@ export const outboundEndpoints = pgTable(
     endpointId: uuid('endpoint_id').notNull(),
     url: text('url').notNull(),
     secret: text('secret').notNull(),
+    /**
+     * The secret a rotation replaced: until `previous_secret_until` every attempt is signed with
+     * both (Standard Webhooks allows several signatures), so the receiver can switch (issue 14).
+     */
+    previousSecret: text('previous_secret'),
+    previousSecretUntil: timestamp('previous_secret_until', { withTimezone: true }),
+    rotatedAt: timestamp('rotated_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
   },

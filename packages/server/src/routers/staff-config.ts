@@ -1,0 +1,119 @@
+import {
+  apiKeyViewSchema,
+  createApiKeyInputSchema,
+  createdApiKeySchema,
+  createdEndpointSchema,
+  createInboundEndpointInputSchema,
+  createOutboundEndpointInputSchema,
+  disableEndpointInputSchema,
+  endpointsViewSchema,
+  policyChangeViewSchema,
+  revokeApiKeyInputSchema,
+  riskRulesViewSchema,
+  rotatedEndpointSecretSchema,
+  rotateEndpointSecretInputSchema,
+  setRiskRuleInputSchema,
+} from '@idem/contracts';
+import {
+  changeRiskRule,
+  createApiKey,
+  createOutboundEndpoint,
+  createWebhookEndpoint,
+  disableEndpoint,
+  listApiKeys,
+  listEndpoints,
+  listRiskRules,
+  revokeApiKey,
+  riskRuleHistory,
+  rotateEndpointSecret,
+} from '@idem/core';
+import { z } from 'zod';
+import { staffWith } from '../auth/procedures.ts';
+import { router } from '../trpc.ts';
+
+/**
+ * Configuration that needed the CLI (issue 14): API keys, webhook endpoints and risk rules. Every
+ * change is an administrator's and is audited by the staff procedure. All mutations are in this one
+ * file so that moving them behind a step-up check is one edit.
+ *
+ * The key and endpoint creations run in their own transactions (core's functions open them), so
+ * the audit entry is written after them by the staff procedure, outcome 'ok' or the refusal's code.
+ */
+const change = staffWith('administer');
+
+export const staffConfigRouter = router({
+  /** Labels, prefixes, created, last used, revoked: never a key. Operators read it too. */
+  apiKeys: staffWith('operate')
+    .output(z.array(apiKeyViewSchema))
+    .query(({ ctx }) => ctx.inTenant((tx) => listApiKeys(tx, ctx.tenantId))),
+
+  /** Mints a key; the answer is the only place it ever appears. */
+  createApiKey: change
+    .input(createApiKeyInputSchema)
+    .output(createdApiKeySchema)
+    .mutation(async ({ ctx, input }) => {
+      const { keyId, apiKey } = await createApiKey(ctx.db, ctx.tenantId, { label: input.label });
+      return { keyId, apiKey, label: input.label };
+    }),
+
+  /** Revokes a key; this server's key cache forgets it at once, so its next request is refused. */
+  revokeApiKey: change
+    .input(revokeApiKeyInputSchema)
+    .output(z.object({ keyId: z.uuid() }))
+    .mutation(async ({ ctx, input }) => {
+      await revokeApiKey(ctx.db, ctx.tenantId, input.keyId);
+      ctx.apiKeyCache?.forget(input.keyId);
+      return { keyId: input.keyId };
+    }),
+
+  /** Inbound sources and outbound destinations, without their secrets. */
+  endpoints: staffWith('operate')
+    .output(endpointsViewSchema)
+    .query(({ ctx }) => ctx.inTenant((tx) => listEndpoints(tx, ctx.tenantId))),
+
+  createInboundEndpoint: change
+    .input(createInboundEndpointInputSchema)
+    .output(createdEndpointSchema)
+    .mutation(async ({ ctx, input }) => {
+      const { endpointId, secret } = await createWebhookEndpoint(ctx.db, ctx.tenantId, input);
+      return { endpointId, secret };
+    }),
+
+  createOutboundEndpoint: change
+    .input(createOutboundEndpointInputSchema)
+    .output(createdEndpointSchema)
+    .mutation(async ({ ctx, input }) => {
+      const { endpointId, secret } = await createOutboundEndpoint(ctx.db, ctx.tenantId, input);
+      return { endpointId, secret };
+    }),
+
+  /** A new secret (shown once); the old one stays valid for the overlap. */
+  rotateEndpointSecret: change
+    .input(rotateEndpointSecretInputSchema)
+    .output(rotatedEndpointSecretSchema)
+    .mutation(({ ctx, input }) => ctx.inTenant((tx) => rotateEndpointSecret(tx, ctx.tenantId, input))),
+
+  disableEndpoint: change
+    .input(disableEndpointInputSchema)
+    .output(z.object({ endpointId: z.string() }))
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant(async (tx) => {
+        await disableEndpoint(tx, ctx.tenantId, input);
+        return { endpointId: input.endpointId };
+      }),
+    ),
+
+  /** Every staff member may read the rules the queues they work follow. */
+  riskRules: staffWith('read')
+    .output(riskRulesViewSchema)
+    .query(({ ctx }) => ctx.inTenant((tx) => listRiskRules(tx, ctx.tenantId))),
+
+  riskHistory: staffWith('read')
+    .output(z.array(policyChangeViewSchema))
+    .query(({ ctx }) => ctx.inTenant((tx) => riskRuleHistory(tx, ctx.tenantId))),
+
+  setRiskRule: change
+    .input(setRiskRuleInputSchema)
+    .output(z.object({ changed: z.boolean(), policyVersion: z.number().int() }))
+    .mutation(({ ctx, input }) => ctx.inTenant((tx) => changeRiskRule(tx, ctx.tenantId, input, ctx.actor))),
+});
