@@ -1,5 +1,5 @@
 import type { AttentionQueueItem, OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
-import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
 import { requesterOf } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
 import {
