@@ -163,6 +163,8 @@ describe('staff screens', () => {
     ] as const) {
       const page = await newPage(stack);
       await signInStaff(page, stack.a.tenantId, stack.a.staff[who].email);
+      // Staff land on the Overview (issue 14); the approval queue is one link away.
+      await page.getByRole('link', { name: 'Approval queue' }).click();
       const card = page.getByTestId('approval-card').filter({ hasText: destinations.fourEyes });
       await card.waitFor();
       await expect(card.getByTestId('payload-hash').textContent()).resolves.toMatch(/^[0-9a-f]{64}$/);

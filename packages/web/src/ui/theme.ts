@@ -1,4 +1,4 @@
-import { colorsTuple, createTheme, type MantineThemeOverride } from '@mantine/core';
+import { colorsTuple, createTheme, Loader, type MantineThemeOverride, Table } from '@mantine/core';
 
 /** The staff screens' theme. autoContrast picks black or white text for any brand colour. */
 export const baseTheme: MantineThemeOverride = createTheme({
@@ -7,6 +7,14 @@ export const baseTheme: MantineThemeOverride = createTheme({
   primaryShade: 8,
   autoContrast: true,
   fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
+  components: {
+    // A spinner's aria-label is only allowed on an element with a role: a live status is what it is.
+    Loader: Loader.extend({ defaultProps: { role: 'status' } }),
+    // A table wider than a phone scrolls sideways; keyboard users must be able to focus and scroll it.
+    TableScrollContainer: Table.ScrollContainer.extend({
+      defaultProps: { scrollAreaProps: { viewportProps: { tabIndex: 0 } } },
+    }),
+  },
 });
 
 /** A tenant's brand as a theme: its primary colour on every button and link of the customer screens. */
