@@ -157,7 +157,7 @@ export {
   operationPageQuery,
   pageOperations,
 } from './queries/list.ts';
-export { type OperationStats, operationStats } from './queries/operation-stats.ts';
+export { type OperationStats, operationStats, settledOperationStats } from './queries/operation-stats.ts';
 export {
   allTenantIds,
   type CustodianAccountLedger,
