@@ -197,6 +197,7 @@ async function main() {
       console.log(
         `  ${read.name.padEnd(30)} p50 ${read.latency.p50Ms.toFixed(2)} ms  p99 ${read.latency.p99Ms.toFixed(2)} ms  (< ${HISTORY_P99_TARGET_MS} ms: ${read.met ? 'MET' : 'MISSED'})`,
       );
+      console.log(`    plan: ${read.plan}`);
     }
   }
   for (const violation of violations) console.error(`VIOLATION ${violation}`);
@@ -242,6 +243,7 @@ async function main() {
           p50Ms: round(read.latency.p50Ms),
           p99Ms: round(read.latency.p99Ms),
           met: read.met,
+          plan: read.plan,
         })),
       },
       violations,

@@ -154,6 +154,7 @@ export {
   LIST_LIMIT_MAX,
   listAssets,
   listOperations,
+  operationListConditions,
   operationPageQuery,
   pageOperations,
 } from './queries/list.ts';

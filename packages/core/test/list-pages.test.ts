@@ -146,6 +146,10 @@ describe('I14-LIST lists stay fast as history grows', () => {
     ],
     ['deposits.list', page(() => operationListConditions(tenantId, { kind: 'deposit' }), deep)],
     [
+      'deposits.list of one account',
+      page(() => operationListConditions(tenantId, { kind: 'deposit', accountRef: 'acct-h7' }), deep),
+    ],
+    [
       'customer history per account',
       page(() => operationListConditions(tenantId, { kind: 'withdrawal', accountRef: 'acct-p' }), deep),
     ],
