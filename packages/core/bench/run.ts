@@ -21,19 +21,40 @@ const STORM_ROUNDS = 10;
 const TARGETS = { many8: 0.7, hot8: 0.3 } as const;
 /** Withdrawals in the long-history tenant (issue 14: 1,000,000); 0 skips the phase. */
 const HISTORY_OPERATIONS = Number(process.env.BENCH_HISTORY_OPERATIONS ?? 1_000_000);
-const RESULTS_FILE = fileURLToPath(new URL('../../../bench-results/core.json', import.meta.url));
+/**
+ * Which phases run: `BENCH_PHASES=creation,history` by default. `creation` is pgbench and the
+ * creation and storm phases (their figures are ratios to pgbench's); `history` the long history.
+ * A run of some phases only publishes to its own file, so it never overwrites a full run's.
+ */
+const ALL_PHASES = ['creation', 'history'] as const;
+const PHASES = new Set((process.env.BENCH_PHASES ?? ALL_PHASES.join(',')).split(',').map((p) => p.trim()));
+const RESULTS_FILE = fileURLToPath(
+  new URL(
+    ALL_PHASES.every((phase) => PHASES.has(phase))
+      ? '../../../bench-results/core.json'
+      : `../../../bench-results/core.${[...PHASES].sort().join('-')}.json`,
+    import.meta.url,
+  ),
+);
 
 async function main() {
   if (!Number.isFinite(SECONDS) || SECONDS <= 0) throw new Error('BENCH_SECONDS must be a positive number');
+  const unknown = [...PHASES].filter((phase) => !(ALL_PHASES as readonly string[]).includes(phase));
+  if (unknown.length > 0)
+    throw new Error(`BENCH_PHASES: unknown ${unknown.join(', ')} (known: ${ALL_PHASES.join(', ')})`);
+  const creation = PHASES.has('creation');
   console.log(
     `idem core bench: ${SECONDS}s per phase, ${cpus().length} CPUs shared by Node, PostgreSQL and pgbench`,
   );
 
   // Other processes on the machine move every figure; the load averages say how much to trust a run.
   const loadBefore = loadavg()[0] ?? 0;
-  console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
-  const pgbench = await runPgbench(SECONDS);
-  console.log(`pgbench: ${pgbench.tps.toFixed(0)} tps`);
+  let pgbench: Awaited<ReturnType<typeof runPgbench>> | undefined;
+  if (creation) {
+    console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
+    pgbench = await runPgbench(SECONDS);
+    console.log(`pgbench: ${pgbench.tps.toFixed(0)} tps`);
+  }
 
   const scratch = await createScratchDatabase('idem_bench');
   const rows: Row[] = [];
@@ -43,128 +64,131 @@ async function main() {
   try {
     const setup = await openDatabase({ url: scratch.url, maxConnections: 8 });
     await setup.migrate();
-    const many8 = await fundedTenant(setup.db, 'bench many 8', ACCOUNTS, 8);
-    const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
-    const manyTx = await fundedTenant(setup.db, 'bench many in tx', ACCOUNTS, 8);
-    const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
-    const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
-    await setup.close();
+    if (!pgbench) await setup.close();
+    else {
+      const many8 = await fundedTenant(setup.db, 'bench many 8', ACCOUNTS, 8);
+      const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
+      const manyTx = await fundedTenant(setup.db, 'bench many in tx', ACCOUNTS, 8);
+      const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
+      const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
+      await setup.close();
+      const phases = [
+        {
+          name: 'create, many accounts',
+          tenant: many8,
+          connections: 8,
+          target: TARGETS.many8,
+          label: 'm8',
+          mode: 'statement',
+        },
+        {
+          name: 'create, many accounts',
+          tenant: many16,
+          connections: 16,
+          target: null,
+          label: 'm16',
+          mode: 'statement',
+        },
+        {
+          name: 'create, one hot account',
+          tenant: hot,
+          connections: 8,
+          target: TARGETS.hot8,
+          label: 'h8',
+          mode: 'statement',
+        },
+        // The same creation inside a caller's transaction (createWithdrawal), for comparison.
+        {
+          name: 'create in caller tx',
+          tenant: manyTx,
+          connections: 8,
+          target: null,
+          label: 't8',
+          mode: 'transaction',
+        },
+      ] as const;
+      for (const phase of phases) {
+        console.log(`${phase.name}, ${phase.connections} connections ...`);
+        const handle = await openDatabase({ url: scratch.url, maxConnections: phase.connections });
+        try {
+          const outcome = await creationPhase(handle.db, {
+            tenantId: phase.tenant.tenantId,
+            accountIds: phase.tenant.accountIds,
+            concurrency: phase.connections,
+            warmupMs: WARMUP_MS,
+            measureMs: SECONDS * 1000,
+            label: phase.label,
+            mode: phase.mode,
+          });
+          violations.push(...outcome.violations.map((v) => `${phase.name}/${phase.connections}: ${v}`));
+          rows.push({
+            name: phase.name,
+            connections: phase.connections,
+            ops: outcome.measured,
+            opsPerSec: outcome.opsPerSec,
+            p50Ms: outcome.latency.p50Ms,
+            p99Ms: outcome.latency.p99Ms,
+            ratio: outcome.opsPerSec / pgbench.tps,
+            target: phase.target,
+            correct: outcome.violations.length === 0,
+          });
+        } finally {
+          await handle.close();
+        }
+      }
 
-    const phases = [
-      {
-        name: 'create, many accounts',
-        tenant: many8,
-        connections: 8,
-        target: TARGETS.many8,
-        label: 'm8',
-        mode: 'statement',
-      },
-      {
-        name: 'create, many accounts',
-        tenant: many16,
-        connections: 16,
-        target: null,
-        label: 'm16',
-        mode: 'statement',
-      },
-      {
-        name: 'create, one hot account',
-        tenant: hot,
-        connections: 8,
-        target: TARGETS.hot8,
-        label: 'h8',
-        mode: 'statement',
-      },
-      // The same creation inside a caller's transaction (createWithdrawal), for comparison.
-      {
-        name: 'create in caller tx',
-        tenant: manyTx,
-        connections: 8,
-        target: null,
-        label: 't8',
-        mode: 'transaction',
-      },
-    ] as const;
-    for (const phase of phases) {
-      console.log(`${phase.name}, ${phase.connections} connections ...`);
-      const handle = await openDatabase({ url: scratch.url, maxConnections: phase.connections });
+      console.log(
+        `same-key storm: ${STORM_CALLERS} callers on a pool of ${STORM_POOL}, ${STORM_ROUNDS} rounds ...`,
+      );
+      const handle = await openDatabase({ url: scratch.url, maxConnections: STORM_POOL });
       try {
-        const outcome = await creationPhase(handle.db, {
-          tenantId: phase.tenant.tenantId,
-          accountIds: phase.tenant.accountIds,
-          concurrency: phase.connections,
-          warmupMs: WARMUP_MS,
-          measureMs: SECONDS * 1000,
-          label: phase.label,
-          mode: phase.mode,
-        });
-        violations.push(...outcome.violations.map((v) => `${phase.name}/${phase.connections}: ${v}`));
-        rows.push({
-          name: phase.name,
-          connections: phase.connections,
-          ops: outcome.measured,
-          opsPerSec: outcome.opsPerSec,
-          p50Ms: outcome.latency.p50Ms,
-          p99Ms: outcome.latency.p99Ms,
-          ratio: outcome.opsPerSec / pgbench.tps,
-          target: phase.target,
-          correct: outcome.violations.length === 0,
+        storm = await stormPhase(handle.db, {
+          tenantId: stormTenant.tenantId,
+          accountId: stormTenant.accountIds[0] ?? 'acct-0',
+          callers: STORM_CALLERS,
+          rounds: STORM_ROUNDS,
         });
       } finally {
         await handle.close();
       }
-    }
-
-    console.log(
-      `same-key storm: ${STORM_CALLERS} callers on a pool of ${STORM_POOL}, ${STORM_ROUNDS} rounds ...`,
-    );
-    const handle = await openDatabase({ url: scratch.url, maxConnections: STORM_POOL });
-    try {
-      storm = await stormPhase(handle.db, {
-        tenantId: stormTenant.tenantId,
-        accountId: stormTenant.accountIds[0] ?? 'acct-0',
-        callers: STORM_CALLERS,
-        rounds: STORM_ROUNDS,
+      violations.push(...storm.violations.map((v) => `storm: ${v}`));
+      rows.push({
+        name: `same-key storm x${STORM_CALLERS}`,
+        connections: STORM_POOL,
+        ops: storm.calls,
+        opsPerSec: storm.opsPerSec,
+        p50Ms: storm.latency.p50Ms,
+        p99Ms: storm.latency.p99Ms,
+        ratio: storm.opsPerSec / pgbench.tps,
+        target: null,
+        correct: storm.violations.length === 0,
       });
-    } finally {
-      await handle.close();
     }
-    violations.push(...storm.violations.map((v) => `storm: ${v}`));
-    if (HISTORY_OPERATIONS > 0) {
+    if (PHASES.has('history') && HISTORY_OPERATIONS > 0) {
       console.log(`long history: ${HISTORY_OPERATIONS} withdrawals in one tenant, then its reads ...`);
       history = await historyPhase(scratch.url, HISTORY_OPERATIONS);
       violations.push(...history.violations.map((v) => `history: ${v}`));
     }
-    rows.push({
-      name: `same-key storm x${STORM_CALLERS}`,
-      connections: STORM_POOL,
-      ops: storm.calls,
-      opsPerSec: storm.opsPerSec,
-      p50Ms: storm.latency.p50Ms,
-      p99Ms: storm.latency.p99Ms,
-      ratio: storm.opsPerSec / pgbench.tps,
-      target: null,
-      correct: storm.violations.length === 0,
-    });
   } finally {
     await scratch.drop();
   }
 
   console.log('');
-  printTable([
-    {
-      name: 'pgbench TPC-B-like',
-      connections: 8,
-      ops: pgbench.latency.count,
-      opsPerSec: pgbench.tps,
-      p50Ms: pgbench.latency.p50Ms,
-      p99Ms: pgbench.latency.p99Ms,
-      ratio: 1,
-      target: null,
-      correct: true,
-    },
-    ...rows,
-  ]);
+  if (pgbench)
+    printTable([
+      {
+        name: 'pgbench TPC-B-like',
+        connections: 8,
+        ops: pgbench.latency.count,
+        opsPerSec: pgbench.tps,
+        p50Ms: pgbench.latency.p50Ms,
+        p99Ms: pgbench.latency.p99Ms,
+        ratio: 1,
+        target: null,
+        correct: true,
+      },
+      ...rows,
+    ]);
   if (history) {
     console.log(
       `\nlong history: ${history.operations} withdrawals loaded in ${history.loadSeconds.toFixed(0)} s (${history.loadPerSec.toFixed(0)}/s); sequential reads:`,
@@ -173,6 +197,7 @@ async function main() {
       console.log(
         `  ${read.name.padEnd(30)} p50 ${read.latency.p50Ms.toFixed(2)} ms  p99 ${read.latency.p99Ms.toFixed(2)} ms  (< ${HISTORY_P99_TARGET_MS} ms: ${read.met ? 'MET' : 'MISSED'})`,
       );
+      console.log(`    plan: ${read.plan}`);
     }
   }
   for (const violation of violations) console.error(`VIOLATION ${violation}`);
@@ -187,7 +212,8 @@ async function main() {
       load1mBefore: round(loadBefore),
       load1mAfter: round(loadavg()[0] ?? 0),
       node: process.version,
-      pgbench: {
+      phasesRun: [...PHASES],
+      pgbench: pgbench && {
         tps: round(pgbench.tps),
         p50Ms: round(pgbench.latency.p50Ms),
         p99Ms: round(pgbench.latency.p99Ms),
@@ -210,12 +236,14 @@ async function main() {
       },
       history: history && {
         operations: history.operations,
+        loadSeconds: round(history.loadSeconds),
         loadPerSec: round(history.loadPerSec),
         reads: history.reads.map((read) => ({
           name: read.name,
           p50Ms: round(read.latency.p50Ms),
           p99Ms: round(read.latency.p99Ms),
           met: read.met,
+          plan: read.plan,
         })),
       },
       violations,

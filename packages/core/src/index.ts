@@ -164,10 +164,11 @@ export {
   LIST_LIMIT_MAX,
   listAssets,
   listOperations,
+  operationListConditions,
   operationPageQuery,
   pageOperations,
 } from './queries/list.ts';
-export { type OperationStats, operationStats } from './queries/operation-stats.ts';
+export { type OperationStats, operationStats, settledOperationStats } from './queries/operation-stats.ts';
 export { computeOverview, overviewStatements } from './queries/overview.ts';
 export { explorerPageQuery, exploreWithdrawals, exportWithdrawals } from './queries/withdrawal-explorer.ts';
 export {

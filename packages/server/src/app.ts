@@ -67,7 +67,10 @@ export async function startServer(
   }
 
   const development = isDevelopment(env, { embedded: database.kind === 'pglite' && !options.database });
-  const metrics = createMetrics(database.db, { cacheMs: env.IDEM_METRICS_CACHE_MS });
+  const metrics = createMetrics(database.db, {
+    cacheMs: env.IDEM_METRICS_CACHE_MS,
+    settledCacheMs: env.IDEM_METRICS_SETTLED_CACHE_MS,
+  });
   // /metrics always asks for a bearer token. Development without one gets a token for this run,
   // printed like the demo's API key; a deployment without one serves no metrics (and says so).
   let metricsToken = env.IDEM_METRICS_TOKEN ?? null;

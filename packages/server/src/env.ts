@@ -156,6 +156,11 @@ const envSchema = z.object({
   IDEM_METRICS_TOKEN: z.string().min(16).max(200).optional(),
   /** How long the cross-tenant operation counts are reused: at most one database read per interval. */
   IDEM_METRICS_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5_000),
+  /**
+   * How long the settled states' totals (which grow with the history) are reused; refreshed in the
+   * background, so no scrape but the first waits on a read of every tenant's history (I14-LIST).
+   */
+  IDEM_METRICS_SETTLED_CACHE_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
   /** The built web app (packages/web/dist), served at /. */
   IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });

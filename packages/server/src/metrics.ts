@@ -1,5 +1,5 @@
 import { inboxOutcomes, operationStates } from '@idem/contracts';
-import { type Database, operationStats } from '@idem/core';
+import { type Database, operationStats, settledOperationStats } from '@idem/core';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -11,12 +11,16 @@ export type Metrics = ReturnType<typeof createMetrics>;
 const WATCHED_STATES = ['UNKNOWN', 'FAILED_TERMINAL', 'BROADCAST'] as const;
 
 /**
- * One registry per server. Operation gauges are read from the database, through an aggregate-only
- * function, so they are right across processes and restarts. The read is a scan over every
- * tenant's operations, so it is reused for `cacheMs`: however many scrapes arrive, at most one
- * read per interval (I11-F9). A failed read is not reused, so recovery shows on the next scrape.
+ * One registry per server. Operation gauges are read from the database, through aggregate-only
+ * functions, so they are right across processes and restarts. The in-flight states are read from
+ * their partial index (cost: the work in progress) and reused for `cacheMs`: however many scrapes
+ * arrive, at most one read per interval (I11-F9). A failed read is not reused, so recovery shows
+ * on the next scrape. The settled states' totals grow with the history, so they are read at most
+ * once per `settledCacheMs`, in the background once a first value exists (I14-LIST): a scrape
+ * never waits on a read of the whole history except the server's first.
  */
-export function createMetrics(db: Database, options: { cacheMs: number }) {
+export function createMetrics(db: Database, options: { cacheMs: number; settledCacheMs?: number }) {
+  const settledCacheMs = options.settledCacheMs ?? 300_000;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -42,7 +46,31 @@ export function createMetrics(db: Database, options: { cacheMs: number }) {
   let statsError = false;
   let readStartedAt = Number.NEGATIVE_INFINITY;
   let reading: Promise<void> | null = null;
-  const refresh = () => {
+  let settled: Awaited<ReturnType<typeof settledOperationStats>> | null = null;
+  let settledStartedAt = Number.NEGATIVE_INFINITY;
+  let settledReading: Promise<void> | null = null;
+  const refreshSettled = () => {
+    if (!settledReading && Date.now() - settledStartedAt >= settledCacheMs) {
+      const startedAt = Date.now();
+      settledReading = settledOperationStats(db)
+        .then(
+          (rows) => {
+            settled = rows;
+            settledStartedAt = startedAt;
+          },
+          () => {
+            // Kept: the last totals stay served; the next scrape tries again.
+          },
+        )
+        .finally(() => {
+          settledReading = null;
+        });
+    }
+    // Only the first read is waited for; later ones refresh behind the scrapes.
+    return settled === null && settledReading ? settledReading : Promise.resolve();
+  };
+  const refresh = () => Promise.all([refreshInFlight(), refreshSettled()]);
+  const refreshInFlight = () => {
     if (reading) return reading;
     if (lastStats && !statsError && Date.now() - readStartedAt < options.cacheMs) return Promise.resolve();
     const startedAt = Date.now();
@@ -71,7 +99,11 @@ export function createMetrics(db: Database, options: { cacheMs: number }) {
     async collect() {
       await refresh();
       for (const state of operationStates) {
-        this.set({ state }, lastStats?.find((s) => s.state === state)?.operations ?? 0);
+        const count =
+          lastStats?.find((s) => s.state === state)?.operations ??
+          settled?.find((s) => s.state === state)?.operations ??
+          0;
+        this.set({ state }, count);
       }
     },
   });
@@ -93,7 +125,7 @@ export function createMetrics(db: Database, options: { cacheMs: number }) {
     registers: [registry],
     async collect() {
       await refresh();
-      this.set(statsError ? 1 : 0);
+      this.set(statsError || settled === null ? 1 : 0);
     },
   });
 

@@ -11,8 +11,10 @@ export interface OperationStats {
 }
 
 /**
- * Counts per state across all tenants, for metrics. It runs as the restricted role, which cannot
- * read another tenant's rows; `idem_operation_stats()` (migration 0003) returns aggregates only.
+ * Counts per state of the operations still in flight (IN_FLIGHT_STATES), across all tenants, for
+ * metrics. It runs as the restricted role, which cannot read another tenant's rows;
+ * `idem_operation_stats()` (migrations 0003, 0049) returns aggregates only, read from the partial
+ * index of in-flight states, so its cost follows the work in progress, not the history.
  */
 export async function operationStats(db: Database): Promise<OperationStats[]> {
   return db.transaction(async (tx) => {
@@ -26,6 +28,22 @@ export async function operationStats(db: Database): Promise<OperationStats[]> {
       state: row.state,
       operations: Number(row.operations),
       oldestSeconds: Number(row.oldest_seconds),
+    }));
+  });
+}
+
+/**
+ * Counts per settled state (REJECTED, CONFIRMED, VERIFIED_NOT_SENT, REVERSED), across all tenants.
+ * This one reads the whole history (`idem_settled_operation_stats()`, migration 0049): a caller
+ * reads it seldom (the server: once per IDEM_METRICS_SETTLED_CACHE_MS), never on every scrape.
+ */
+export async function settledOperationStats(db: Database): Promise<{ state: string; operations: number }[]> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+    const result = await tx.execute(sql`select state, operations from idem_settled_operation_stats()`);
+    return rowsOf<{ state: string; operations: string | number }>(result).map((row) => ({
+      state: row.state,
+      operations: Number(row.operations),
     }));
   });
 }

@@ -1,5 +1,5 @@
 import type { AttentionQueueItem, OperationState, StaffOperationView, TimelineEntry } from '@idem/contracts';
-import { and, asc, desc, eq, gt, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
 import { requesterOf } from '../approvals/requester.ts';
 import type { Tx } from '../db/connect.ts';
 import {
@@ -61,16 +61,20 @@ export function listApprovalQueue(
   tenantId: string,
   options: { cursor?: string | undefined; limit: number },
 ) {
-  return staffPage(
-    tx,
-    [
-      eq(operations.tenantId, tenantId),
-      eq(operations.kind, 'withdrawal'),
-      eq(operations.state, 'REQUESTED'),
-      gt(operations.approvalsRequired, 0),
-    ],
-    { ...options, oldestFirst: true },
-  );
+  return staffPage(tx, approvalQueueConditions(tenantId), { ...options, oldestFirst: true });
+}
+
+/**
+ * The approval queue's filter, as its own value so a test can EXPLAIN exactly what the queue runs.
+ * The partial index `operations_approval_queue` (same predicate) serves it as an index range.
+ */
+export function approvalQueueConditions(tenantId: string): SQL[] {
+  // Written as literals (not bound parameters), so that even a generic plan of a prepared
+  // statement is seen to imply the partial index's predicate.
+  return [
+    eq(operations.tenantId, tenantId),
+    sql`${operations.kind} = 'withdrawal' and ${operations.state} = 'REQUESTED' and ${operations.approvalsRequired} > 0`,
+  ];
 }
 
 /** A cursor of the attention queue: PostgreSQL's own text of the state time (microseconds kept). */
@@ -93,29 +97,7 @@ export async function listAttentionQueue(
   },
 ): Promise<{ items: AttentionQueueItem[]; nextCursor: string | null }> {
   const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
-  const since = sql`coalesce((select max(t.created_at) from ${operationTransitions} t
-    where t.tenant_id = ${operations.tenantId} and t.operation_id = ${operations.operationId}
-      and t.to_state = ${operations.state} and t.from_state is distinct from t.to_state),
-    ${operations.createdAt})`;
-  const where: SQL[] = [
-    eq(operations.tenantId, tenantId),
-    eq(operations.kind, 'withdrawal'),
-    eq(operations.state, options.state),
-  ];
-  if (options.cursor) {
-    const { at, id: operationId } = decodeCursor(options.cursor);
-    where.push(sql`(${since}, ${operations.operationId}) > (${at}::timestamptz, ${operationId}::uuid)`);
-  }
-  const rows = await tx
-    .select({
-      op: operations,
-      sinceText: sql<string>`(${since})::text`,
-      sinceMs: sql<number>`floor(extract(epoch from ${since}) * 1000)::float8`,
-    })
-    .from(operations)
-    .where(and(...where))
-    .orderBy(asc(since), asc(operations.operationId))
-    .limit(limit + 1);
+  const rows = await attentionQueueQuery(tx, tenantId, { ...options, limit });
   const page = rows.slice(0, limit);
   const items: AttentionQueueItem[] = [];
   for (const row of page) {
@@ -135,19 +117,70 @@ export async function listAttentionQueue(
 }
 
 /**
+ * The attention queue's query for one page (`limit` + 1 rows), unexecuted so a test can EXPLAIN
+ * it. Its order is computed (the time of entering the state), so it is sorted, but only over the
+ * operations now in that state, which the index on (tenant, kind, state, ...) finds: in-flight
+ * work, never the tenant's settled history.
+ */
+export function attentionQueueQuery(
+  tx: Tx,
+  tenantId: string,
+  options: { state: 'BROADCAST' | 'UNKNOWN' | 'FAILED_TERMINAL'; cursor?: string | undefined; limit: number },
+) {
+  const limit = Math.min(Math.max(1, Math.trunc(options.limit)), LIST_LIMIT_MAX);
+  const since = sql`coalesce((select max(t.created_at) from ${operationTransitions} t
+    where t.tenant_id = ${operations.tenantId} and t.operation_id = ${operations.operationId}
+      and t.to_state = ${operations.state} and t.from_state is distinct from t.to_state),
+    ${operations.createdAt})`;
+  const where: SQL[] = [
+    eq(operations.tenantId, tenantId),
+    eq(operations.kind, 'withdrawal'),
+    eq(operations.state, options.state),
+  ];
+  if (options.cursor) {
+    const { at, id: operationId } = decodeCursor(options.cursor);
+    where.push(sql`(${since}, ${operations.operationId}) > (${at}::timestamptz, ${operationId}::uuid)`);
+  }
+  return tx
+    .select({
+      op: operations,
+      sinceText: sql<string>`(${since})::text`,
+      sinceMs: sql<number>`floor(extract(epoch from ${since}) * 1000)::float8`,
+    })
+    .from(operations)
+    .where(and(...where))
+    .orderBy(asc(since), asc(operations.operationId))
+    .limit(limit + 1);
+}
+
+/**
  * Finds operations by operation id, withdrawal id (reference), account or transaction hash, at
  * most 50, newest first. Exact matches only: a search box must not become a scan of the tenant.
  */
 export async function searchOperations(tx: Tx, tenantId: string, query: string) {
+  return staffPage(tx, searchConditions(tenantId, query), { limit: 50 });
+}
+
+/**
+ * The search's filter. Each alternative has an index of its own, so the match is a union of index
+ * lookups (a bitmap OR) whatever the tenant's size: the reference under every kind
+ * (`operations_tenant_kind_reference`), the account (`operations_page_account`), the hash
+ * (`operations_tx_hash`, on lower(tx_hash)) and the id (the primary key).
+ */
+export function searchConditions(tenantId: string, query: string): SQL[] {
   const term = query.trim();
   const matches: SQL[] = [
-    eq(operations.reference, term),
+    // Every kind named, so the (tenant, kind, reference) key is probed once per kind, not walked.
+    and(inArray(operations.kind, ['withdrawal', 'deposit', 'adjustment']), eq(operations.reference, term)) ??
+      sql`false`,
     eq(operations.accountRef, term),
-    eq(sql`lower(${operations.txHash})`, term.toLowerCase()),
+    // As typed, or lower-cased (EVM and Bitcoin hashes are stored in lower-case hex; a base58 hash
+    // is case-sensitive): equality on the column itself, which row-level security lets an index serve.
+    inArray(operations.txHash, [...new Set([term, term.toLowerCase()])]),
   ];
   if (UUID_PATTERN.test(term.toLowerCase())) matches.push(eq(operations.operationId, term.toLowerCase()));
   const any = or(...matches);
-  return staffPage(tx, [eq(operations.tenantId, tenantId), ...(any ? [any] : [])], { limit: 50 });
+  return [eq(operations.tenantId, tenantId), ...(any ? [any] : [])];
 }
 
 /** An operation's history, oldest first: every state change with actor, reason and evidence. */

@@ -20,6 +20,22 @@ const stateList = sql.raw(
 );
 
 /**
+ * States an operation may still leave by work or by a decision: the partial index of the metrics
+ * aggregate holds these only. The others (REJECTED, CONFIRMED, VERIFIED_NOT_SENT, REVERSED) are
+ * where a tenant's history accumulates.
+ */
+export const IN_FLIGHT_STATES = [
+  'REQUESTED',
+  'APPROVED',
+  'SIGNING',
+  'SIGNED',
+  'BROADCAST',
+  'UNKNOWN',
+  'FAILED_TERMINAL',
+] as const;
+const inFlightList = sql.raw(IN_FLIGHT_STATES.map((state) => `'${state}'`).join(','));
+
+/**
  * One row per intent. Identity (tenant, key, reference) and the approved payload are immutable:
  * a trigger refuses any UPDATE of them (see migration 0001). The payload is kept as discrete
  * columns so that a signer can recompute the hash from what is actually stored (C02).
@@ -104,6 +120,17 @@ export const operations = pgTable(
       .where(
         sql`${t.kind} = 'withdrawal' and ${t.state} in ('REQUESTED','APPROVED','SIGNING','SIGNED','BROADCAST','UNKNOWN','FAILED_TERMINAL')`,
       ),
+    // The staff approval queue (staff/queries.ts), oldest first: only withdrawals awaiting a staff
+    // decision, so the index stays the size of the queue however long the history grows.
+    index('operations_approval_queue')
+      .on(t.tenantId, t.createdAt, t.operationId)
+      .where(sql`kind = 'withdrawal' and state = 'REQUESTED' and approvals_required > 0`),
+    // The staff search by transaction hash. A plain column, not lower(tx_hash): under row-level
+    // security a qual calling a function that is not leakproof (lower) cannot be an index condition.
+    index('operations_tx_hash').on(t.tenantId, t.txHash),
+    // The /metrics aggregate (idem_operation_stats, migration 0049): counts and oldest age of the
+    // states still in flight, across tenants, read from this index alone: O(in flight), not O(history).
+    index('operations_in_flight').on(t.state, t.updatedAt).where(sql`state in (${inFlightList})`),
     check('operations_kind_known', sql`${t.kind} in ('withdrawal', 'deposit', 'adjustment')`),
     check('operations_state_known', sql`${t.state} in (${stateList})`),
     check(

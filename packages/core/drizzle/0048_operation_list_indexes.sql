@@ -1,0 +1,3 @@
+CREATE INDEX "operations_approval_queue" ON "operations" USING btree ("tenant_id","created_at","operation_id") WHERE kind = 'withdrawal' and state = 'REQUESTED' and approvals_required > 0;--> statement-breakpoint
+CREATE INDEX "operations_tx_hash" ON "operations" USING btree ("tenant_id","tx_hash");--> statement-breakpoint
+CREATE INDEX "operations_in_flight" ON "operations" USING btree ("state","updated_at") WHERE state in ('REQUESTED','APPROVED','SIGNING','SIGNED','BROADCAST','UNKNOWN','FAILED_TERMINAL');
