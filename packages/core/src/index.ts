@@ -189,6 +189,18 @@ export {
   reviewWithdrawal,
   setRiskPolicy,
 } from './risk/review.ts';
+export { staffTenantsForEmail, tenantForSlug } from './staff/directory.ts';
+export {
+  acceptMfaStep,
+  confirmMfaEnrolment,
+  MFA_FAILURE_WINDOW_MS,
+  MFA_FAILURES_MAX,
+  type MfaRecord,
+  readMfa,
+  recordMfaFailure,
+  spendRecoveryCode,
+  startMfaEnrolment,
+} from './staff/mfa.ts';
 export {
   listApprovalQueue,
   listAttentionQueue,
@@ -210,8 +222,19 @@ export {
   redeemCustomerLink,
   revokeWebSession,
   STAFF_SESSION_MS,
+  type StaffSessionUser,
 } from './staff/sessions.ts';
 export { STOP_REASON_MIN, STOPPED_BY_STAFF, stopWithdrawal } from './staff/stop-withdrawal.ts';
+export {
+  acceptInvitation,
+  disableStaff,
+  INVITATION_MS,
+  inviteStaff,
+  listTeam,
+  NO_PASSWORD_YET,
+  setStaffRole,
+  type TeamMemberRow,
+} from './staff/team.ts';
 export {
   createStaffUser,
   findStaffForSignIn,
@@ -242,4 +265,4 @@ export {
   SETTLED_STATES,
 } from './state-machine/transitions.ts';
 export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
-export { type AssetConfig, createTenant, DEFAULT_ASSETS } from './tenants/provision.ts';
+export { type AssetConfig, createTenant, DEFAULT_ASSETS, slugFromName } from './tenants/provision.ts';

@@ -10,6 +10,7 @@ import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { staffProposalsRouter } from './routers/staff-proposals.ts';
 import { staffReconciliationRouter } from './routers/staff-reconciliation.ts';
+import { staffTeamRouter } from './routers/staff-team.ts';
 import { withdrawalsRouter } from './routers/withdrawals.ts';
 import { router } from './trpc.ts';
 
@@ -31,6 +32,8 @@ export const appRouter = router({
   // Balance-level reconciliation: run now, runs and figures, CSV and signed JSON exports.
   staffReconciliation: staffReconciliationRouter,
   branding: brandingRouter,
+  // The Team screen: invitations, roles, disabling (admins; step-up).
+  staffTeam: staffTeamRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -43,7 +43,10 @@ import { print, required, UsageError } from './usage.ts';
 const USAGE = `Usage: pnpm idem <command> [options]
 
   migrate                                         apply database migrations
-  tenant create --name NAME [--json]              create a tenant (BTC, ETH, USDC) and its first API key
+  tenant create --name NAME [--slug ORG] [--mfa on|off] [--json]
+                                                  create a tenant (BTC, ETH, USDC) and its first API key;
+                                                  ORG is what staff sign in with (from the name when omitted);
+                                                  TOTP for approvers, operators, admins (on by default)
   apikey create --tenant ID [--label L] [--json]  mint an API key (shown once)
   apikey revoke --tenant ID --key-id KEY_ID       revoke an API key
   deposit --tenant ID --account REF --asset CODE --amount MINOR --key KEY [--reference REF] [--json]
@@ -107,9 +110,15 @@ function walletView(wallet: HotWallet) {
 /** Each command takes the open database and its flags, and returns what to print. */
 const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<string, unknown>>> = {
   'tenant create': async (db, flags) => {
-    const { tenantId } = await createTenant(db, { name: required(flags, 'name') });
+    const mfa = typeof flags.mfa === 'string' ? flags.mfa : 'on';
+    if (mfa !== 'on' && mfa !== 'off') throw new UsageError('--mfa is on or off');
+    const { tenantId, slug } = await createTenant(db, {
+      name: required(flags, 'name'),
+      ...(typeof flags.slug === 'string' ? { slug: flags.slug } : {}),
+      mfaRequired: mfa === 'on',
+    });
     const { apiKey, keyId } = await createApiKey(db, tenantId, { label: 'initial' });
-    return { tenantId, apiKey, keyId };
+    return { tenantId, slug, mfaRequired: mfa === 'on', apiKey, keyId };
   },
   'apikey create': async (db, flags) => {
     const label = typeof flags.label === 'string' ? flags.label : 'cli';
@@ -293,6 +302,8 @@ function parseFlags(argv: string[]) {
       allowPositionals: true,
       options: {
         name: { type: 'string' },
+        slug: { type: 'string' },
+        mfa: { type: 'string' },
         tenant: { type: 'string' },
         label: { type: 'string' },
         'key-id': { type: 'string' },

@@ -1,6 +1,6 @@
 import { brandingSchema } from '@idem/contracts';
 import { getBranding, setBranding } from '@idem/core';
-import { staffWith } from '../auth/procedures.ts';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /** The tenant's brand; the customer screens read it with their session (customer.me). */
@@ -9,7 +9,7 @@ export const brandingRouter = router({
     .output(brandingSchema)
     .query(({ ctx }) => ctx.inTenant((tx) => getBranding(tx, ctx.tenantId))),
 
-  set: staffWith('administer')
+  set: staffWithFresh('administer')
     .input(brandingSchema)
     .output(brandingSchema)
     .mutation(({ ctx, input }) =>

@@ -51,7 +51,8 @@ export interface TenantFixture {
  * 1 ETH, four eyes from 5 ETH) and five staff members, written through core's ordinary paths.
  */
 async function provision(db: Database, name: string): Promise<TenantFixture> {
-  const { tenantId } = await createTenant(db, { name });
+  // Without TOTP, so every screen's test signs in with a password (staff-team.browser.test.ts covers MFA).
+  const { tenantId } = await createTenant(db, { name, mfaRequired: false });
   const passwordHash = await hashPassword(PASSWORD);
   const staff = {} as TenantFixture['staff'];
   await withTenant(db, tenantId, async (tx) => {
@@ -370,6 +371,7 @@ export async function startChainStack(browser: Browser): Promise<ChainStack> {
     // Two confirmations, so a test mines a few blocks rather than twelve per settlement.
     ({ tenantId } = await createTenant(handle.db, {
       name: 'Chain Exchange',
+      mfaRequired: false,
       assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 }],
     }));
     const passwordHash = await hashPassword(PASSWORD);
