@@ -43,6 +43,8 @@ export async function createTenant(
      * test fixtures turn it off.
      */
     mfaRequired?: boolean;
+    /** How long a verified code allows step-up actions (30..3600 s; 300 when omitted). */
+    mfaFreshSeconds?: number;
   },
 ): Promise<{ tenantId: string; slug: string }> {
   const name = input.name.trim();
@@ -69,6 +71,7 @@ export async function createTenant(
       name,
       ...(custodianAccount ? { custodianAccount } : {}),
       ...(input.mfaRequired === undefined ? {} : { mfaRequired: input.mfaRequired }),
+      ...(input.mfaFreshSeconds === undefined ? {} : { mfaFreshSeconds: input.mfaFreshSeconds }),
     });
     // The slug directory is global (not tenant-scoped): a taken derived slug gets a random suffix,
     // a taken slug that was asked for is refused.

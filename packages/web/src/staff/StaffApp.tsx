@@ -25,11 +25,13 @@ import { BrandingSettings } from './BrandingSettings.tsx';
 import { Breaks } from './Breaks.tsx';
 import { Deliveries } from './Deliveries.tsx';
 import { Inbox } from './Inbox.tsx';
+import { MfaEnrol, MfaVerify, StepUpPrompt } from './Mfa.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
 import { Proposals } from './Proposals.tsx';
 import { Reconciliation } from './Reconciliation.tsx';
 import { Search } from './Search.tsx';
+import { Team } from './Team.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
 
 const StaffContext = createContext<StaffMe | null>(null);
@@ -56,6 +58,7 @@ const SECTIONS = [
   { href: '/adjustments', label: 'Adjustments and credits' },
   { href: '/branding', label: 'Branding' },
   { href: '/audit', label: 'Audit log' },
+  { href: '/team', label: 'Team' },
 ];
 
 /** The operator's staff screens. The server enforces every role; the screens only follow it. */
@@ -83,8 +86,12 @@ export function StaffApp() {
       </Container>
     );
   }
+  // TOTP before anything else where the server requires it (issue 14): enrol, or enter the code.
+  if (me.data.mfa.state === 'enrol') return <MfaEnrol onSignOut={() => signOut.mutate()} />;
+  if (me.data.mfa.state === 'verify') return <MfaVerify onSignOut={() => signOut.mutate()} />;
   return (
     <StaffContext.Provider value={me.data}>
+      <StepUpPrompt />
       <AppShell
         header={{ height: 56 }}
         navbar={{ width: 240, breakpoint: 'sm', collapsed: { mobile: !opened } }}
@@ -153,6 +160,7 @@ export function StaffApp() {
                 <Route path="/proposals" component={Proposals} />
                 <Route path="/adjustments" component={Adjustments} />
                 <Route path="/branding" component={BrandingSettings} />
+                <Route path="/team" component={Team} />
                 <Route path="/operations/:operationId">
                   {(params) => <OperationDetail operationId={params.operationId} />}
                 </Route>

@@ -161,7 +161,12 @@ export interface Stack {
  * The real server as a child process on a free port, on an embedded PGlite database provisioned
  * beforehand (one process at a time may open it), without chain or worker; and Debian's Chromium.
  */
-export async function startStack(): Promise<Stack> {
+export async function startStack(
+  options: {
+    /** Writes more into the database before the server opens it (one process at a time may). */
+    provisionMore?: (db: Database) => Promise<void>;
+  } = {},
+): Promise<Stack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-'));
   const handle = await openDatabase({ dataDir: join(dataDir, 'pgdata') });
   let a: TenantFixture;
@@ -170,6 +175,7 @@ export async function startStack(): Promise<Stack> {
     await handle.migrate();
     a = await provision(handle.db, 'Alpha Exchange');
     b = await provision(handle.db, 'Beta Exchange');
+    await options.provisionMore?.(handle.db);
   } finally {
     await handle.close();
   }
