@@ -265,6 +265,34 @@ describe('I14-MFA TOTP enrolment, sign-in codes, recovery codes and step-up', ()
     expect(errorCode(reused)).toBe('UNAUTHORIZED');
   });
 
+  it('I14-MFA one code sent by two sessions at once is accepted by exactly one of them', async () => {
+    await addStaff(orgs.north.tenantId, 'racer@north.invalid', 'approver');
+    const { device } = await enrol(await signIn(orgs.north.slug, 'racer@north.invalid'));
+    const sessions = await Promise.all([
+      signIn(orgs.north.slug, 'racer@north.invalid'),
+      signIn(orgs.north.slug, 'racer@north.invalid'),
+    ]);
+    const code = await device.next();
+    const answers = await Promise.all(
+      sessions.map((session) =>
+        http.call('staffAuth.mfaVerify', { mutation: true, session, input: { code } }),
+      ),
+    );
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 401]);
+  });
+
+  it("I14-SIGNIN the application role cannot read the slug directory or other tenants' staff except through the two functions", async () => {
+    const refused = await withTenant(database.db, orgs.north.tenantId, (tx) =>
+      tx.execute(sql`select slug from tenant_slugs`),
+    ).catch((error: { cause?: { code?: string } }) => error.cause?.code ?? 'no code');
+    // 42501: insufficient_privilege.
+    expect(refused).toBe('42501');
+    const seen = await withTenant(database.db, orgs.north.tenantId, async (tx) =>
+      rowsOf<{ tenant_id: string }>(await tx.execute(sql`select distinct tenant_id::text from staff_users`)),
+    );
+    expect(seen.map((row) => row.tenant_id)).toEqual([orgs.north.tenantId]);
+  });
+
   it('I14-MFA failed codes are throttled (even the right code is refused after five) and audited', async () => {
     await addStaff(orgs.north.tenantId, 'operator1@north.invalid', 'operator');
     const session = await signIn(orgs.north.slug, 'operator1@north.invalid');
