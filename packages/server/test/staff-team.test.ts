@@ -417,6 +417,23 @@ describe('I14-TEAM the admin manages the team', () => {
     );
   });
 
+  it('I14-TEAM accepting invitations shares the cap on concurrent password work: a burst is partly refused at once with RATE_LIMITED', async () => {
+    const forged = Array.from(
+      { length: 8 },
+      (_, i) => `${orgs.north.tenantId}.${String(i).padStart(43, 'A')}`,
+    );
+    const answers = await Promise.all(
+      forged.map((token) =>
+        http.call('staffAuth.acceptInvitation', { mutation: true, input: { token, password: PASSWORD } }),
+      ),
+    );
+    const codes = answers.map(errorCode);
+    expect(codes.filter((code) => code === 'RATE_LIMITED').length).toBeGreaterThan(0);
+    expect(codes.filter((code) => code !== 'RATE_LIMITED').every((code) => code === 'UNAUTHORIZED')).toBe(
+      true,
+    );
+  });
+
   it('I14-TEAM an expired invitation is refused', async () => {
     const invited = await invite('late@north.invalid', 'support');
     await database.db.execute(

@@ -300,7 +300,14 @@ export const staffAuthRouter = router({
       assertSameOrigin(web);
       const parsed = parseWebToken(input.token);
       if (!parsed) throw new IdemError('UNAUTHORIZED', 'this invitation is unknown, already used or expired');
-      const passwordHash = await hashPassword(input.password);
+      // Hashing is argon2id work like a sign-in's check: the same per-process cap bounds it.
+      const release = ctx.passwordChecks.tryAcquire();
+      if (!release) {
+        throw new IdemError('RATE_LIMITED', 'too many passwords are being checked; try again shortly', {
+          retryAfterMs: PASSWORD_CHECK_BUSY_RETRY_MS,
+        });
+      }
+      const passwordHash = await hashPassword(input.password).finally(release);
       const accepted = await withTenant(ctx.db, parsed.tenantId, async (tx) => {
         const result = await acceptInvitation(tx, parsed, passwordHash);
         await recordAudit(tx, {
