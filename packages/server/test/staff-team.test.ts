@@ -506,6 +506,38 @@ describe('I14-TEAM the admin manages the team', () => {
     expect([demote.status, errorCode(demote)]).toEqual([403, 'FORBIDDEN']);
   });
 
+  it('I14-TEAM two admins demoting each other at the same moment: exactly one succeeds, one admin remains', async () => {
+    const duo = await createTenant(database.db, { name: 'Duo', mfaRequired: false });
+    await addStaff(duo.tenantId, 'one@duo.invalid', 'admin');
+    await addStaff(duo.tenantId, 'two@duo.invalid', 'admin');
+    const signedIn = await Promise.all(
+      ['one@duo.invalid', 'two@duo.invalid'].map((email) =>
+        signInRaw({ organisation: duo.slug, email, password: PASSWORD }),
+      ),
+    );
+    const [one, two] = await Promise.all(signedIn.map(sessionOf));
+    const [oneId, twoId] = signedIn.map((answer) => dataOf<{ userId: string }>(answer).userId);
+    const answers = await Promise.all([
+      http.call('staffTeam.setRole', {
+        mutation: true,
+        session: one,
+        input: { userId: twoId, role: 'support' },
+      }),
+      http.call('staffTeam.setRole', {
+        mutation: true,
+        session: two,
+        input: { userId: oneId, role: 'support' },
+      }),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 403]);
+    const admins = await withTenant(database.db, duo.tenantId, async (tx) =>
+      rowsOf<{ n: number }>(
+        await tx.execute(sql`select count(*)::int as n from staff_users where role = 'admin'`),
+      ),
+    );
+    expect(admins).toEqual([{ n: 1 }]);
+  });
+
   it('I14-TEAM team changes need a fresh code (step-up), and only an admin may make them', async () => {
     await ageLastCode(admin, 6);
     const stale = await http.call('staffTeam.invite', {
