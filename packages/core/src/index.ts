@@ -265,4 +265,10 @@ export {
   SETTLED_STATES,
 } from './state-machine/transitions.ts';
 export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
-export { type AssetConfig, createTenant, DEFAULT_ASSETS, slugFromName } from './tenants/provision.ts';
+export {
+  type AssetConfig,
+  createTenant,
+  DEFAULT_ASSETS,
+  setTenantMfa,
+  slugFromName,
+} from './tenants/provision.ts';

@@ -244,6 +244,38 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
     });
   });
 
+  it('I14-MFA tenant mfa turns the TOTP requirement on or off and sets the step-up window', async () => {
+    const created = printed<{ tenantId: string }>(
+      await idem(backend.env, 'tenant', 'create', '--name', 'Setting Exchange', '--json'),
+    );
+    const changed = printed<{ tenantId: string; mfaRequired: boolean; mfaFreshSeconds: number }>(
+      await idem(
+        backend.env,
+        'tenant',
+        'mfa',
+        '--tenant',
+        created.tenantId,
+        '--mfa',
+        'off',
+        '--fresh-seconds',
+        '120',
+        '--json',
+      ),
+    );
+    expect(changed).toEqual({ tenantId: created.tenantId, mfaRequired: false, mfaFreshSeconds: 120 });
+    const outOfRange = await idem(
+      backend.env,
+      'tenant',
+      'mfa',
+      '--tenant',
+      created.tenantId,
+      '--fresh-seconds',
+      '5',
+      '--json',
+    );
+    expect(outOfRange.code).not.toBe(0);
+  });
+
   it('apikey create mints a key that authenticates; apikey revoke stops that key and no other', async () => {
     const second = printed<{ apiKey: string; keyId: string }>(
       await idem(backend.env, 'apikey', 'create', '--tenant', tenantId, '--json'),

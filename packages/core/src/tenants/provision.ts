@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { IdemError, networkSchema, organisationSlugSchema } from '@idem/contracts';
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Database } from '../db/connect.ts';
 import { assets, tenantSlugs, tenants } from '../db/schema/index.ts';
@@ -103,6 +103,33 @@ export async function createTenant(
     }
   });
   return { tenantId, slug };
+}
+
+/**
+ * Changes a tenant's TOTP settings (issue 14): whether approvers, operators and admins must use it,
+ * and the step-up window (30..3600 s). An administrative path, like createTenant: the application
+ * role may not update tenants.
+ */
+export async function setTenantMfa(
+  db: Database,
+  input: { tenantId: string; mfaRequired?: boolean; mfaFreshSeconds?: number },
+): Promise<{ tenantId: string; mfaRequired: boolean; mfaFreshSeconds: number }> {
+  const fresh = input.mfaFreshSeconds;
+  if (fresh !== undefined && (!Number.isInteger(fresh) || fresh < 30 || fresh > 3600))
+    throw new IdemError('VALIDATION', 'the step-up window is 30..3600 seconds');
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('app.tenant_id', ${input.tenantId}, true)`);
+    const [row] = await tx
+      .update(tenants)
+      .set({
+        ...(input.mfaRequired === undefined ? {} : { mfaRequired: input.mfaRequired }),
+        ...(fresh === undefined ? {} : { mfaFreshSeconds: fresh }),
+      })
+      .where(eq(tenants.tenantId, input.tenantId))
+      .returning({ mfaRequired: tenants.mfaRequired, mfaFreshSeconds: tenants.mfaFreshSeconds });
+    if (!row) throw new IdemError('NOT_FOUND', 'no such tenant');
+    return { tenantId: input.tenantId, ...row };
+  });
 }
 
 /** `South Exchange Ltd.` becomes `south-exchange-ltd`; a name with no letter or digit becomes `org`. */

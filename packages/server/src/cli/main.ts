@@ -23,6 +23,7 @@ import {
   registerHotWallet,
   revokeApiKey,
   setRiskPolicy,
+  setTenantMfa,
   toView,
   withTenant,
 } from '@idem/core';
@@ -47,6 +48,8 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   create a tenant (BTC, ETH, USDC) and its first API key;
                                                   ORG is what staff sign in with (from the name when omitted);
                                                   TOTP for approvers, operators, admins (on by default)
+  tenant mfa --tenant ID [--mfa on|off] [--fresh-seconds 30..3600] [--json]
+                                                  TOTP requirement and step-up window of a tenant
   apikey create --tenant ID [--label L] [--json]  mint an API key (shown once)
   apikey revoke --tenant ID --key-id KEY_ID       revoke an API key
   deposit --tenant ID --account REF --asset CODE --amount MINOR --key KEY [--reference REF] [--json]
@@ -119,6 +122,18 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     });
     const { apiKey, keyId } = await createApiKey(db, tenantId, { label: 'initial' });
     return { tenantId, slug, mfaRequired: mfa === 'on', apiKey, keyId };
+  },
+  'tenant mfa': async (db, flags) => {
+    const mfa = flags.mfa;
+    if (mfa !== undefined && mfa !== 'on' && mfa !== 'off') throw new UsageError('--mfa is on or off');
+    const fresh = flags['fresh-seconds'];
+    if (mfa === undefined && fresh === undefined)
+      throw new UsageError('--mfa or --fresh-seconds is required');
+    return setTenantMfa(db, {
+      tenantId: required(flags, 'tenant'),
+      ...(mfa === undefined ? {} : { mfaRequired: mfa === 'on' }),
+      ...(typeof fresh === 'string' ? { mfaFreshSeconds: Number(fresh) } : {}),
+    });
   },
   'apikey create': async (db, flags) => {
     const label = typeof flags.label === 'string' ? flags.label : 'cli';
@@ -304,6 +319,7 @@ function parseFlags(argv: string[]) {
         name: { type: 'string' },
         slug: { type: 'string' },
         mfa: { type: 'string' },
+        'fresh-seconds': { type: 'string' },
         tenant: { type: 'string' },
         label: { type: 'string' },
         'key-id': { type: 'string' },
