@@ -176,6 +176,14 @@ describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
     await card.getByTestId('approve').click();
     const stepUp = admin.getByTestId('step-up');
     await stepUp.waitFor();
+    // The prompt fades in: axe measures contrast only once its CSS transitions have ended (the
+    // approve button's spinner behind it runs on, so only transitions are waited for).
+    await admin.waitForFunction(() =>
+      document
+        .getAnimations()
+        .filter((animation) => animation.constructor.name === 'CSSTransition')
+        .every((animation) => animation.playState !== 'running'),
+    );
     expect(await seriousViolations(admin)).toEqual([]);
     await screenshot(admin, 'staff-step-up');
     await stepUp.getByLabel('Code from your authenticator').fill(await adminDevice.next());
@@ -210,7 +218,7 @@ describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
     await approver.getByLabel('New password').and(approver.locator('input')).fill(PASSWORD);
     await approver.getByLabel('Repeat the password').and(approver.locator('input')).fill(PASSWORD);
     await approver.getByRole('button', { name: 'Set password and sign in' }).click();
-    await enrol(approver, 'staff-invited-approver');
+    const approverDevice = await enrol(approver, 'staff-invited-approver');
     expect(await approver.getByTestId('signed-in-as').textContent()).toContain(
       `${GAMMA.approver} (approver)`,
     );
@@ -227,6 +235,18 @@ describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
           .catch(() => ''),
       )
       .toContain('1 of 1 approvals; the withdrawal is APPROVED');
+    // Signing in again asks for the code after the password.
+    await approver.getByRole('button', { name: 'Sign out' }).click();
+    await approver.getByLabel('E-mail').waitFor();
+    await approver.getByLabel('Organisation').fill(GAMMA.slug);
+    await approver.getByLabel('E-mail').fill(GAMMA.approver);
+    await approver.getByLabel('Password').and(approver.locator('input')).fill(PASSWORD);
+    await approver.getByRole('button', { name: 'Sign in' }).click();
+    await approver.getByRole('heading', { name: 'Enter your code' }).waitFor();
+    expect(await seriousViolations(approver)).toEqual([]);
+    await approver.getByLabel('Code from your authenticator').fill(await approverDevice.next());
+    await approver.getByRole('button', { name: 'Verify' }).click();
+    await approver.getByTestId('signed-in-as').waitFor();
     await approver.context().close();
 
     // The team list shows the new member active, with an authenticator set up.
