@@ -17,6 +17,7 @@ CREATE TABLE "tenant_slugs" (
 	CONSTRAINT "tenant_slugs_shape" CHECK ("tenant_slugs"."slug" ~ '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$')
 );
 --> statement-breakpoint
+ALTER TABLE "tenant_slugs" ENABLE ROW LEVEL SECURITY;--> statement-breakpoint
 ALTER TABLE "staff_users" ADD COLUMN "mfa_secret" text;--> statement-breakpoint
 ALTER TABLE "staff_users" ADD COLUMN "mfa_pending_secret" text;--> statement-breakpoint
 ALTER TABLE "staff_users" ADD COLUMN "mfa_enrolled_at" timestamp with time zone;--> statement-breakpoint
@@ -29,4 +30,5 @@ ALTER TABLE "tenants" ADD COLUMN "mfa_required" boolean DEFAULT true NOT NULL;--
 ALTER TABLE "tenants" ADD COLUMN "mfa_fresh_seconds" integer DEFAULT 300 NOT NULL;--> statement-breakpoint
 ALTER TABLE "staff_invitations" ADD CONSTRAINT "staff_invitations_user" FOREIGN KEY ("tenant_id","user_id") REFERENCES "public"."staff_users"("tenant_id","user_id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "tenants" ADD CONSTRAINT "tenants_mfa_fresh_range" CHECK ("tenants"."mfa_fresh_seconds" between 30 and 3600);--> statement-breakpoint
-CREATE POLICY "tenant_isolation" ON "staff_invitations" AS PERMISSIVE FOR ALL TO public USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid) WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid);
+CREATE POLICY "tenant_isolation" ON "staff_invitations" AS PERMISSIVE FOR ALL TO public USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid) WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid);--> statement-breakpoint
+CREATE POLICY "tenant_isolation" ON "tenant_slugs" AS PERMISSIVE FOR ALL TO public USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid) WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid);

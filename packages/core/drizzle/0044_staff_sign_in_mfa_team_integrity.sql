@@ -23,6 +23,10 @@ SELECT left(coalesce(nullif(trim(both '-' from regexp_replace(lower(t.name), '[^
 FROM tenants t
 ON CONFLICT DO NOTHING;
 --> statement-breakpoint
+-- Forced only after the backfill above (which runs outside any tenant's scope): from now on the
+-- owner too writes a slug only inside its tenant's scope, as createTenant does.
+ALTER TABLE tenant_slugs FORCE ROW LEVEL SECURITY;
+--> statement-breakpoint
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'idem_directory') THEN
@@ -39,6 +43,8 @@ END $$;
 GRANT USAGE ON SCHEMA public TO idem_directory;
 --> statement-breakpoint
 GRANT SELECT ON tenant_slugs TO idem_directory;
+--> statement-breakpoint
+CREATE POLICY directory_slugs ON tenant_slugs AS PERMISSIVE FOR SELECT TO idem_directory USING (true);
 --> statement-breakpoint
 GRANT SELECT (tenant_id, email, disabled_at) ON staff_users TO idem_directory;
 --> statement-breakpoint

@@ -44,7 +44,11 @@ export const tenantSlugs = pgTable(
     slug: text('slug').primaryKey(),
     tenantId: uuid('tenant_id').notNull().unique('tenant_slugs_tenant'),
   },
-  (t) => [check('tenant_slugs_shape', sql`${t.slug} ~ '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$'`)],
+  // The tenant policy too: provisioning writes a tenant's own slug inside that tenant's scope.
+  (t) => [
+    check('tenant_slugs_shape', sql`${t.slug} ~ '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$'`),
+    tenantPolicy(),
+  ],
 );
 
 export const assets = pgTable(
