@@ -11,6 +11,7 @@ import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
+import { demoCustomerLink, seedDemoTenant } from '../src/demo.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 
@@ -183,6 +184,29 @@ describe('I14-SIGNIN sign-in by e-mail and organisation slug', () => {
     ]);
     expect(answers.map((answer) => answer.status)).toEqual([401, 401, 401, 401]);
     expect(new Set(answers.map((answer) => answer.body.error?.data.detail)).size).toBe(1);
+  });
+});
+
+describe('I14-SIGNIN the embedded demo', () => {
+  it('I14-SIGNIN the demo tenant signs in by its printed organisation, without TOTP', async () => {
+    // The demo is seeded only into an empty database: a database and server of its own.
+    const empty = await createTestDatabase({ maxConnections: 3 });
+    const own = await startSilentServer(empty);
+    try {
+      const demo = await seedDemoTenant(empty.db);
+      expect(demo?.slug).toBe('demo-exchange');
+      expect((await demoCustomerLink(empty.db, own.base))?.slug).toBe('demo-exchange');
+      const admin = demo?.staff.find((member) => member.role === 'admin');
+      const answer = await staffHttp(() => own.base).call('staffAuth.signIn', {
+        mutation: true,
+        input: { organisation: 'demo-exchange', email: admin?.email, password: admin?.password },
+      });
+      expect(answer.status).toBe(200);
+      expect(dataOf<{ mfa: { state: string } }>(answer).mfa.state).toBe('off');
+    } finally {
+      await own.server.close();
+      await empty.dispose();
+    }
   });
 });
 
