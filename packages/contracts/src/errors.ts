@@ -15,7 +15,13 @@ export const errorCodes = {
   NOT_FOUND: 'No such object for this tenant. Another tenant’s objects are NOT_FOUND too, never FORBIDDEN.',
   UNAUTHORIZED: 'The credential is missing, unknown or revoked.',
   FORBIDDEN:
-    'The signed-in staff member’s role does not allow this action, or a browser mutation lacks its CSRF token or comes from another origin. Nothing was written.',
+    'The signed-in staff member’s role does not allow this action, a browser mutation lacks its CSRF token or comes from another origin, or a team change would lock out its own admin or leave the team without one. Nothing was written.',
+  ORGANISATION_REQUIRED:
+    'A staff sign-in without an organisation named an e-mail that belongs to more than one organisation. Sign in again with the organisation’s slug; the answer never says which organisations exist.',
+  MFA_REQUIRED:
+    'The staff session has not verified a TOTP (or recovery) code yet, and its role or enrolment requires one: enrol (staffAuth.mfaEnrolStart) or verify (staffAuth.mfaVerify) first. Nothing was done.',
+  STEP_UP_REQUIRED:
+    'Approving, resolving, cancelling and changing configuration need a TOTP code verified within the tenant’s step-up window (5 minutes by default). Verify a fresh code (staffAuth.mfaVerify) and retry. Nothing was done.',
   INVALID_TRANSITION: 'The state machine does not allow this transition from the operation’s current state.',
   STALE_WRITE:
     'The operation changed since it was read (state, version, or a newer lease generation): another actor won. Re-read; do not retry blindly.',
@@ -45,6 +51,9 @@ export const errorStatus: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
+  ORGANISATION_REQUIRED: 400,
+  MFA_REQUIRED: 403,
+  STEP_UP_REQUIRED: 403,
   INVALID_TRANSITION: 409,
   STALE_WRITE: 409,
   PAYLOAD_MISMATCH: 409,

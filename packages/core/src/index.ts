@@ -203,6 +203,18 @@ export {
   setRiskPolicy,
 } from './risk/review.ts';
 export { changeRiskRule, listRiskRules, riskRuleHistory } from './risk/rules.ts';
+export { staffTenantsForEmail, tenantForSlug } from './staff/directory.ts';
+export {
+  acceptMfaStep,
+  confirmMfaEnrolment,
+  MFA_FAILURE_WINDOW_MS,
+  MFA_FAILURES_MAX,
+  type MfaRecord,
+  readMfa,
+  recordMfaFailure,
+  spendRecoveryCode,
+  startMfaEnrolment,
+} from './staff/mfa.ts';
 export {
   listApprovalQueue,
   listAttentionQueue,
@@ -224,8 +236,19 @@ export {
   redeemCustomerLink,
   revokeWebSession,
   STAFF_SESSION_MS,
+  type StaffSessionUser,
 } from './staff/sessions.ts';
 export { STOP_REASON_MIN, STOPPED_BY_STAFF, stopWithdrawal } from './staff/stop-withdrawal.ts';
+export {
+  acceptInvitation,
+  disableStaff,
+  INVITATION_MS,
+  inviteStaff,
+  listTeam,
+  NO_PASSWORD_YET,
+  setStaffRole,
+  type TeamMemberRow,
+} from './staff/team.ts';
 export {
   createStaffUser,
   findStaffForSignIn,
@@ -256,4 +279,10 @@ export {
   SETTLED_STATES,
 } from './state-machine/transitions.ts';
 export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
-export { type AssetConfig, createTenant, DEFAULT_ASSETS } from './tenants/provision.ts';
+export {
+  type AssetConfig,
+  createTenant,
+  DEFAULT_ASSETS,
+  setTenantMfa,
+  slugFromName,
+} from './tenants/provision.ts';

@@ -17,6 +17,8 @@ import { createTestDatabase, type TestDatabase } from './harness.ts';
 const NOT_BY_TENANT: Record<string, string> = {
   // Throttles sign-in attempts per client address across all tenants (an attacker does not pick one).
   sign_in_address_failures: 'a reference table (or a coordinator-local table): keyed by address, not tenant',
+  // The organisation slugs staff sign in with (issue 14): unique across the deployment by nature.
+  tenant_slugs: 'a reference table: slug to tenant id, read only through idem_tenant_for_slug',
 };
 
 const serialization = readFileSync(new URL('../../../docs/SERIALIZATION.md', import.meta.url), 'utf8');

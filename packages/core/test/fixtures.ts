@@ -19,7 +19,7 @@ export function evmAddress(): string {
 }
 
 export async function newTenant(db: Database, name = 'Test Exchange'): Promise<string> {
-  const { tenantId } = await createTenant(db, { name });
+  const { tenantId } = await createTenant(db, { name, mfaRequired: false });
   return tenantId;
 }
 

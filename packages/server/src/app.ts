@@ -53,6 +53,7 @@ export async function startServer(
           '',
           'Idem: created a demo tenant on this new embedded database.',
           `  tenant id: ${demo.tenantId}`,
+          `  organisation (staff sign-in): ${demo.slug}`,
           `  API key:   ${demo.apiKey}`,
           `  account ${DEMO_ACCOUNT} holds 2 BTC, 10 ETH and 10,000 USDC.`,
           '  The key is shown once; store it now. (pnpm idem apikey create --tenant <id> mints another.)',
@@ -105,7 +106,8 @@ export async function startServer(
     const baseUrl = env.IDEM_PUBLIC_URL ?? `http://${env.HOST}:${port}`;
     const link = await demoCustomerLink(database.db, baseUrl);
     if (link) {
-      announce(`Idem: staff screens at ${baseUrl}/staff/login?tenant=${link.tenantId}`);
+      const staffLogin = link.slug ? `?org=${link.slug}` : `?tenant=${link.tenantId}`;
+      announce(`Idem: staff screens at ${baseUrl}/staff/login${staffLogin}`);
       announce(`Idem: demo customer link for ${DEMO_ACCOUNT} (one use, 10 minutes): ${link.url}`);
     }
   }

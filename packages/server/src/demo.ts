@@ -58,6 +58,8 @@ export async function seedDemoTenant(
   options: { evm?: { rpcUrl: string; chainId: number } | undefined } = {},
 ): Promise<{
   tenantId: string;
+  /** The organisation staff sign in with. */
+  slug: string;
   apiKey: string;
   staff: { email: string; role: string; password: string }[];
 } | null> {
@@ -79,7 +81,8 @@ export async function seedDemoTenant(
   const assets = DEFAULT_ASSETS.map((asset) =>
     asset.code === 'USDC' && usdcContract ? { ...asset, contractAddress: usdcContract } : asset,
   );
-  const { tenantId } = await createTenant(db, { name: DEMO_TENANT_NAME, assets });
+  // The embedded demo signs in with passwords only (issue 14): TOTP is a tenant setting, off here.
+  const { tenantId, slug } = await createTenant(db, { name: DEMO_TENANT_NAME, assets, mfaRequired: false });
   await withTenant(db, tenantId, async (tx) => {
     for (const rule of DEMO_RISK) await setRiskPolicy(tx, { tenantId, ...rule, actor: 'system:demo' });
     if (options.evm) {
@@ -118,7 +121,7 @@ export async function seedDemoTenant(
     await withTenant(db, tenantId, (tx) => createStaffUser(tx, { tenantId, ...member, passwordHash }));
     staff.push({ ...member, password });
   }
-  return { tenantId, apiKey, staff };
+  return { tenantId, slug, apiKey, staff };
 }
 
 /**
@@ -128,11 +131,12 @@ export async function seedDemoTenant(
 export async function demoCustomerLink(
   db: Database,
   baseUrl: string,
-): Promise<{ tenantId: string; url: string } | null> {
-  // Embedded PGlite connects as a superuser, so this lookup sees every tenant.
-  const rows = rowsOf<{ tenant_id: string }>(
+): Promise<{ tenantId: string; slug: string | null; url: string } | null> {
+  // Embedded PGlite connects as a superuser, so this lookup sees every tenant and the slug directory.
+  const rows = rowsOf<{ tenant_id: string; slug: string | null }>(
     await db.execute(
-      sql`select tenant_id from tenants where name = ${DEMO_TENANT_NAME} order by created_at limit 1`,
+      sql`select t.tenant_id, s.slug from tenants t left join tenant_slugs s on s.tenant_id = t.tenant_id
+          where t.name = ${DEMO_TENANT_NAME} order by t.created_at limit 1`,
     ),
   );
   const tenantId = rows[0]?.tenant_id;
@@ -140,5 +144,5 @@ export async function demoCustomerLink(
   const link = await withTenant(db, tenantId, (tx) =>
     createCustomerLink(tx, { tenantId, accountRef: DEMO_ACCOUNT, ttlMs: CUSTOMER_LINK_MS_DEFAULT }),
   );
-  return { tenantId, url: `${baseUrl}/customer/start#${link.token}` };
+  return { tenantId, slug: rows[0]?.slug ?? null, url: `${baseUrl}/customer/start#${link.token}` };
 }

@@ -12,6 +12,7 @@ import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { staffOverviewRouter } from './routers/staff-overview.ts';
 import { staffProposalsRouter } from './routers/staff-proposals.ts';
 import { staffReconciliationRouter } from './routers/staff-reconciliation.ts';
+import { staffTeamRouter } from './routers/staff-team.ts';
 import { withdrawalsRouter } from './routers/withdrawals.ts';
 import { router } from './trpc.ts';
 
@@ -37,6 +38,8 @@ export const appRouter = router({
   branding: brandingRouter,
   // Configuration that needed the CLI: API keys, webhook endpoints, risk rules (administrators).
   staffConfig: staffConfigRouter,
+  // The Team screen: invitations, roles, disabling (admins; step-up).
+  staffTeam: staffTeamRouter,
 });
 
 export type AppRouter = typeof appRouter;

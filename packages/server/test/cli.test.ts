@@ -20,6 +20,7 @@ import {
   openDatabase,
   rowsOf,
   schema,
+  tenantForSlug,
   withTenant,
 } from '@idem/core';
 import { onPostgres, scratchPostgresDatabase, serverUrl } from '@idem/core/testing';
@@ -202,7 +203,7 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
     const created = printed<{ tenantId: string; apiKey: string; keyId: string }>(
       await idem(backend.env, 'tenant', 'create', '--name', 'Acme Exchange', '--json'),
     );
-    expect(Object.keys(created).sort()).toEqual(['apiKey', 'keyId', 'tenantId']);
+    expect(Object.keys(created).sort()).toEqual(['apiKey', 'keyId', 'mfaRequired', 'slug', 'tenantId']);
 
     await withDirectDatabase(backend, async (db) => {
       const assets = await withTenant(db, created.tenantId, (tx) => listAssets(tx, created.tenantId));
@@ -216,6 +217,63 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
         keyId: created.keyId,
       });
     });
+  });
+
+  it('I14-SIGNIN tenant create --slug sets the organisation slug staff sign in with; without it the slug comes from the name; MFA is on unless --mfa off', async () => {
+    const given = printed<{ tenantId: string; slug: string; mfaRequired: boolean }>(
+      await idem(backend.env, 'tenant', 'create', '--name', 'Given Exchange', '--slug', 'given-x', '--json'),
+    );
+    expect([given.slug, given.mfaRequired]).toEqual(['given-x', true]);
+    const derived = printed<{ slug: string; mfaRequired: boolean }>(
+      await idem(backend.env, 'tenant', 'create', '--name', 'Derived Exchange', '--mfa', 'off', '--json'),
+    );
+    expect([derived.slug, derived.mfaRequired]).toEqual(['derived-exchange', false]);
+    const taken = await idem(
+      backend.env,
+      'tenant',
+      'create',
+      '--name',
+      'Again',
+      '--slug',
+      'given-x',
+      '--json',
+    );
+    expect(taken.code).not.toBe(0);
+    await withDirectDatabase(backend, async (db) => {
+      expect(await tenantForSlug(db, 'given-x')).toBe(given.tenantId);
+    });
+  });
+
+  it('I14-MFA tenant mfa turns the TOTP requirement on or off and sets the step-up window', async () => {
+    const created = printed<{ tenantId: string }>(
+      await idem(backend.env, 'tenant', 'create', '--name', 'Setting Exchange', '--json'),
+    );
+    const changed = printed<{ tenantId: string; mfaRequired: boolean; mfaFreshSeconds: number }>(
+      await idem(
+        backend.env,
+        'tenant',
+        'mfa',
+        '--tenant',
+        created.tenantId,
+        '--mfa',
+        'off',
+        '--fresh-seconds',
+        '120',
+        '--json',
+      ),
+    );
+    expect(changed).toEqual({ tenantId: created.tenantId, mfaRequired: false, mfaFreshSeconds: 120 });
+    const outOfRange = await idem(
+      backend.env,
+      'tenant',
+      'mfa',
+      '--tenant',
+      created.tenantId,
+      '--fresh-seconds',
+      '5',
+      '--json',
+    );
+    expect(outOfRange.code).not.toBe(0);
   });
 
   it('apikey create mints a key that authenticates; apikey revoke stops that key and no other', async () => {
@@ -497,7 +555,7 @@ describe.each(backendKinds)('idem proposal (%s)', (kind) => {
     backend = await createBackend(kind);
     const passwordHash = await hashPassword(password);
     await withDirectDatabase(backend, async (db) => {
-      ({ tenantId } = await createTenant(db, { name: 'Proposal Exchange' }));
+      ({ tenantId } = await createTenant(db, { name: 'Proposal Exchange', mfaRequired: false }));
       for (const role of ['operator', 'approver', 'support', 'admin'] as const) {
         const user = await withTenant(db, tenantId, (tx) =>
           createStaffUser(tx, { tenantId, email: `${role}@example.com`, role, passwordHash }),

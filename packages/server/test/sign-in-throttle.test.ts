@@ -49,7 +49,7 @@ async function staffTenant(
   db: TestDatabase['db'],
   emails: string[],
 ): Promise<{ tenantId: string; emails: string[] }> {
-  const { tenantId } = await createTenant(db, { name: 'Throttled Exchange' });
+  const { tenantId } = await createTenant(db, { name: 'Throttled Exchange', mfaRequired: false });
   await withTenant(db, tenantId, async (tx) => {
     for (const email of emails) await createStaffUser(tx, { tenantId, email, role: 'admin', passwordHash });
   });

@@ -56,6 +56,7 @@ beforeAll(async () => {
   const passwordHash = await hashPassword(PASSWORD);
   ({ tenantId } = await createTenant(database.db, {
     name: 'Audited Exchange',
+    mfaRequired: false,
     assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 }],
   }));
   // A fresh hot wallet: empty, like the ledger.

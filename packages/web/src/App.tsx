@@ -3,6 +3,7 @@ import { Redirect, Route, Switch } from 'wouter';
 import { CustomerApp } from './customer/CustomerApp.tsx';
 import { CustomerStart } from './customer/CustomerStart.tsx';
 import { StaffApp } from './staff/StaffApp.tsx';
+import { StaffInvite } from './staff/StaffInvite.tsx';
 import { StaffLogin } from './staff/StaffLogin.tsx';
 
 export function App() {
@@ -13,6 +14,7 @@ export function App() {
         <CustomerApp />
       </Route>
       <Route path="/staff/login" component={StaffLogin} />
+      <Route path="/staff/invite" component={StaffInvite} />
       <Route path="/staff" nest>
         <StaffApp />
       </Route>

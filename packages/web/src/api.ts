@@ -11,9 +11,37 @@ export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
+/**
+ * Step-up (issue 14): the staff screens register a prompt that asks for a fresh TOTP code and
+ * verifies it (true), or is cancelled (false). A mutation the server refuses with
+ * STEP_UP_REQUIRED is then sent once more, unchanged, so no screen handles step-up itself.
+ */
+let stepUpPrompt: (() => Promise<boolean>) | null = null;
+export function setStepUpPrompt(prompt: (() => Promise<boolean>) | null): void {
+  stepUpPrompt = prompt;
+}
+
+async function fetchWithStepUp(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  const response = await fetch(input, init);
+  if (response.status !== 403 || init?.method !== 'POST' || !stepUpPrompt) return response;
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => null)) as { error?: { data?: { code?: string } } } | null;
+  if (body?.error?.data?.code !== 'STEP_UP_REQUIRED') return response;
+  if (!(await stepUpPrompt())) return response;
+  return fetch(input, init);
+}
+
 /** One request per call (no batching), so each answer has its own request id. */
 export const api = createTRPCClient<AppRouter>({
-  links: [httpLink({ url: '/trpc', headers: () => (csrfToken ? { 'x-csrf-token': csrfToken } : {}) })],
+  links: [
+    httpLink({
+      url: '/trpc',
+      headers: () => (csrfToken ? { 'x-csrf-token': csrfToken } : {}),
+      fetch: fetchWithStepUp,
+    }),
+  ],
 });
 
 export interface ShownProblem {

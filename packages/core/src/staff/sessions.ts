@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { IdemError } from '@idem/contracts';
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
-import { customerSessionLinks, staffUsers, webSessions } from '../db/schema/index.ts';
+import { customerSessionLinks, staffUsers, tenants, webSessions } from '../db/schema/index.ts';
 import type { StaffRole, StaffUser } from './users.ts';
 
 /**
@@ -29,11 +29,11 @@ export function parseWebToken(token: string): ParsedToken | null {
   return { tenantId, tokenHash: hashToken(token) };
 }
 
-function hashToken(token: string): string {
+export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-function mintToken(tenantId: string): string {
+export function mintToken(tenantId: string): string {
   return `${tenantId.toLowerCase()}.${randomBytes(32).toString('base64url')}`;
 }
 
@@ -63,22 +63,36 @@ const noSession = () => new IdemError('UNAUTHORIZED', 'not signed in, or the ses
  * The staff member behind a live session (not revoked, not expired, user not disabled). Every
  * failure is the same UNAUTHORIZED so nothing is learnt about which part was wrong.
  */
-export async function authenticateStaffSession(
-  tx: Tx,
-  parsed: ParsedToken,
-): Promise<StaffUser & { expiresAt: Date }> {
+export interface StaffSessionUser extends StaffUser {
+  expiresAt: Date;
+  /** The SHA-256 of the session token: the key of its row, for marking a verified code on it. */
+  sessionHash: string;
+  /** TOTP (issue 14): whether the member enrolled, when this session last verified a code. */
+  mfaEnrolled: boolean;
+  mfaAt: Date | null;
+  /** The tenant's settings: TOTP required for approvers, operators and admins; the step-up window. */
+  tenantMfaRequired: boolean;
+  mfaFreshSeconds: number;
+}
+
+export async function authenticateStaffSession(tx: Tx, parsed: ParsedToken): Promise<StaffSessionUser> {
   const rows = await tx
     .select({
       userId: staffUsers.userId,
       email: staffUsers.email,
       role: staffUsers.role,
       expiresAt: webSessions.expiresAt,
+      mfaEnrolledAt: staffUsers.mfaEnrolledAt,
+      mfaAt: webSessions.mfaAt,
+      tenantMfaRequired: tenants.mfaRequired,
+      mfaFreshSeconds: tenants.mfaFreshSeconds,
     })
     .from(webSessions)
     .innerJoin(
       staffUsers,
       and(eq(staffUsers.tenantId, webSessions.tenantId), eq(staffUsers.userId, webSessions.userId)),
     )
+    .innerJoin(tenants, eq(tenants.tenantId, webSessions.tenantId))
     .where(
       and(
         eq(webSessions.tenantId, parsed.tenantId),
@@ -91,7 +105,14 @@ export async function authenticateStaffSession(
     );
   const row = rows[0];
   if (!row) throw noSession();
-  return { tenantId: parsed.tenantId, ...row, role: row.role as StaffRole };
+  const { mfaEnrolledAt, ...rest } = row;
+  return {
+    tenantId: parsed.tenantId,
+    ...rest,
+    role: row.role as StaffRole,
+    sessionHash: parsed.tokenHash,
+    mfaEnrolled: mfaEnrolledAt !== null,
+  };
 }
 
 /** The one account a live customer session may see. */

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { IdemError, networkSchema } from '@idem/contracts';
-import { sql } from 'drizzle-orm';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { IdemError, networkSchema, organisationSlugSchema } from '@idem/contracts';
+import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Database } from '../db/connect.ts';
-import { assets, tenants } from '../db/schema/index.ts';
+import { assets, tenantSlugs, tenants } from '../db/schema/index.ts';
 
 export const assetConfigSchema = z.strictObject({
   code: z.string().regex(/^[A-Z0-9]{2,12}$/),
@@ -36,8 +36,17 @@ export async function createTenant(
     tenantId?: string;
     /** The custodian account its custodian-routed assets are held in (default 'omnibus', shared). */
     custodianAccount?: string;
+    /** The organisation slug staff sign in with; derived from the name when omitted. */
+    slug?: string;
+    /**
+     * TOTP for approvers, operators and admins (issue 14). On by default; the embedded demo and the
+     * test fixtures turn it off.
+     */
+    mfaRequired?: boolean;
+    /** How long a verified code allows step-up actions (30..3600 s; 300 when omitted). */
+    mfaFreshSeconds?: number;
   },
-): Promise<{ tenantId: string }> {
+): Promise<{ tenantId: string; slug: string }> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 120)
     throw new IdemError('VALIDATION', 'tenant name must be 1..120 characters');
@@ -50,10 +59,33 @@ export async function createTenant(
     .regex(/^[a-z0-9_-]{1,64}$/, { error: 'custodian account: 1..64 of a-z, 0-9, _ and -' })
     .optional()
     .parse(input.custodianAccount);
+  const given = input.slug === undefined ? null : organisationSlugSchema.safeParse(input.slug);
+  if (given && !given.success)
+    throw new IdemError('VALIDATION', 'organisation slug: 1..48 of a-z, 0-9 and inner hyphens');
   const tenantId = input.tenantId ?? randomUUID();
+  let slug = given?.data ?? slugFromName(name);
   await db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('app.tenant_id', ${tenantId}, true)`);
-    await tx.insert(tenants).values({ tenantId, name, ...(custodianAccount ? { custodianAccount } : {}) });
+    await tx.insert(tenants).values({
+      tenantId,
+      name,
+      ...(custodianAccount ? { custodianAccount } : {}),
+      ...(input.mfaRequired === undefined ? {} : { mfaRequired: input.mfaRequired }),
+      ...(input.mfaFreshSeconds === undefined ? {} : { mfaFreshSeconds: input.mfaFreshSeconds }),
+    });
+    // The slug directory is global (not tenant-scoped): a taken derived slug gets a random suffix,
+    // a taken slug that was asked for is refused.
+    for (let attempt = 0; ; attempt += 1) {
+      const claimed = await tx
+        .insert(tenantSlugs)
+        .values({ slug, tenantId })
+        .onConflictDoNothing()
+        .returning({ slug: tenantSlugs.slug });
+      if (claimed.length > 0) break;
+      if (given || attempt >= 5)
+        throw new IdemError('IDEMPOTENCY_CONFLICT', `the organisation slug ${slug} is taken`);
+      slug = `${slugFromName(name).slice(0, 40)}-${randomBytes(4).readUInt32BE().toString(36)}`;
+    }
     if (assetList.length > 0) {
       await tx.insert(assets).values(
         assetList.map((asset) => ({
@@ -70,5 +102,43 @@ export async function createTenant(
       );
     }
   });
-  return { tenantId };
+  return { tenantId, slug };
+}
+
+/**
+ * Changes a tenant's TOTP settings (issue 14): whether approvers, operators and admins must use it,
+ * and the step-up window (30..3600 s). An administrative path, like createTenant: the application
+ * role may not update tenants.
+ */
+export async function setTenantMfa(
+  db: Database,
+  input: { tenantId: string; mfaRequired?: boolean; mfaFreshSeconds?: number },
+): Promise<{ tenantId: string; mfaRequired: boolean; mfaFreshSeconds: number }> {
+  const fresh = input.mfaFreshSeconds;
+  if (fresh !== undefined && (!Number.isInteger(fresh) || fresh < 30 || fresh > 3600))
+    throw new IdemError('VALIDATION', 'the step-up window is 30..3600 seconds');
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('app.tenant_id', ${input.tenantId}, true)`);
+    const [row] = await tx
+      .update(tenants)
+      .set({
+        ...(input.mfaRequired === undefined ? {} : { mfaRequired: input.mfaRequired }),
+        ...(fresh === undefined ? {} : { mfaFreshSeconds: fresh }),
+      })
+      .where(eq(tenants.tenantId, input.tenantId))
+      .returning({ mfaRequired: tenants.mfaRequired, mfaFreshSeconds: tenants.mfaFreshSeconds });
+    if (!row) throw new IdemError('NOT_FOUND', 'no such tenant');
+    return { tenantId: input.tenantId, ...row };
+  });
+}
+
+/** `South Exchange Ltd.` becomes `south-exchange-ltd`; a name with no letter or digit becomes `org`. */
+export function slugFromName(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .slice(0, 40)
+    .replace(/^-+|-+$/g, '');
+  return slug === '' ? 'org' : slug;
 }

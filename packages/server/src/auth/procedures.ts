@@ -1,3 +1,4 @@
+import type { StaffMfaStatus } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import {
   authenticateCustomerSession,
@@ -6,6 +7,7 @@ import {
   parseWebToken,
   recordAudit,
   roleAllows,
+  type StaffSessionUser,
   staffActor,
   type Tx,
   withTenant,
@@ -17,10 +19,25 @@ import { assertCsrf, CUSTOMER_COOKIE, csrfTokenFor, requireWeb, STAFF_COOKIE } f
 const signedOut = () => new IdemError('UNAUTHORIZED', 'not signed in, or the session has ended');
 
 /**
- * A signed-in staff member: the session cookie names its tenant, the session is checked inside that
- * tenant's scope, and every mutation must carry the session's CSRF token from our own origin.
+ * Where a staff session stands with TOTP (issue 14). Approvers, operators and admins need it when
+ * their tenant requires it; anyone who enrolled uses it whatever the tenant says.
  */
-export const staffProcedure = publicProcedure.use(async ({ ctx, type, path, getRawInput, next }) => {
+export function mfaStatusOf(staff: StaffSessionUser): StaffMfaStatus {
+  const required = staff.mfaEnrolled || (staff.tenantMfaRequired && staff.role !== 'support');
+  if (!required) return { state: 'off', freshUntil: null };
+  if (!staff.mfaEnrolled) return { state: 'enrol', freshUntil: null };
+  if (!staff.mfaAt) return { state: 'verify', freshUntil: null };
+  const freshUntil = new Date(staff.mfaAt.getTime() + staff.mfaFreshSeconds * 1000);
+  return { state: 'ok', freshUntil: freshUntil.toISOString() };
+}
+
+/**
+ * A signed-in staff session, before any TOTP check: only the sign-in's own procedures (me, sign-out,
+ * enrolment, code verification) use it. The session cookie names its tenant, the session is checked
+ * inside that tenant's scope, and every mutation must carry the session's CSRF token from our own
+ * origin.
+ */
+export const staffSessionProcedure = publicProcedure.use(async ({ ctx, type, path, getRawInput, next }) => {
   const web = requireWeb(ctx.web);
   const token = web.cookies[STAFF_COOKIE];
   const parsed = token ? parseWebToken(token) : null;
@@ -66,6 +83,49 @@ export const staffProcedure = publicProcedure.use(async ({ ctx, type, path, getR
   }
   return result;
 });
+
+/**
+ * A signed-in staff member who has passed TOTP where it is needed: a session still to enrol or to
+ * verify its code is refused everything else with MFA_REQUIRED (and the refusal is audited).
+ */
+export const staffProcedure = staffSessionProcedure.use(({ ctx, next }) => {
+  const mfa = mfaStatusOf(ctx.staff);
+  if (mfa.state === 'enrol')
+    throw new IdemError('MFA_REQUIRED', 'set up an authenticator first (your role requires it)');
+  if (mfa.state === 'verify')
+    throw new IdemError('MFA_REQUIRED', 'enter the code from your authenticator first');
+  return next({ ctx: { mfa } });
+});
+
+/**
+ * Step-up (issue 14): approving, resolving, cancelling or stopping, and changing configuration need
+ * a code verified within the tenant's window (5 minutes by default) when the member uses TOTP;
+ * otherwise STEP_UP_REQUIRED, and the screen asks for a code and retries. A member who does not
+ * use TOTP (a tenant without the requirement) passes.
+ */
+export function assertFreshMfa(mfa: StaffMfaStatus, now = Date.now()): void {
+  if (mfa.state === 'ok' && mfa.freshUntil && Date.parse(mfa.freshUntil) <= now) {
+    throw new IdemError('STEP_UP_REQUIRED', 'enter a fresh code from your authenticator to do this');
+  }
+}
+
+/** A staff procedure that needs a fresh code (step-up, see assertFreshMfa) and no particular role. */
+export const freshStaffProcedure = staffProcedure.use(({ ctx, next }) => {
+  assertFreshMfa(ctx.mfa);
+  return next();
+});
+
+/**
+ * A staff procedure that needs one of the permissions and a fresh code (step-up): approving,
+ * resolving, cancelling or stopping, and configuration (branding, team, and any keys, endpoints
+ * or risk rules screens).
+ */
+export function staffWithFresh(...permissions: [Permission, ...Permission[]]) {
+  return staffWithAny(...permissions).use(({ ctx, next }) => {
+    assertFreshMfa(ctx.mfa);
+    return next();
+  });
+}
 
 /** A staff procedure that also needs a permission; refused with FORBIDDEN by the server, not hidden. */
 export function staffWith(permission: Permission) {

@@ -26,6 +26,7 @@ import {
   revokeApiKey,
   setExplorer,
   setRiskPolicy,
+  setTenantMfa,
   toView,
   withTenant,
 } from '@idem/core';
@@ -46,7 +47,12 @@ import { print, required, UsageError } from './usage.ts';
 const USAGE = `Usage: pnpm idem <command> [options]
 
   migrate                                         apply database migrations
-  tenant create --name NAME [--json]              create a tenant (BTC, ETH, USDC) and its first API key
+  tenant create --name NAME [--slug ORG] [--mfa on|off] [--json]
+                                                  create a tenant (BTC, ETH, USDC) and its first API key;
+                                                  ORG is what staff sign in with (from the name when omitted);
+                                                  TOTP for approvers, operators, admins (on by default)
+  tenant mfa --tenant ID [--mfa on|off] [--fresh-seconds 30..3600] [--json]
+                                                  TOTP requirement and step-up window of a tenant
   apikey create --tenant ID [--label L] [--json]  mint an API key (shown once)
   apikey revoke --tenant ID --key-id KEY_ID       revoke an API key
   deposit --tenant ID --account REF --asset CODE --amount MINOR --key KEY [--reference REF] [--json]
@@ -114,9 +120,27 @@ function walletView(wallet: HotWallet) {
 /** Each command takes the open database and its flags, and returns what to print. */
 const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<string, unknown>>> = {
   'tenant create': async (db, flags) => {
-    const { tenantId } = await createTenant(db, { name: required(flags, 'name') });
+    const mfa = typeof flags.mfa === 'string' ? flags.mfa : 'on';
+    if (mfa !== 'on' && mfa !== 'off') throw new UsageError('--mfa is on or off');
+    const { tenantId, slug } = await createTenant(db, {
+      name: required(flags, 'name'),
+      ...(typeof flags.slug === 'string' ? { slug: flags.slug } : {}),
+      mfaRequired: mfa === 'on',
+    });
     const { apiKey, keyId } = await createApiKey(db, tenantId, { label: 'initial' });
-    return { tenantId, apiKey, keyId };
+    return { tenantId, slug, mfaRequired: mfa === 'on', apiKey, keyId };
+  },
+  'tenant mfa': async (db, flags) => {
+    const mfa = flags.mfa;
+    if (mfa !== undefined && mfa !== 'on' && mfa !== 'off') throw new UsageError('--mfa is on or off');
+    const fresh = flags['fresh-seconds'];
+    if (mfa === undefined && fresh === undefined)
+      throw new UsageError('--mfa or --fresh-seconds is required');
+    return setTenantMfa(db, {
+      tenantId: required(flags, 'tenant'),
+      ...(mfa === undefined ? {} : { mfaRequired: mfa === 'on' }),
+      ...(typeof fresh === 'string' ? { mfaFreshSeconds: Number(fresh) } : {}),
+    });
   },
   'apikey create': async (db, flags) => {
     const label = typeof flags.label === 'string' ? flags.label : 'cli';
@@ -320,6 +344,9 @@ function parseFlags(argv: string[]) {
       allowPositionals: true,
       options: {
         name: { type: 'string' },
+        slug: { type: 'string' },
+        mfa: { type: 'string' },
+        'fresh-seconds': { type: 'string' },
         tenant: { type: 'string' },
         label: { type: 'string' },
         'key-id': { type: 'string' },

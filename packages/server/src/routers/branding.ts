@@ -1,7 +1,7 @@
 import { brandingSchema, explorerSettingSchema, setExplorerInputSchema } from '@idem/contracts';
 import { getBranding, listExplorers, setBranding, setExplorer } from '@idem/core';
 import { z } from 'zod';
-import { staffWith } from '../auth/procedures.ts';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /** The tenant's brand; the customer screens read it with their session (customer.me). */
@@ -10,7 +10,7 @@ export const brandingRouter = router({
     .output(brandingSchema)
     .query(({ ctx }) => ctx.inTenant((tx) => getBranding(tx, ctx.tenantId))),
 
-  set: staffWith('administer')
+  set: staffWithFresh('administer')
     .input(brandingSchema)
     .output(brandingSchema)
     .mutation(({ ctx, input }) =>
@@ -22,7 +22,7 @@ export const brandingRouter = router({
     .output(z.array(explorerSettingSchema))
     .query(({ ctx }) => ctx.inTenant((tx) => listExplorers(tx, ctx.tenantId))),
 
-  setExplorer: staffWith('administer')
+  setExplorer: staffWithFresh('administer')
     .input(setExplorerInputSchema)
     .output(explorerSettingSchema)
     .mutation(({ ctx, input }) =>

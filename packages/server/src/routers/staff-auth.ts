@@ -1,18 +1,41 @@
-import { IdemError, scrubbedError, staffMeSchema, staffSignInInputSchema } from '@idem/contracts';
 import {
+  acceptInvitationInputSchema,
+  IdemError,
+  mfaCodeInputSchema,
+  mfaEnrolmentSchema,
+  mfaRecoveryCodesSchema,
+  mfaVerifiedSchema,
+  mfaVerifyInputSchema,
+  scrubbedError,
+  staffMeSchema,
+  staffSignInInputSchema,
+} from '@idem/contracts';
+import {
+  acceptInvitation,
+  acceptMfaStep,
+  authenticateStaffSession,
+  confirmMfaEnrolment,
   findStaffForSignIn,
+  NO_PASSWORD_YET,
   openWebSession,
   parseWebToken,
+  readMfa,
   recordAudit,
+  recordMfaFailure,
   revokeWebSession,
   STAFF_SESSION_MS,
+  spendRecoveryCode,
   staffActor,
+  staffTenantsForEmail,
+  startMfaEnrolment,
+  tenantForSlug,
   withTenant,
 } from '@idem/core';
 import type { z } from 'zod';
-import { verifyPassword } from '../auth/password.ts';
-import { staffProcedure } from '../auth/procedures.ts';
+import { hashPassword, verifyPassword } from '../auth/password.ts';
+import { mfaStatusOf, staffSessionProcedure } from '../auth/procedures.ts';
 import { signInSucceeded, takeSignInAttempt } from '../auth/sign-in-throttle.ts';
+import { checkTotp, enrolmentOf, newRecoveryCodes, newTotpSecret, recoveryCodeHash } from '../auth/totp.ts';
 import { assertSameOrigin, csrfTokenFor, requireWeb, STAFF_COOKIE } from '../auth/web-request.ts';
 import { asIdemError } from '../errors.ts';
 import { type Context, publicProcedure, router } from '../trpc.ts';
@@ -23,6 +46,29 @@ type StaffSignInInput = z.infer<typeof staffSignInInputSchema>;
 const PASSWORD_CHECK_BUSY_RETRY_MS = 1_000;
 
 const wrongCredentials = () => new IdemError('UNAUTHORIZED', 'wrong organisation, e-mail or password');
+
+/**
+ * The throttle's tenant for a sign-in that names no known organisation: its (tenant, e-mail) budget
+ * is still counted, under this id no tenant has, and the per-address budget as always.
+ */
+const NO_ORGANISATION = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The tenant a sign-in is for: the tenant id, the organisation slug, or, with neither, the one
+ * tenant the e-mail is staff of. Several: ORGANISATION_REQUIRED, which names none of them. None
+ * (unknown slug or e-mail): NO_ORGANISATION, answered later exactly like a wrong password.
+ */
+async function tenantOfSignIn(ctx: Context, input: StaffSignInInput): Promise<string> {
+  if (input.tenantId) return input.tenantId;
+  if (input.organisation) return (await tenantForSlug(ctx.db, input.organisation)) ?? NO_ORGANISATION;
+  const found = await staffTenantsForEmail(ctx.db, input.email);
+  if (found.length > 1)
+    throw new IdemError(
+      'ORGANISATION_REQUIRED',
+      'this e-mail belongs to more than one organisation: enter yours',
+    );
+  return found[0] ?? NO_ORGANISATION;
+}
 
 /** Password sign-in; see `signIn` in the router for the rules. */
 async function signIn(ctx: Context, input: StaffSignInInput) {
@@ -36,17 +82,37 @@ async function signIn(ctx: Context, input: StaffSignInInput) {
     });
   }
   let user: NonNullable<Awaited<ReturnType<typeof findStaffForSignIn>>>;
-  const attempt = { tenantId: input.tenantId, email: input.email, clientAddress: ctx.clientAddress };
+  let tenantId: string;
+  try {
+    tenantId = await tenantOfSignIn(ctx, input);
+  } catch (error) {
+    try {
+      // An ambiguous e-mail still spends an attempt of the address's budget: asking is not free.
+      const attempt = { tenantId: NO_ORGANISATION, email: input.email, clientAddress: ctx.clientAddress };
+      const waitMs = await takeSignInAttempt(ctx.db, attempt);
+      if (waitMs > 0)
+        throw new IdemError('RATE_LIMITED', 'too many failed sign-ins; wait and try again', {
+          retryAfterMs: waitMs,
+        });
+    } finally {
+      release();
+    }
+    throw error;
+  }
+  const attempt = { tenantId, email: input.email, clientAddress: ctx.clientAddress };
   try {
     const waitMs = await takeSignInAttempt(ctx.db, attempt);
     if (waitMs > 0)
       throw new IdemError('RATE_LIMITED', 'too many failed sign-ins; wait and try again', {
         retryAfterMs: waitMs,
       });
-    const found = await withTenant(ctx.db, input.tenantId, (tx) =>
-      findStaffForSignIn(tx, input.tenantId, input.email),
-    );
-    const ok = await verifyPassword(found?.passwordHash ?? null, input.password);
+    const found =
+      tenantId === NO_ORGANISATION
+        ? null
+        : await withTenant(ctx.db, tenantId, (tx) => findStaffForSignIn(tx, tenantId, input.email));
+    // An invited member without a password yet is checked against the decoy, like an unknown e-mail.
+    const stored = found && found.passwordHash !== NO_PASSWORD_YET ? found.passwordHash : null;
+    const ok = (await verifyPassword(stored, input.password)) && stored !== null;
     // A failure stays counted (the attempt was taken above); a success clears it.
     if (!found || !ok) throw wrongCredentials();
     user = found;
@@ -54,14 +120,14 @@ async function signIn(ctx: Context, input: StaffSignInInput) {
     release();
   }
   await signInSucceeded(ctx.db, attempt);
-  const session = await withTenant(ctx.db, input.tenantId, async (tx) => {
+  const session = await withTenant(ctx.db, tenantId, async (tx) => {
     const opened = await openWebSession(tx, {
-      tenantId: input.tenantId,
+      tenantId,
       subject: { kind: 'staff', userId: user.userId },
       ttlMs: STAFF_SESSION_MS,
     });
     await recordAudit(tx, {
-      tenantId: input.tenantId,
+      tenantId,
       actor: staffActor(user.userId),
       action: 'staffAuth.signIn',
       outcome: 'ok',
@@ -71,8 +137,12 @@ async function signIn(ctx: Context, input: StaffSignInInput) {
     });
     return opened;
   });
-  ctx.state.tenantId = input.tenantId;
+  ctx.state.tenantId = tenantId;
   web.setCookie(STAFF_COOKIE, session.token, { maxAgeSeconds: STAFF_SESSION_MS / 1000 });
+  // A fresh session has verified no code yet: the session check tells the screen what comes next.
+  const staff = await withTenant(ctx.db, tenantId, (tx) =>
+    authenticateStaffSession(tx, { tenantId, tokenHash: parseWebToken(session.token)?.tokenHash ?? '' }),
+  );
   return {
     userId: user.userId,
     tenantId: user.tenantId,
@@ -80,6 +150,7 @@ async function signIn(ctx: Context, input: StaffSignInInput) {
     role: user.role,
     csrfToken: csrfTokenFor(session.token),
     expiresAt: session.expiresAt.toISOString(),
+    mfa: mfaStatusOf(staff),
   };
 }
 
@@ -89,9 +160,13 @@ async function signIn(ctx: Context, input: StaffSignInInput) {
  */
 async function auditFailedSignIn(ctx: Context, input: StaffSignInInput, code: string): Promise<void> {
   try {
-    await withTenant(ctx.db, input.tenantId, (tx) =>
+    // Only under a tenant the caller named; a sign-in without one has no tenant's log to write to.
+    const tenantId =
+      input.tenantId ?? (input.organisation ? await tenantForSlug(ctx.db, input.organisation) : null);
+    if (!tenantId) return;
+    await withTenant(ctx.db, tenantId, (tx) =>
       recordAudit(tx, {
-        tenantId: input.tenantId,
+        tenantId,
         actor: 'anonymous',
         action: 'staffAuth.signIn',
         outcome: code,
@@ -124,19 +199,152 @@ export const staffAuthRouter = router({
       }
     }),
 
-  me: staffProcedure.output(staffMeSchema).query(({ ctx }) => ({
+  me: staffSessionProcedure.output(staffMeSchema).query(({ ctx }) => ({
     userId: ctx.staff.userId,
     tenantId: ctx.tenantId,
     email: ctx.staff.email,
     role: ctx.staff.role,
     csrfToken: ctx.csrfToken,
     expiresAt: ctx.staff.expiresAt.toISOString(),
+    mfa: mfaStatusOf(ctx.staff),
   })),
 
-  signOut: staffProcedure.mutation(async ({ ctx }) => {
+  signOut: staffSessionProcedure.mutation(async ({ ctx }) => {
     const parsed = parseWebToken(ctx.web.cookies[STAFF_COOKIE] ?? '');
     if (parsed) await ctx.inTenant((tx) => revokeWebSession(tx, parsed));
     ctx.web.setCookie(STAFF_COOKIE, '', { maxAgeSeconds: 0 });
     return { signedOut: true };
   }),
+
+  /**
+   * TOTP enrolment, step one: a new secret, kept pending, shown once with its otpauth URL and QR
+   * code. Refused (IDEMPOTENCY_CONFLICT) once enrolled: the secret is never shown again.
+   */
+  mfaEnrolStart: staffSessionProcedure.output(mfaEnrolmentSchema).mutation(async ({ ctx }) => {
+    const secret = newTotpSecret();
+    await ctx.inTenant((tx) =>
+      startMfaEnrolment(tx, { tenantId: ctx.tenantId, userId: ctx.staff.userId, secret }),
+    );
+    return enrolmentOf(secret, ctx.staff.email);
+  }),
+
+  /**
+   * Step two: a code from the authenticator confirms the pending secret. Answers the ten recovery
+   * codes, once (only their hashes are kept); the session counts as verified.
+   */
+  mfaEnrolConfirm: staffSessionProcedure
+    .input(mfaCodeInputSchema)
+    .output(mfaRecoveryCodesSchema)
+    .mutation(async ({ ctx, input }) => {
+      const { tenantId, staff } = ctx;
+      const record = await withTenant(ctx.db, tenantId, (tx) => readMfa(tx, tenantId, staff.userId));
+      throttled(record.blockedForMs);
+      const step = record.pendingSecret ? await checkTotp(record.pendingSecret, input.code, null) : null;
+      if (!record.pendingSecret || step === null) {
+        await recordMfaFailure(ctx.db, tenantId, staff.userId);
+        throw wrongCode();
+      }
+      const recoveryCodes = newRecoveryCodes();
+      await ctx.inTenant((tx) =>
+        confirmMfaEnrolment(tx, {
+          tenantId,
+          userId: staff.userId,
+          secret: record.pendingSecret ?? '',
+          step,
+          recoveryHashes: recoveryCodes.map(recoveryCodeHash),
+          sessionHash: staff.sessionHash,
+        }),
+      );
+      return { recoveryCodes };
+    }),
+
+  /**
+   * A code from the authenticator (or a recovery code, once each): completes sign-in, and is the
+   * step-up before approving, resolving, cancelling and configuration. A code is accepted once
+   * (its time step must be after the last accepted); failures are counted, five in 15 minutes
+   * block the member's codes (RATE_LIMITED), and each is audited.
+   */
+  mfaVerify: staffSessionProcedure
+    .input(mfaVerifyInputSchema)
+    .output(mfaVerifiedSchema)
+    .mutation(async ({ ctx, input }) => {
+      const { tenantId, staff } = ctx;
+      const record = await withTenant(ctx.db, tenantId, (tx) => readMfa(tx, tenantId, staff.userId));
+      throttled(record.blockedForMs);
+      const base = { tenantId, userId: staff.userId, sessionHash: staff.sessionHash };
+      let verifiedAt: Date | null = null;
+      if (record.secret && 'code' in input) {
+        const step = await checkTotp(record.secret, input.code, record.lastStep);
+        if (step !== null) verifiedAt = await ctx.inTenant((tx) => acceptMfaStep(tx, { ...base, step }));
+      } else if (record.secret && 'recoveryCode' in input) {
+        const codeHash = recoveryCodeHash(input.recoveryCode);
+        verifiedAt = await ctx.inTenant((tx) => spendRecoveryCode(tx, { ...base, codeHash }));
+      }
+      if (!verifiedAt) {
+        await recordMfaFailure(ctx.db, tenantId, staff.userId);
+        throw wrongCode();
+      }
+      return { freshUntil: new Date(verifiedAt.getTime() + staff.mfaFreshSeconds * 1000).toISOString() };
+    }),
+
+  /**
+   * The invited person's first sign-in (I14-TEAM): the link's token, used once before it expires,
+   * and the password they choose. Opens their session (which then asks for TOTP enrolment when
+   * their role requires it).
+   */
+  acceptInvitation: publicProcedure
+    .input(acceptInvitationInputSchema)
+    .output(staffMeSchema)
+    .mutation(async ({ ctx, input }) => {
+      const web = requireWeb(ctx.web);
+      assertSameOrigin(web);
+      const parsed = parseWebToken(input.token);
+      if (!parsed) throw new IdemError('UNAUTHORIZED', 'this invitation is unknown, already used or expired');
+      // Hashing is argon2id work like a sign-in's check: the same per-process cap bounds it.
+      const release = ctx.passwordChecks.tryAcquire();
+      if (!release) {
+        throw new IdemError('RATE_LIMITED', 'too many passwords are being checked; try again shortly', {
+          retryAfterMs: PASSWORD_CHECK_BUSY_RETRY_MS,
+        });
+      }
+      const passwordHash = await hashPassword(input.password).finally(release);
+      const accepted = await withTenant(ctx.db, parsed.tenantId, async (tx) => {
+        const result = await acceptInvitation(tx, parsed, passwordHash);
+        await recordAudit(tx, {
+          tenantId: parsed.tenantId,
+          actor: staffActor(result.user.userId),
+          action: 'staffAuth.acceptInvitation',
+          outcome: 'ok',
+          sourceAddress: ctx.clientAddress,
+          requestId: ctx.requestId,
+          details: { email: result.user.email },
+        });
+        return result;
+      });
+      ctx.state.tenantId = parsed.tenantId;
+      web.setCookie(STAFF_COOKIE, accepted.token, { maxAgeSeconds: STAFF_SESSION_MS / 1000 });
+      const session = parseWebToken(accepted.token);
+      const staff = await withTenant(ctx.db, parsed.tenantId, (tx) =>
+        authenticateStaffSession(tx, { tenantId: parsed.tenantId, tokenHash: session?.tokenHash ?? '' }),
+      );
+      return {
+        userId: accepted.user.userId,
+        tenantId: parsed.tenantId,
+        email: accepted.user.email,
+        role: accepted.user.role,
+        csrfToken: csrfTokenFor(accepted.token),
+        expiresAt: accepted.expiresAt.toISOString(),
+        mfa: mfaStatusOf(staff),
+      };
+    }),
 });
+
+const wrongCode = () =>
+  new IdemError('UNAUTHORIZED', 'that code is not valid (wrong, expired or already used)');
+
+function throttled(blockedForMs: number): void {
+  if (blockedForMs > 0)
+    throw new IdemError('RATE_LIMITED', 'too many wrong codes; wait and try again', {
+      retryAfterMs: blockedForMs,
+    });
+}

@@ -28,18 +28,18 @@ import {
   rotateEndpointSecret,
 } from '@idem/core';
 import { z } from 'zod';
-import { staffWith } from '../auth/procedures.ts';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /**
  * Configuration that needed the CLI (issue 14): API keys, webhook endpoints and risk rules. Every
- * change is an administrator's and is audited by the staff procedure. All mutations are in this one
- * file so that moving them behind a step-up check is one edit.
+ * change is an administrator's, needs a fresh TOTP code (step-up, when the member uses MFA) and is
+ * audited by the staff procedure.
  *
  * The key and endpoint creations run in their own transactions (core's functions open them), so
  * the audit entry is written after them by the staff procedure, outcome 'ok' or the refusal's code.
  */
-const change = staffWith('administer');
+const change = staffWithFresh('administer');
 
 export const staffConfigRouter = router({
   /** Labels, prefixes, created, last used, revoked: never a key. Operators read it too. */

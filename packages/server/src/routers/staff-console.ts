@@ -18,7 +18,7 @@ import {
   redeliver,
 } from '@idem/core';
 import { z } from 'zod';
-import { staffWith } from '../auth/procedures.ts';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 const breakClosureSchema = breakViewSchema.shape.closedAs.unwrap();
@@ -64,7 +64,7 @@ export const staffConsoleRouter = router({
     ),
 
   /** Closes a break with the evidence found (C21); nothing adjusts a balance. */
-  closeBreak: staffWith('operate')
+  closeBreak: staffWithFresh('operate')
     .input(closeBreakInputSchema)
     .output(breakViewSchema)
     .mutation(({ ctx, input }) =>

@@ -36,7 +36,7 @@ import {
   walletNonceView,
 } from '@idem/core';
 import { z } from 'zod';
-import { staffWith, staffWithAny } from '../auth/procedures.ts';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /** The staff screens' operation procedures. Every action records its actor as `staff:<user id>`. */
@@ -49,7 +49,7 @@ export const staffOperationsRouter = router({
     ),
 
   /** Four-eyes, bound to the hash the approver was shown; the requester is refused by core (C02, C24). */
-  decide: staffWith('decide')
+  decide: staffWithFresh('decide')
     .input(decideInputSchema)
     .output(decideOutputSchema)
     .mutation(async ({ ctx, input }) => {
@@ -101,7 +101,7 @@ export const staffOperationsRouter = router({
    * with either the decide or the operate permission suffices (no four eyes). A claimed one is
    * refused (INVALID_TRANSITION): core locks the row and requires APPROVED in the write.
    */
-  stop: staffWithAny('decide', 'operate')
+  stop: staffWithFresh('decide', 'operate')
     .input(stopWithdrawalInputSchema)
     .output(staffOperationViewSchema)
     .mutation(({ ctx, input }) =>

@@ -20,7 +20,7 @@ import {
   toProposalView,
 } from '@idem/core';
 import { z } from 'zod';
-import { staffWith } from '../auth/procedures.ts';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { noRailWitness, type SettlementWitness } from '../settlement-witness.ts';
 import { router } from '../trpc.ts';
 
@@ -72,7 +72,7 @@ export const staffProposalsRouter = router({
       });
     }),
 
-  decide: staffWith('decide')
+  decide: staffWithFresh('decide')
     .input(decideProposalInputSchema)
     .output(decideProposalOutputSchema)
     .mutation(async ({ ctx, input }) => {
@@ -101,7 +101,7 @@ export const staffProposalsRouter = router({
       });
     }),
 
-  cancel: staffWith('operate')
+  cancel: staffWithFresh('operate')
     .input(proposalIdInputSchema)
     .output(proposalViewSchema)
     .mutation(({ ctx, input }) =>

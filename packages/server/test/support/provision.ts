@@ -36,7 +36,11 @@ export async function provisionTenant(
   db: Database,
   options: { name?: string; fund?: { accountId: string; asset: string; amountMinor: string }[] } = {},
 ): Promise<TenantFixture> {
-  const { tenantId } = await createTenant(db, { name: options.name ?? 'Contract Exchange' });
+  const { tenantId } = await createTenant(db, {
+    name: options.name ?? 'Contract Exchange',
+    // Staff of these tenants sign in without TOTP (issue 14); staff-team.test.ts covers MFA.
+    mfaRequired: false,
+  });
   for (const deposit of options.fund ?? [
     { accountId: 'cust-7', asset: 'ETH', amountMinor: (100n * ETH).toString() },
   ]) {

@@ -26,6 +26,7 @@ import { BrandingSettings } from './BrandingSettings.tsx';
 import { Breaks } from './Breaks.tsx';
 import { Deliveries } from './Deliveries.tsx';
 import { Inbox } from './Inbox.tsx';
+import { MfaEnrol, MfaVerify, StepUpPrompt } from './Mfa.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
 import { Overview } from './Overview.tsx';
@@ -33,6 +34,7 @@ import { Proposals } from './Proposals.tsx';
 import { Reconciliation } from './Reconciliation.tsx';
 import { RiskRules } from './RiskRules.tsx';
 import { Search } from './Search.tsx';
+import { Team } from './Team.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
 import { WebhookEndpoints } from './WebhookEndpoints.tsx';
 import { Withdrawals } from './Withdrawals.tsx';
@@ -66,6 +68,7 @@ const SECTIONS = [
   { href: '/api-keys', label: 'API keys' },
   { href: '/endpoints', label: 'Webhook endpoints' },
   { href: '/risk-rules', label: 'Risk rules' },
+  { href: '/team', label: 'Team' },
 ];
 
 /** The operator's staff screens. The server enforces every role; the screens only follow it. */
@@ -93,8 +96,12 @@ export function StaffApp() {
       </Container>
     );
   }
+  // TOTP before anything else where the server requires it (issue 14): enrol, or enter the code.
+  if (me.data.mfa.state === 'enrol') return <MfaEnrol onSignOut={() => signOut.mutate()} />;
+  if (me.data.mfa.state === 'verify') return <MfaVerify onSignOut={() => signOut.mutate()} />;
   return (
     <StaffContext.Provider value={me.data}>
+      <StepUpPrompt />
       <AppShell
         header={{ height: 56 }}
         navbar={{ width: 240, breakpoint: 'sm', collapsed: { mobile: !opened } }}
@@ -168,6 +175,7 @@ export function StaffApp() {
                 <Route path="/api-keys" component={ApiKeys} />
                 <Route path="/endpoints" component={WebhookEndpoints} />
                 <Route path="/risk-rules" component={RiskRules} />
+                <Route path="/team" component={Team} />
                 <Route path="/operations/:operationId">
                   {(params) => <OperationDetail operationId={params.operationId} />}
                 </Route>

@@ -2,22 +2,34 @@ import { Button, Container, Paper, PasswordInput, Stack, Text, TextInput, Title 
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation, useSearchParams } from 'wouter';
-import { api, setCsrfToken } from '../api.ts';
+import { api, problemOf, setCsrfToken } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 
+/**
+ * Staff sign-in (issue 14): organisation slug, e-mail and password. The organisation may be left
+ * empty when the e-mail belongs to one organisation only; the server asks for it otherwise.
+ * `?org=<slug>` fills it in; an older `?tenant=<id>` link still works (the id is sent instead).
+ */
 export function StaffLogin() {
   const [params] = useSearchParams();
   const [, navigate] = useLocation();
-  const [tenantId, setTenantId] = useState(params.get('tenant') ?? '');
+  const tenantId = params.get('tenant');
+  const [organisation, setOrganisation] = useState(params.get('org') ?? '');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const signIn = useMutation({
-    mutationFn: () => api.staffAuth.signIn.mutate({ tenantId: tenantId.trim(), email, password }),
+    mutationFn: () =>
+      api.staffAuth.signIn.mutate({
+        email,
+        password,
+        ...(organisation.trim() ? { organisation: organisation.trim() } : tenantId ? { tenantId } : {}),
+      }),
     onSuccess: (me) => {
       setCsrfToken(me.csrfToken);
       navigate('/staff/overview');
     },
   });
+  const needsOrganisation = signIn.error ? problemOf(signIn.error).code === 'ORGANISATION_REQUIRED' : false;
   const onSubmit = (event: FormEvent) => {
     event.preventDefault();
     signIn.mutate();
@@ -35,11 +47,16 @@ export function StaffLogin() {
                 For the operator's staff. Customers open their screens from the exchange.
               </Text>
               <TextInput
-                label="Organisation id"
-                description="Your tenant id, as given by your administrator"
-                value={tenantId}
-                onChange={(event) => setTenantId(event.currentTarget.value)}
-                required
+                label="Organisation"
+                description={
+                  tenantId && !organisation
+                    ? 'Given by your sign-in link; or type your organisation'
+                    : 'Your organisation’s short name, e.g. acme-exchange (may be left empty if you belong to one only)'
+                }
+                value={organisation}
+                onChange={(event) => setOrganisation(event.currentTarget.value)}
+                required={needsOrganisation}
+                error={needsOrganisation ? 'Enter your organisation' : undefined}
                 autoComplete="organization"
               />
               <TextInput

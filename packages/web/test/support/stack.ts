@@ -51,7 +51,8 @@ export interface TenantFixture {
  * 1 ETH, four eyes from 5 ETH) and five staff members, written through core's ordinary paths.
  */
 async function provision(db: Database, name: string): Promise<TenantFixture> {
-  const { tenantId } = await createTenant(db, { name });
+  // Without TOTP, so every screen's test signs in with a password (staff-team.browser.test.ts covers MFA).
+  const { tenantId } = await createTenant(db, { name, mfaRequired: false });
   const passwordHash = await hashPassword(PASSWORD);
   const staff = {} as TenantFixture['staff'];
   await withTenant(db, tenantId, async (tx) => {
@@ -160,7 +161,12 @@ export interface Stack {
  * The real server as a child process on a free port, on an embedded PGlite database provisioned
  * beforehand (one process at a time may open it), without chain or worker; and Debian's Chromium.
  */
-export async function startStack(): Promise<Stack> {
+export async function startStack(
+  options: {
+    /** Writes more into the database before the server opens it (one process at a time may). */
+    provisionMore?: (db: Database) => Promise<void>;
+  } = {},
+): Promise<Stack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-'));
   const handle = await openDatabase({ dataDir: join(dataDir, 'pgdata') });
   let a: TenantFixture;
@@ -169,6 +175,7 @@ export async function startStack(): Promise<Stack> {
     await handle.migrate();
     a = await provision(handle.db, 'Alpha Exchange');
     b = await provision(handle.db, 'Beta Exchange');
+    await options.provisionMore?.(handle.db);
   } finally {
     await handle.close();
   }
@@ -376,6 +383,7 @@ export async function startChainStack(
     // Two confirmations, so a test mines a few blocks rather than twelve per settlement.
     ({ tenantId } = await createTenant(handle.db, {
       name: 'Chain Exchange',
+      mfaRequired: false,
       assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 }],
     }));
     const passwordHash = await hashPassword(PASSWORD);

@@ -1,5 +1,16 @@
 import { sql } from 'drizzle-orm';
-import { check, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  check,
+  foreignKey,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
 /**
@@ -17,6 +28,20 @@ export const staffUsers = pgTable(
     role: text('role').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
+    /**
+     * TOTP (RFC 6238, issue 14). The base32 secret of a confirmed enrolment; never returned by any
+     * procedure after enrolment. `mfaPendingSecret` holds one being enrolled until a code confirms it.
+     */
+    mfaSecret: text('mfa_secret'),
+    mfaPendingSecret: text('mfa_pending_secret'),
+    mfaEnrolledAt: timestamp('mfa_enrolled_at', { withTimezone: true }),
+    /** The last accepted time step: a code of this step or an earlier one is a replay. */
+    mfaLastStep: bigint('mfa_last_step', { mode: 'number' }),
+    /** SHA-256 of each unused recovery code; one is removed when used. */
+    mfaRecoveryHashes: text('mfa_recovery_hashes').array().notNull().default(sql`'{}'::text[]`),
+    /** Failed codes in the window that ends at `mfaFailuresResetAt` (throttled, see staff/mfa.ts). */
+    mfaFailures: integer('mfa_failures').notNull().default(0),
+    mfaFailuresResetAt: timestamp('mfa_failures_reset_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.userId] }),
@@ -42,6 +67,8 @@ export const webSessions = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** When this staff session last verified a TOTP or recovery code (null: never); step-up reads it. */
+    mfaAt: timestamp('mfa_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.sessionHash] }),
@@ -86,6 +113,34 @@ export const tenantBranding = pgTable(
     primaryKey({ columns: [t.tenantId] }),
     check('tenant_branding_color_hex', sql`${t.primaryColor} ~ '^#[0-9a-fA-F]{6}$'`),
     check('tenant_branding_logo_https', sql`${t.logoUrl} is null or ${t.logoUrl} ~ '^https://'`),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * Invitations to join a tenant's staff (issue 14, Team screen). The link carries a 256-bit token
+ * of which only the SHA-256 is stored; it is used at most once (conditional UPDATE on used_at) and
+ * only before it expires. The invited member exists already, without a usable password, until the
+ * link sets one.
+ */
+export const staffInvitations = pgTable(
+  'staff_invitations',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    invitationHash: text('invitation_hash').notNull(),
+    userId: uuid('user_id').notNull(),
+    createdBy: text('created_by').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    usedAt: timestamp('used_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.invitationHash] }),
+    foreignKey({
+      name: 'staff_invitations_user',
+      columns: [t.tenantId, t.userId],
+      foreignColumns: [staffUsers.tenantId, staffUsers.userId],
+    }),
     tenantPolicy(),
   ],
 );

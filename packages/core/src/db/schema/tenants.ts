@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, integer, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, integer, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
 export const tenants = pgTable(
@@ -15,11 +15,38 @@ export const tenants = pgTable(
      * The deployment has one custodian connection (IDEM_CUSTODIAN_URL), named 'omnibus' by default.
      */
     custodianAccount: text('custodian_account').notNull().default('omnibus'),
+    /**
+     * Whether approvers, operators and admins must use TOTP (issue 14). On unless the tenant was
+     * created without it (the embedded demo, the test fixtures); staff who enrolled anyway always
+     * use it.
+     */
+    mfaRequired: boolean('mfa_required').notNull().default(true),
+    /** How long a verified code lets a session approve, resolve, cancel or configure (step-up). */
+    mfaFreshSeconds: integer('mfa_fresh_seconds').notNull().default(300),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId] }),
     check('tenants_custodian_account_shape', sql`${t.custodianAccount} ~ '^[a-z0-9_-]{1,64}$'`),
+    check('tenants_mfa_fresh_range', sql`${t.mfaFreshSeconds} between 30 and 3600`),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * The organisation slugs staff type at sign-in, unique across the deployment. A directory across
+ * tenants, so it is not keyed by tenant (a reference table on Citus, docs/SERIALIZATION.md): the
+ * application role has no privilege on it, and reads it only through `idem_tenant_for_slug`.
+ */
+export const tenantSlugs = pgTable(
+  'tenant_slugs',
+  {
+    slug: text('slug').primaryKey(),
+    tenantId: uuid('tenant_id').notNull().unique('tenant_slugs_tenant'),
+  },
+  // The tenant policy too: provisioning writes a tenant's own slug inside that tenant's scope.
+  (t) => [
+    check('tenant_slugs_shape', sql`${t.slug} ~ '^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$'`),
     tenantPolicy(),
   ],
 );

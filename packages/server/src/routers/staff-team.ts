@@ -1,0 +1,64 @@
+import {
+  teamInvitationSchema,
+  teamInviteInputSchema,
+  teamListSchema,
+  teamMemberInputSchema,
+  teamSetRoleInputSchema,
+} from '@idem/contracts';
+import { disableStaff, inviteStaff, listTeam, setStaffRole } from '@idem/core';
+import { z } from 'zod';
+import { staffWith, staffWithFresh } from '../auth/procedures.ts';
+import { router } from '../trpc.ts';
+
+/**
+ * The Team screen (issue 14, I14-TEAM), admins only. Every change needs a fresh code (step-up) and
+ * is audited by the staff procedure's middleware (who, when, from where, and the input).
+ */
+export const staffTeamRouter = router({
+  list: staffWith('administer')
+    .output(teamListSchema)
+    .query(async ({ ctx }) => {
+      const staff = await ctx.inTenant((tx) => listTeam(tx, ctx.tenantId));
+      return { staff: staff.map((member) => ({ ...member, createdAt: member.createdAt.toISOString() })) };
+    }),
+
+  /** Adds a member and answers their invitation link, once (only its hash is stored; 72 hours, one use). */
+  invite: staffWithFresh('administer')
+    .input(teamInviteInputSchema)
+    .output(teamInvitationSchema)
+    .mutation(async ({ ctx, input }) => {
+      const invited = await ctx.inTenant((tx) =>
+        inviteStaff(tx, {
+          tenantId: ctx.tenantId,
+          email: input.email,
+          role: input.role,
+          createdBy: ctx.actor,
+        }),
+      );
+      return {
+        userId: invited.user.userId,
+        invitationUrl: `${ctx.web.selfOrigin}/staff/invite#${invited.token}`,
+        expiresAt: invited.expiresAt.toISOString(),
+      };
+    }),
+
+  /** Refused (FORBIDDEN) when it would demote the tenant's last active admin. */
+  setRole: staffWithFresh('administer')
+    .input(teamSetRoleInputSchema)
+    .output(z.object({ changed: z.literal(true) }))
+    .mutation(async ({ ctx, input }) => {
+      await ctx.inTenant((tx) => setStaffRole(tx, { tenantId: ctx.tenantId, ...input }));
+      return { changed: true as const };
+    }),
+
+  /** Ends the member's sessions at once. An admin cannot disable themselves (FORBIDDEN). */
+  disable: staffWithFresh('administer')
+    .input(teamMemberInputSchema)
+    .output(z.object({ disabled: z.literal(true) }))
+    .mutation(async ({ ctx, input }) => {
+      await ctx.inTenant((tx) =>
+        disableStaff(tx, { tenantId: ctx.tenantId, userId: input.userId, actorUserId: ctx.staff.userId }),
+      );
+      return { disabled: true as const };
+    }),
+});
