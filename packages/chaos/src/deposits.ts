@@ -117,14 +117,30 @@ async function webhookDepositor(setup: DepositSetup, log: DepositLog): Promise<v
         ] as const);
         if (kind !== 'normal') fault(`webhook_${kind}`);
         if (kind === 'late') await sleep(prng.int(1_000, 4_000));
-        await deliver(setup, signer, event, event.amountMinor);
-        if (kind === 'duplicate') await deliver(setup, signer, event, event.amountMinor);
-        if (kind === 'conflicting-body') {
-          event.conflictingBodiesSent += 1;
-          await deliver(setup, signer, event, (BigInt(event.amountMinor) + 1n).toString());
-        }
+        await deliverEvent(setup, signer, event, kind === 'late' ? 'normal' : kind);
       }),
     );
+  }
+}
+
+export type DeliveryKind = 'normal' | 'duplicate' | 'conflicting-body';
+
+/** One deposit event delivered as a provider would, with its fault. */
+export async function deliverEvent(
+  setup: Pick<DepositSetup, 'webhook'>,
+  signer: Webhook,
+  event: WebhookDeposit,
+  kind: DeliveryKind,
+): Promise<void> {
+  await deliver(setup, signer, event, event.amountMinor);
+  if (kind === 'duplicate') await deliver(setup, signer, event, event.amountMinor);
+  // A changed body is a replay of a delivered event (C19: quarantined, never credited). Sent when
+  // the original got no 2xx, it would be the first body the intake stores for the id, and the
+  // ledger would credit the changed amount (I13-BTC, seed 18): a provider redelivers the body it
+  // sent, so a changed one makes sense only after the original was acknowledged.
+  if (kind === 'conflicting-body' && event.acknowledged) {
+    event.conflictingBodiesSent += 1;
+    await deliver(setup, signer, event, (BigInt(event.amountMinor) + 1n).toString());
   }
 }
 
@@ -142,7 +158,7 @@ function makeEvent(setup: DepositSetup, prng: Prng, n: number): WebhookDeposit {
 
 /** Delivers like a provider: signed, retried on anything but 2xx, a few times. */
 async function deliver(
-  setup: DepositSetup,
+  setup: Pick<DepositSetup, 'webhook'>,
   signer: Webhook,
   event: WebhookDeposit,
   amountMinor: string,
@@ -178,4 +194,22 @@ async function deliver(
     }
     await sleep(500 * attempt);
   }
+}
+
+/**
+ * The BTC the custodian holds for the webhook deposits: the simulator is funded with it before
+ * the balance-level reconciliation (I4). A deposit counts when its notification reached the
+ * intake: acknowledged, or stored in `inbox_events` although every answer was lost (a server
+ * killed after its commit, a proxy that reset the answer). The custodian holds the money either
+ * way; counting only acknowledged ones left a credited deposit missing at the custodian (I13-BTC).
+ * A deposit no delivery reached is left out: the simulator cannot list it for the missed-event
+ * recovery, since the depositor posts webhooks directly.
+ */
+export function btcTheCustodianHolds(
+  webhooks: readonly WebhookDeposit[],
+  storedEventIds: ReadonlySet<string>,
+): bigint {
+  return webhooks
+    .filter((event) => event.acknowledged || storedEventIds.has(event.eventId))
+    .reduce((sum, event) => sum + BigInt(event.amountMinor), 0n);
 }

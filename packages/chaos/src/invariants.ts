@@ -819,14 +819,17 @@ function depositsOnce(input: InvariantInput, ops: OpRow[]): CheckResult {
       );
       if (credited.length > 1)
         violations.push(`custodian deposit ${event.reference} credited ${credited.length} times`);
+      // Any credit, acknowledged or not, must carry the deposit's amount: a deposit whose original
+      // answers were all lost can still be credited, and with the wrong body (I13-BTC, seed 18).
+      const wrong = credited.find((op) => op.amount_minor !== event.amountMinor);
+      if (wrong)
+        violations.push(
+          `custodian deposit ${event.reference} of ${event.amountMinor} credited as ${wrong.amount_minor} (a changed body must be quarantined)`,
+        );
       if (!event.acknowledged) continue;
       checked += 1;
       if (credited.length !== 1)
         violations.push(`custodian deposit ${event.reference} was acknowledged; ${credited.length} credits`);
-      else if (credited[0]?.amount_minor !== event.amountMinor)
-        violations.push(
-          `custodian deposit ${event.reference} of ${event.amountMinor} credited as ${credited[0]?.amount_minor} (a changed body must be quarantined)`,
-        );
     }
     notes.push(`custodian webhooks: ${webhookSent} sent, ${checked} acknowledged and checked`);
   }

@@ -47,7 +47,13 @@ import postgres, { type Sql } from 'postgres';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { scanChain } from './chain.ts';
-import { DEPOSIT_FUNDER_KEY, type DepositLog, newDepositLog, runDepositors } from './deposits.ts';
+import {
+  btcTheCustodianHolds,
+  DEPOSIT_FUNDER_KEY,
+  type DepositLog,
+  newDepositLog,
+  runDepositors,
+} from './deposits.ts';
 import {
   type FailoverOutcome,
   type FailoverPlan,
@@ -810,11 +816,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // acknowledged; a deposit whose notification never got through is the missed-event recovery's
     // concern). Then the real balance-level reconciliation, the code the workers run, for every
     // tenant: invariant 4 holds when every place's figure is observed and fully explained.
-    const acknowledgedBtc = deposits.webhooks
-      .filter((event) => event.acknowledged)
-      .reduce((sum, event) => sum + BigInt(event.amountMinor), 0n);
-    if (acknowledgedBtc > 0n)
-      await simulator.control({ fund: { asset: 'BTC', amountMinor: acknowledgedBtc.toString() } });
+    const storedDepositEvents = new Set(
+      (
+        await sql<{ event_id: string }[]>`
+          select event_id from inbox_events where event_type = 'deposit.confirmed'`
+      ).map((row) => row.event_id),
+    );
+    const heldBtc = btcTheCustodianHolds(deposits.webhooks, storedDepositEvents);
+    if (heldBtc > 0n) await simulator.control({ fund: { asset: 'BTC', amountMinor: heldBtc.toString() } });
     const balanceRuns = await balanceReconciliation(databaseUrl, anvil.rpcUrl, simulator.url, tenants);
     const custodianLedger: Ledger = await simulator.ledger();
     const checks = await checkInvariants({
