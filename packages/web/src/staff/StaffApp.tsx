@@ -7,6 +7,7 @@ import {
   Group,
   Loader,
   NavLink,
+  ScrollArea,
   Stack,
   Text,
   Title,
@@ -130,20 +131,23 @@ export function StaffApp() {
           </Group>
         </AppShell.Header>
         <AppShell.Navbar p="xs" component="nav" aria-label="Staff sections">
-          {SECTIONS.map((section) => (
-            <NavLink
-              key={section.href}
-              component={Link}
-              href={section.href}
-              label={section.label}
-              // Filled: white on the primary shade reads at AA contrast, hovered or not.
-              variant="filled"
-              active={location === section.href}
-              aria-current={location === section.href ? 'page' : undefined}
-            />
-          ))}
-          {/* Served by the server itself, outside this app: a plain link, a full page load. */}
-          <NavLink component="a" href="/docs" label="API reference" variant="subtle" />
+          {/* The sections outgrow a laptop's height: the menu scrolls on its own. */}
+          <AppShell.Section grow component={ScrollArea}>
+            {SECTIONS.map((section) => (
+              <NavLink
+                key={section.href}
+                component={Link}
+                href={section.href}
+                label={section.label}
+                // Filled: white on the primary shade reads at AA contrast, hovered or not.
+                variant="filled"
+                active={location === section.href}
+                aria-current={location === section.href ? 'page' : undefined}
+              />
+            ))}
+            {/* Served by the server itself, outside this app: a plain link, a full page load. */}
+            <NavLink component="a" href="/docs" label="API reference" variant="subtle" />
+          </AppShell.Section>
         </AppShell.Navbar>
         <AppShell.Main>
           <main>
