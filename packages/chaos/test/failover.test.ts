@@ -52,9 +52,11 @@ describe.skipIf(!available)('failover drill on a pg_auto_failover formation', ()
       expect(report.failover?.promoted).not.toBeNull();
       expect(report.failover?.promoted).not.toBe(report.failover?.formerPrimary);
       expect(report.failover?.writeUnavailableMs).not.toBeNull();
-      // I16-F4: some submissions were given up during the outage (outcome unknown to the client) and,
-      // retried later with the same key, each resolved to exactly one operation (check F4).
-      expect(report.failover?.unknownRetried ?? 0).toBeGreaterThan(0);
+      // I16-F4: submissions given up during the outage (outcome unknown to the client), retried later
+      // with the same key, each resolved to exactly one operation (check F4). A SIGKILL always cuts
+      // connections, so some are given up; a planned switchover on a quiet machine may lose none
+      // (the pool reconnects within the client's deadline), and then there is nothing to resolve.
+      if (scenario === 'kill') expect(report.failover?.unknownRetried ?? 0).toBeGreaterThan(0);
       expect(report.failover?.unknownResolved).toBe(report.failover?.unknownRetried);
       // Money moved before and after the event: a drill over an idle system proves nothing.
       expect(report.integrators.created ?? 0).toBeGreaterThan(10);
