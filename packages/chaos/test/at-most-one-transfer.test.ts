@@ -8,16 +8,7 @@
  * Needs a real PostgreSQL server (the check reads it with postgres.js as the chaos run does).
  */
 import { randomBytes } from 'node:crypto';
-import {
-  createTenant,
-  createWithdrawal,
-  getOperation,
-  type Operation,
-  recordDeposit,
-  registerHotWallet,
-  setRiskPolicy,
-  withTenant,
-} from '@idem/core';
+import { createWithdrawal, getOperation, type Operation, withTenant } from '@idem/core';
 import { createTestDatabase, serverUrl, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
 import { createWorker, RailRegistry, type Worker } from '@idem/workers';
@@ -28,6 +19,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanChain } from '../src/chain.ts';
 import { atMostOneTransfer, attributeTransfers, withdrawalChainIdentities } from '../src/invariants.ts';
+import { provisionHotWalletTenant } from './support/hot-wallet-tenant.ts';
 
 const CHAIN_ID = 31337;
 const ETH = 10n ** 18n;
@@ -108,35 +100,10 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
     chain = createPublicClient({ transport: http(anvil.rpcUrl) });
     t = await createTestDatabase({ maxConnections: 4 });
     sql = postgres(t.url as string, { max: 1, onnotice: () => {} });
-    ({ tenantId } = await createTenant(t.db, {
+    tenantId = await provisionHotWalletTenant(t.db, {
       name: 'I1 Exchange',
-      assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 }],
-    }));
-    await withTenant(t.db, tenantId, async (tx) => {
-      await registerHotWallet(tx, {
-        tenantId,
-        network: 'ethereum',
-        address: hotWallet.address,
-        keyRef: 'dev:1',
-      });
-      await setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: (10n * ETH).toString(),
-        fourEyesMinMinor: (100n * ETH).toString(),
-        actor: 'test',
-      });
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: 'seed',
-          accountId: 'acct-1',
-          asset: 'ETH',
-          amountMinor: (100n * ETH).toString(),
-        },
-        idempotencyKey: 'seed',
-        actor: 'test',
-      });
+      hotWallet: hotWallet.address,
+      confirmations: 2,
     });
     worker = createWorker({
       db: t.db,

@@ -13,16 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  createTenant,
-  createWithdrawal,
-  getOperation,
-  type Operation,
-  recordDeposit,
-  registerHotWallet,
-  setRiskPolicy,
-  withTenant,
-} from '@idem/core';
+import { createWithdrawal, getOperation, type Operation, withTenant } from '@idem/core';
 import { createTestDatabase, serverUrl, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
@@ -37,6 +28,7 @@ import { newDepositLog } from '../src/deposits.ts';
 import { newIntegratorLog } from '../src/integrators.ts';
 import { type CheckResult, checkInvariants } from '../src/invariants.ts';
 import { workerLinesAbout } from '../src/run.ts';
+import { provisionHotWalletTenant } from './support/hot-wallet-tenant.ts';
 
 const CHAIN_ID = 31337;
 const ETH = 10n ** 18n;
@@ -126,35 +118,10 @@ describe.skipIf(!databaseUrl)(
       chain = createPublicClient({ transport: http(anvil.rpcUrl) });
       t = await createTestDatabase({ maxConnections: 4 });
       sql = postgres(t.url as string, { max: 1, onnotice: () => {} });
-      ({ tenantId } = await createTenant(t.db, {
+      tenantId = await provisionHotWalletTenant(t.db, {
         name: 'I18 Exchange',
-        assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 1 }],
-      }));
-      await withTenant(t.db, tenantId, async (tx) => {
-        await registerHotWallet(tx, {
-          tenantId,
-          network: 'ethereum',
-          address: hotWallet.address,
-          keyRef: 'dev:1',
-        });
-        await setRiskPolicy(tx, {
-          tenantId,
-          assetCode: 'ETH',
-          autoApproveMaxMinor: (10n * ETH).toString(),
-          fourEyesMinMinor: (100n * ETH).toString(),
-          actor: 'test',
-        });
-        await recordDeposit(tx, {
-          tenantId,
-          deposit: {
-            reference: 'seed',
-            accountId: 'acct-1',
-            asset: 'ETH',
-            amountMinor: (100n * ETH).toString(),
-          },
-          idempotencyKey: 'seed',
-          actor: 'test',
-        });
+        hotWallet: hotWallet.address,
+        confirmations: 1,
       });
       worker = createWorker({
         db: t.db,
