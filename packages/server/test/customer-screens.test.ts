@@ -6,6 +6,7 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Issue 14's customer screens, server side, over real HTTP: the second-device confirmation
@@ -26,36 +27,16 @@ interface Answer {
   };
   setCookie: string[];
 }
-interface Session {
-  cookie: string;
-  csrf: string;
-}
+type Session = StaffSession;
 
+const http = staffHttp(() => base);
+
+/** The staff screens' tRPC-over-HTTP call (support/staff-http.ts), typed with the duplicate's details. */
 async function call(
   path: string,
   options: { input?: unknown; session?: Session; mutation?: boolean } = {},
 ): Promise<Answer> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-csrf-token'] = options.session.csrf;
-  }
-  const response = options.mutation
-    ? await fetch(`${base}/trpc/${path}`, { method: 'POST', headers, body: JSON.stringify(options.input) })
-    : await fetch(
-        `${base}/trpc/${path}${options.input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify(options.input))}`}`,
-        { headers },
-      );
-  return {
-    status: response.status,
-    body: (await response.json()) as Answer['body'],
-    setCookie: response.headers.getSetCookie(),
-  };
-}
-
-function dataOf<T>(answer: Answer): T {
-  if (!answer.body.result) throw new Error(`no result (${answer.status}): ${JSON.stringify(answer.body)}`);
-  return answer.body.result.data as T;
+  return (await http.call(path, options)) as Answer;
 }
 
 function sessionFrom(answer: Answer): Session {
