@@ -115,7 +115,10 @@ export {
   type CreateWithdrawalInput,
   type CreationStep,
   createWithdrawal,
+  type ItemOutcome,
+  MAX_BATCH_ITEMS,
   submitWithdrawal,
+  submitWithdrawals,
 } from './operations/create-withdrawal.ts';
 export {
   approvalOf,
@@ -130,6 +133,7 @@ export {
 } from './operations/operation-record.ts';
 export { recordAdjustment, recordDeposit } from './operations/record-credit.ts';
 export { reverseDeposit } from './operations/reverse-deposit.ts';
+export { type BatchingOptions, DEFAULT_BATCHING } from './operations/withdrawal-batcher.ts';
 export {
   completeWorkItem,
   deferWorkItem,

@@ -6,6 +6,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import type { BatchingOptions } from '../operations/withdrawal-batcher.ts';
 import { parseConnectionString } from './connection-string.ts';
 
 /** Either driver behind one type: core code never knows which PostgreSQL it runs on. */
@@ -43,6 +44,18 @@ export interface OpenOptions {
    * 30 with one.
    */
   connectTimeoutSeconds?: number;
+  /**
+   * Gathering of concurrent `submitWithdrawal` calls into one statement (issue 17); `false` sends
+   * each alone. Unset fields take the defaults; `concurrency` defaults to the pool size, at most 4.
+   */
+  batching?: Partial<BatchingOptions> | false;
+}
+
+const batching = new WeakMap<Database, Partial<BatchingOptions> | false>();
+
+/** The submission batching `openDatabase` was given for this database (withdrawal-batcher.ts). */
+export function batchingOf(db: Database): Partial<BatchingOptions> | false {
+  return batching.get(db) ?? {};
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseHandle> {
@@ -58,6 +71,12 @@ export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseH
       types: {},
     });
     const db = drizzlePostgres(preparing(client)) as unknown as Database;
+    batching.set(
+      db,
+      options.batching === false
+        ? false
+        : { concurrency: Math.min(options.maxConnections ?? 10, 4), ...options.batching },
+    );
     return {
       db,
       kind: 'postgres',
@@ -73,6 +92,8 @@ export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseH
   const client = options.dataDir ? new PGlite(options.dataDir) : new PGlite();
   await client.waitReady;
   const db = drizzlePglite(client) as unknown as Database;
+  // One connection: one batch at a time, the others gathering behind it.
+  batching.set(db, options.batching === false ? false : { concurrency: 1, ...options.batching });
   return {
     db,
     kind: 'pglite',

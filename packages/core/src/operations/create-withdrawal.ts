@@ -11,13 +11,14 @@ import {
 import { payloadHash } from '@idem/contracts/payload';
 import { and, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { Database, Executor, Tx } from '../db/connect.ts';
+import { batchingOf, type Database, type Executor, type Tx } from '../db/connect.ts';
 import { errorCodes } from '../db/error-codes.ts';
 import { rowsOf } from '../db/rows.ts';
 import { assets, tenants } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
 import { answerForHolder, type IdentityClaim } from './claim-identity.ts';
 import { operationFromRow } from './operation-row.ts';
+import { DEFAULT_BATCHING, SubmissionBatcher } from './withdrawal-batcher.ts';
 
 /**
  * Points of creation where a fault-injection probe may run: after validation (nothing written
@@ -57,37 +58,210 @@ export async function createWithdrawal(tx: Tx, input: CreateWithdrawalInput): Pr
 }
 
 /**
- * The same creation as its own transaction, in one round trip: `idem_create_withdrawal` binds the
- * tenant and the restricted role itself, so it runs as a single statement (an implicit
- * transaction) instead of BEGIN, set_config, the context read, the call and COMMIT. The asset's
- * network and the tenant's policy version come from a per-process copy that the function checks
- * against the stored ones; when the copy is stale it writes nothing, and the call is made once
- * more with fresh values. The answer comes back after COMMIT (or the error that prevented it).
+ * The same creation as its own transaction. By default it joins the database's submission batcher
+ * (withdrawal-batcher.ts): under load, concurrent submissions of one tenant are written by one
+ * statement, `idem_create_withdrawals`, and each caller is answered after the COMMIT that holds its
+ * item; alone, a submission goes out at once. `openDatabase({ batching: false })` sends each alone.
  */
 export async function submitWithdrawal(db: Database, input: Omit<CreateWithdrawalInput, 'probe'>) {
+  const prepared = await prepareSubmission(db, input);
+  const batcher = batcherOf(db);
+  return batcher ? batcher.submit(prepared) : submitAlone(db, prepared);
+}
+
+/** The most items one `submitWithdrawals` call (the bulk API) takes. */
+export const MAX_BATCH_ITEMS = 1_000;
+
+/**
+ * The bulk API (`withdrawals.submitMany`): up to MAX_BATCH_ITEMS submissions of one tenant, each
+ * with its own key, answered per item in the order given. Each item is validated on its own (a
+ * refusal is that item's answer and writes nothing for it); the valid ones are written by one
+ * statement and committed together, each answered as a single submission would be.
+ */
+export async function submitWithdrawals(
+  db: Database,
+  input: { tenantId: string; items: { request: unknown; idempotencyKey: unknown }[]; actor?: string },
+): Promise<ItemOutcome[]> {
+  if (input.items.length > MAX_BATCH_ITEMS) {
+    throw validation('items', `at most ${MAX_BATCH_ITEMS} withdrawals per batch`);
+  }
+  const prepared = await Promise.all(
+    input.items.map((item) =>
+      prepareSubmission(db, { tenantId: input.tenantId, actor: input.actor, ...item }).then(
+        (submission) => ({ ok: true as const, submission }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+    ),
+  );
+  const valid = prepared.flatMap((entry) => (entry.ok ? [entry.submission] : []));
+  const written = await createPrepared(db, valid);
+  let next = 0;
+  return prepared.map((entry) => (entry.ok ? (written[next++] as ItemOutcome) : entry));
+}
+
+/** A submission validated and hashed, ready to be written alone or in a batch. */
+export interface PreparedSubmission {
+  tenantId: string;
+  request: WithdrawalRequest;
+  idempotencyKey: string;
+  actor: string;
+  prepared: PreparedWithdrawal;
+}
+
+/**
+ * Validation and the payload hash, before anything is written: a refusal here (VALIDATION) is the
+ * caller's alone. The asset's network and the tenant's policy version come from a per-process copy
+ * that the database function checks against the stored ones.
+ */
+export async function prepareSubmission(
+  db: Database,
+  input: Omit<CreateWithdrawalInput, 'probe'>,
+): Promise<PreparedSubmission> {
   const { request, idempotencyKey } = parseInput(input);
-  let context = contextCache.get(input.tenantId, request.asset);
+  const context =
+    contextCache.get(input.tenantId, request.asset) ??
+    (await contextCache.read(input.tenantId, request.asset, () =>
+      withTenant(db, input.tenantId, (tx) => readWithdrawalContext(tx, input.tenantId, request.asset)),
+    ));
+  return {
+    tenantId: input.tenantId,
+    request,
+    idempotencyKey,
+    actor: input.actor ?? 'integrator',
+    prepared: prepareWithdrawal(input.tenantId, request, context),
+  };
+}
+
+/**
+ * One creation in one round trip: `idem_create_withdrawal` binds the tenant and the restricted role
+ * itself, so it runs as a single statement (an implicit transaction) instead of BEGIN, set_config,
+ * the context read, the call and COMMIT. When the process's copy of the context is stale it writes
+ * nothing, and the call is made once more with fresh values. The answer comes back after COMMIT
+ * (or the error that prevented it).
+ */
+export async function submitAlone(db: Database, submission: PreparedSubmission): Promise<IdentityClaim> {
+  const { tenantId, request, idempotencyKey, actor } = submission;
+  let prepared = submission.prepared;
   for (let attempt = 0; ; attempt += 1) {
-    if (!context) {
-      context = await withTenant(db, input.tenantId, (tx) =>
-        readWithdrawalContext(tx, input.tenantId, request.asset),
-      );
-      contextCache.set(input.tenantId, request.asset, context);
-    }
-    const prepared = prepareWithdrawal(input.tenantId, request, context);
     try {
-      return answerForRow(
-        await callCreate(db, prepared, idempotencyKey, input.actor),
-        prepared,
-        idempotencyKey,
-      );
+      return answerForRow(await callCreate(db, prepared, idempotencyKey, actor), prepared, idempotencyKey);
     } catch (error) {
       // A stale copy (IDM03, nothing written) is read again once; a second miss means the
       // context is changing under us.
       if (attempt > 0 || !errorCodes(error).includes('IDM03')) throw error;
-      context = undefined;
+      const context = await withTenant(db, tenantId, (tx) =>
+        readWithdrawalContext(tx, tenantId, request.asset),
+      );
+      contextCache.set(tenantId, request.asset, context);
+      prepared = prepareWithdrawal(tenantId, request, context);
     }
   }
+}
+
+/** What one item of a batch came to: the claim, or the refusal that is this item's alone. */
+export type ItemOutcome = { ok: true; claim: IdentityClaim } | { ok: false; error: unknown };
+
+/**
+ * Writes many prepared submissions of one tenant in one statement, `idem_create_withdrawals`
+ * (migration 0052), and answers each as `submitAlone` would have: CREATED (held, or stored REJECTED
+ * for insufficient funds), REPLAYED, or its own IDEMPOTENCY_CONFLICT / IN_FLIGHT. An item hashed
+ * with a stale context was not written; it is sent again alone. When the statement fails as a
+ * whole with an error that proves it rolled back (a deadlock between batches whose keys and
+ * withdrawal ids cross, for instance), every item is sent again alone; any other failure, such as a
+ * lost connection, is every item's answer, since the statement may have committed.
+ */
+export async function createPrepared(
+  db: Database,
+  submissions: PreparedSubmission[],
+): Promise<ItemOutcome[]> {
+  const first = submissions[0];
+  if (!first) return [];
+  if (submissions.some((s) => s.tenantId !== first.tenantId || s.actor !== first.actor)) {
+    throw new Error('createPrepared: one batch is one tenant and one actor');
+  }
+  let rows: (Record<string, unknown> | undefined)[];
+  try {
+    rows = await callCreateMany(db, first.tenantId, first.actor, submissions);
+  } catch (error) {
+    if (!rolledBack(error)) return submissions.map(() => ({ ok: false, error }));
+    return Promise.all(submissions.map((submission) => settle(submitAlone(db, submission))));
+  }
+  return Promise.all(
+    submissions.map((submission, index) => {
+      const row = rows[index];
+      if (!row || row.operation_id === null || row.operation_id === undefined) {
+        return settle(submitAlone(db, submission));
+      }
+      return settle(
+        Promise.resolve().then(() => answerForRow(row, submission.prepared, submission.idempotencyKey)),
+      );
+    }),
+  );
+}
+
+async function settle(claim: Promise<IdentityClaim>): Promise<ItemOutcome> {
+  try {
+    return { ok: true, claim: await claim };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** Errors PostgreSQL answers only for a statement it rolled back, so its items can be sent again. */
+function rolledBack(error: unknown): boolean {
+  return errorCodes(error).some((code) => code === '40P01' || code === '40001' || code === 'IDM01');
+}
+
+async function callCreateMany(
+  executor: Executor,
+  tenantId: string,
+  actor: string,
+  submissions: PreparedSubmission[],
+): Promise<(Record<string, unknown> | undefined)[]> {
+  const items = submissions.map(({ prepared: { operationId, payload, hash }, idempotencyKey }, item) => ({
+    item,
+    operation_id: operationId,
+    idempotency_key: idempotencyKey,
+    reference: payload.reference,
+    account_ref: payload.accountRef,
+    asset_code: payload.assetCode,
+    network: payload.network,
+    destination: payload.destination,
+    memo: payload.memo,
+    amount_minor: payload.amountMinor,
+    fee_cap_minor: payload.feeCapMinor,
+    policy_version: payload.policyVersion,
+    payload_hash: hash,
+  }));
+  const rows = rowsOf<Record<string, unknown>>(
+    await executor.execute(
+      sql`select * from idem_create_withdrawals(${tenantId}::uuid, ${JSON.stringify(items)}::jsonb, ${actor})`,
+    ),
+  );
+  if (rows.length !== submissions.length) {
+    throw new Error(`idem_create_withdrawals answered ${rows.length} rows for ${submissions.length} items`);
+  }
+  return rows;
+}
+
+const batchers = new WeakMap<Database, SubmissionBatcher<PreparedSubmission, IdentityClaim> | null>();
+
+/** The database's submission batcher, made on first use from its `openDatabase` settings. */
+function batcherOf(db: Database): SubmissionBatcher<PreparedSubmission, IdentityClaim> | null {
+  let batcher = batchers.get(db);
+  if (batcher === undefined) {
+    const settings = batchingOf(db);
+    batcher =
+      settings === false
+        ? null
+        : new SubmissionBatcher<PreparedSubmission, IdentityClaim>(
+            { ...DEFAULT_BATCHING, concurrency: 1, ...settings },
+            (submission) => `${submission.tenantId}/${submission.actor}`,
+            (submissions) => createPrepared(db, submissions),
+          );
+    batchers.set(db, batcher);
+  }
+  return batcher;
 }
 
 interface WithdrawalContext {
@@ -181,14 +355,35 @@ function unknownAsset(asset: string): IdemError {
 const contextCache = (() => {
   const LIMIT = 10_000;
   const entries = new Map<string, WithdrawalContext>();
+  // One read per tenant and asset at a time: a burst of first submissions (or a bulk call) shares it.
+  const reading = new Map<string, Promise<WithdrawalContext>>();
   const keyOf = (tenantId: string, asset: string) => `${tenantId}/${asset}`;
-  return {
+  const cache = {
     get: (tenantId: string, asset: string) => entries.get(keyOf(tenantId, asset)),
     set(tenantId: string, asset: string, context: WithdrawalContext) {
       if (entries.size >= LIMIT) entries.clear();
       entries.set(keyOf(tenantId, asset), context);
     },
+    read(
+      tenantId: string,
+      asset: string,
+      load: () => Promise<WithdrawalContext>,
+    ): Promise<WithdrawalContext> {
+      const key = keyOf(tenantId, asset);
+      let pending = reading.get(key);
+      if (!pending) {
+        pending = load()
+          .then((context) => {
+            cache.set(tenantId, asset, context);
+            return context;
+          })
+          .finally(() => reading.delete(key));
+        reading.set(key, pending);
+      }
+      return pending;
+    },
   };
+  return cache;
 })();
 
 export function withdrawalPayload(

@@ -1,0 +1,186 @@
+-- Many withdrawal creations in one statement (issue 17). The same writes as idem_create_withdrawal
+-- (0014, 0021) for each item, done set by set so that a batch pays executor start-up, the WAL flush
+-- and COMMIT once instead of once per item. One row comes back per item, in item order:
+--   * the new operation (its operation_id is the caller's), REQUESTED with its hold or REJECTED for
+--     INSUFFICIENT_FUNDS, exactly as the single function stores them;
+--   * the committed holder of the item's key, else of its withdrawal id (a replay or a conflict, as
+--     the single function returns it), in its state at the end of the batch;
+--   * a row of NULLs when the item's asset or policy version is not the stored one (IDM02/IDM03 of
+--     the single function): nothing was written for that item, and the caller sends it again alone.
+-- Lock order, so that concurrent batches cannot deadlock on what the batch itself orders:
+--   1. identity claims in (idempotency key, item) order, one INSERT ... ON CONFLICT DO NOTHING;
+--   2. balance rows FOR UPDATE in (account, asset) order, one at a time, and held to COMMIT.
+-- A batch waits on a key only while it holds no balance row, like a single creation. (Two batches
+-- whose keys and withdrawal ids are ordered differently can still cross on the two unique indexes;
+-- PostgreSQL then aborts one, nothing of it is written, and the caller sends its items one by one.)
+-- No subtransaction: the hold is decided under the balance row's lock, from the locked value, and the
+-- postings trigger's conditional UPDATE still refuses any overspend (C08) by failing the statement.
+CREATE TYPE public.idem_withdrawal_item AS (
+  item integer,
+  operation_id uuid,
+  idempotency_key text,
+  reference text,
+  account_ref text,
+  asset_code text,
+  network text,
+  destination text,
+  memo text,
+  amount_minor numeric,
+  fee_cap_minor numeric,
+  policy_version integer,
+  payload_hash text
+);
+--> statement-breakpoint
+-- The balance row a batch is about to hold from, locked until COMMIT, and what it has available (0
+-- when the account has no row yet). The application role may not lock or update balances itself
+-- (only the postings trigger moves them, 0021), so this runs as idem_journal, for the tenant the
+-- transaction is bound to and no other.
+CREATE FUNCTION public.idem_lock_available(p_tenant_id uuid, p_account_ref text, p_asset_code text)
+  RETURNS numeric LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+  v_available numeric;
+BEGIN
+  IF p_tenant_id IS DISTINCT FROM nullif(current_setting('app.tenant_id', true), '')::uuid THEN
+    RAISE EXCEPTION 'idem: this transaction is not bound to that tenant' USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  SELECT b.available INTO v_available FROM public.balances b
+   WHERE b.tenant_id = p_tenant_id AND b.account_ref = p_account_ref AND b.asset_code = p_asset_code
+     FOR UPDATE;
+  RETURN coalesce(v_available, 0);
+END $$;
+--> statement-breakpoint
+ALTER FUNCTION public.idem_lock_available(uuid, text, text) OWNER TO idem_journal;
+--> statement-breakpoint
+REVOKE ALL ON FUNCTION public.idem_lock_available(uuid, text, text) FROM PUBLIC;
+--> statement-breakpoint
+GRANT EXECUTE ON FUNCTION public.idem_lock_available(uuid, text, text) TO idem_app;
+--> statement-breakpoint
+CREATE FUNCTION public.idem_create_withdrawals(p_tenant_id uuid, p_items jsonb, p_actor text)
+  RETURNS SETOF public.operations LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+  v_bound text := current_setting('app.tenant_id', true);
+  v_items public.idem_withdrawal_item[];
+  v_claimable public.idem_withdrawal_item[];
+  v_claimable_ids uuid[];
+  v_created uuid[];
+  v_held uuid[] := '{}';
+  v_rejected uuid[] := '{}';
+  v_account text;
+  v_asset text;
+  v_left numeric;
+  r record;
+BEGIN
+  IF coalesce(v_bound, '') NOT IN ('', p_tenant_id::text) THEN
+    RAISE EXCEPTION 'idem: this transaction is bound to another tenant' USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  PERFORM set_config('app.tenant_id', p_tenant_id::text, true), set_config('role', 'idem_app', true);
+
+  v_items := ARRAY(SELECT x FROM jsonb_populate_recordset(NULL::public.idem_withdrawal_item, p_items) x ORDER BY x.item);
+  IF EXISTS (SELECT 1 FROM unnest(v_items) i WHERE i.amount_minor IS NULL OR i.amount_minor <= 0) THEN
+    RAISE EXCEPTION 'idem: a withdrawal amount must be positive' USING ERRCODE = 'check_violation';
+  END IF;
+  IF (SELECT count(DISTINCT i.item) <> count(*) OR count(DISTINCT i.operation_id) <> count(*) FROM unnest(v_items) i) THEN
+    RAISE EXCEPTION 'idem: batch items need distinct item numbers and operation ids' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+
+  -- Items hashed with the stored network and policy version; the others are answered with NULLs.
+  v_claimable := ARRAY(
+    SELECT i FROM unnest(v_items) i
+      JOIN public.assets a ON a.tenant_id = p_tenant_id AND a.code = i.asset_code AND a.network = i.network
+      JOIN public.tenants t ON t.tenant_id = p_tenant_id AND t.policy_version = i.policy_version
+     ORDER BY i.idempotency_key COLLATE "C", i.item);
+  v_claimable_ids := ARRAY(SELECT c.operation_id FROM unnest(v_claimable) c);
+
+  -- 1. The identity claims, in key order. No conflict target: either unique constraint decides, and
+  -- a second item of this batch with a claimed key or withdrawal id is skipped like a later caller.
+  WITH claimed AS (
+    INSERT INTO public.operations (tenant_id, operation_id, kind, idempotency_key, reference, account_ref, asset_code,
+                                   network, destination, memo, amount_minor, fee_cap_minor, policy_version, payload_hash, state)
+    SELECT p_tenant_id, i.operation_id, 'withdrawal', i.idempotency_key, i.reference, i.account_ref, i.asset_code,
+           i.network, i.destination, i.memo, i.amount_minor, i.fee_cap_minor, i.policy_version, i.payload_hash, 'REQUESTED'
+      FROM unnest(v_claimable) WITH ORDINALITY AS i
+     ORDER BY i.ordinality
+    ON CONFLICT DO NOTHING
+    RETURNING operation_id
+  )
+  SELECT coalesce(array_agg(operation_id), '{}') INTO v_created FROM claimed;
+
+  INSERT INTO public.operation_transitions (tenant_id, operation_id, seq, from_state, to_state, actor, reason)
+  SELECT p_tenant_id, o.operation_id, o.version, NULL, 'REQUESTED', p_actor, 'withdrawal requested'
+    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_created);
+  INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
+  SELECT p_tenant_id, gen_random_uuid(), 'operation.state_changed', o.operation_id,
+         jsonb_build_object('operationId', o.operation_id, 'from', NULL, 'to', 'REQUESTED', 'version', o.version)
+    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_created);
+
+  -- 2. The holds, account by account in one global order; within an account in item order, each
+  -- taken if what is left covers it, as the same calls one after another would be.
+  FOR r IN
+    SELECT i.operation_id, i.account_ref, i.asset_code, i.amount_minor FROM unnest(v_claimable) i
+     WHERE i.operation_id = ANY (v_created)
+     ORDER BY i.account_ref COLLATE "C", i.asset_code COLLATE "C", i.item
+  LOOP
+    IF v_account IS DISTINCT FROM r.account_ref OR v_asset IS DISTINCT FROM r.asset_code THEN
+      v_account := r.account_ref;
+      v_asset := r.asset_code;
+      v_left := public.idem_lock_available(p_tenant_id, r.account_ref, r.asset_code);
+    END IF;
+    IF r.amount_minor <= v_left THEN
+      v_left := v_left - r.amount_minor;
+      v_held := v_held || r.operation_id;
+    ELSE
+      v_rejected := v_rejected || r.operation_id;
+    END IF;
+  END LOOP;
+
+  -- The held ones: entry, review work item and postings. The postings' trigger moves each balance
+  -- once by its conditional UPDATE and fails the whole statement if an account cannot cover it.
+  WITH held AS MATERIALIZED (
+    SELECT i.operation_id, i.account_ref, i.asset_code, i.amount_minor, gen_random_uuid() AS entry_id
+      FROM unnest(v_claimable) i WHERE i.operation_id = ANY (v_held)
+  ), entries AS (
+    INSERT INTO public.journal_entries (tenant_id, entry_id, operation_id, kind)
+    SELECT p_tenant_id, h.entry_id, h.operation_id, 'hold' FROM held h
+  )
+  INSERT INTO public.postings (tenant_id, entry_id, posting_no, account, bucket, asset_code, amount)
+  SELECT p_tenant_id, h.entry_id, leg.posting_no, h.account_ref, leg.bucket, h.asset_code, leg.sign * h.amount_minor
+    FROM held h CROSS JOIN (VALUES (1, 'available', -1), (2, 'held', 1)) AS leg(posting_no, bucket, sign);
+  INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
+  SELECT p_tenant_id, gen_random_uuid(), 'withdrawal.review', h, jsonb_build_object('operationId', h)
+    FROM unnest(v_held) h;
+
+  -- The rejected ones: stored as REJECTED so that a replay returns the same answer (C03).
+  UPDATE public.operations
+     SET state = 'REJECTED', rejection_code = 'INSUFFICIENT_FUNDS', version = version + 1,
+         updated_at = now(), settled_at = now()
+   WHERE tenant_id = p_tenant_id AND operation_id = ANY (v_rejected) AND state = 'REQUESTED';
+  INSERT INTO public.operation_transitions (tenant_id, operation_id, seq, from_state, to_state, actor, reason)
+  SELECT p_tenant_id, o.operation_id, o.version, 'REQUESTED', 'REJECTED', p_actor,
+         'insufficient available balance at intake; no hold was placed'
+    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_rejected);
+  INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
+  SELECT p_tenant_id, gen_random_uuid(), 'operation.state_changed', o.operation_id,
+         jsonb_build_object('operationId', o.operation_id, 'from', 'REQUESTED', 'to', 'REJECTED', 'version', o.version)
+    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_rejected);
+
+  -- One row per item, in item order: its own operation, else the holder of its key, else of its id.
+  RETURN QUERY
+  SELECT (holder.op).* FROM unnest(v_items) i
+    LEFT JOIN LATERAL (
+      SELECT q.op FROM (
+        SELECT o AS op, 1 AS rank FROM public.operations o
+         WHERE o.tenant_id = p_tenant_id AND o.operation_id = i.operation_id
+        UNION ALL
+        SELECT o, 2 FROM public.operations o
+         WHERE o.tenant_id = p_tenant_id AND o.idempotency_key = i.idempotency_key
+        UNION ALL
+        SELECT o, 3 FROM public.operations o
+         WHERE o.tenant_id = p_tenant_id AND o.kind = 'withdrawal' AND o.reference = i.reference
+      ) q ORDER BY q.rank LIMIT 1
+    ) holder ON i.operation_id = ANY (v_claimable_ids)
+   ORDER BY i.item;
+END $$;
+--> statement-breakpoint
+REVOKE ALL ON FUNCTION public.idem_create_withdrawals(uuid, jsonb, text) FROM PUBLIC;
+--> statement-breakpoint
+GRANT EXECUTE ON FUNCTION public.idem_create_withdrawals(uuid, jsonb, text) TO idem_app;
