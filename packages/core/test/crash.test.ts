@@ -3,12 +3,15 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../src/db/rows.ts';
 import { journalEntries, operations, workItems } from '../src/db/schema/index.ts';
 import type { CreationStep } from '../src/operations/create-withdrawal.ts';
 import { balanceOf, fund, newTenant, submit, withdrawal } from './fixtures.ts';
 import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
+import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 const script = fileURLToPath(new URL('./processes/create-until-killed.ts', import.meta.url));
+const batchScript = fileURLToPath(new URL('./processes/submit-until-killed.ts', import.meta.url));
 
 let t: TestDatabase;
 let tenantId: string;
@@ -46,6 +49,14 @@ async function killAt(step: CreationStep, key: string, request: unknown): Promis
   const exited = new Promise((resolve) => child.on('exit', resolve));
   child.kill('SIGKILL');
   await exited;
+}
+
+async function runningBatches(): Promise<number> {
+  const [row] = rowsOf<{ n: number }>(
+    await t.db.execute(sql`select count(*)::int as n from pg_stat_activity
+      where query like '%idem_create_withdrawals%' and state = 'active' and pid <> pg_backend_pid()`),
+  );
+  return row?.n ?? 0;
 }
 
 async function countWhere(
@@ -135,5 +146,75 @@ describe.skipIf(!onPostgres)('a process killed in the middle of creation (real P
     }
     await expectNoTrace(key, before);
     await expectRetryCreatesOnce(key, request, before);
+  });
+
+  it('I17 C10 SIGKILL while a gathered batch is inside its statement leaves no item half-written; every key then creates once', async () => {
+    await fund(t.db, tenantId, 'acct-batch-crash', 'ETH', 10_000n);
+    const before = await balanceOf(t.db, tenantId, 'acct-batch-crash');
+    const items = Array.from({ length: 20 }, (_, i) => ({
+      key: `batch-crash-${i}`,
+      request: withdrawal({ accountId: 'acct-batch-crash', amountMinor: '100' }),
+    }));
+    const blocker = postgres(t.url ?? '', { max: 1, onnotice: () => {} });
+    let output = '';
+    await blocker.begin(async (sql) => {
+      // Hold the account's balance row: the lone first submission and the batch gathered behind it
+      // both claim their keys, then wait here for the hold. That is where the process dies.
+      await sql`select 1 from balances where account_ref = 'acct-batch-crash' for update`;
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', batchScript, t.url ?? '', tenantId, JSON.stringify(items)],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      child.stdout.on('data', (chunk) => {
+        output += String(chunk);
+      });
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        await sql`select pg_stat_clear_snapshot()`;
+        const [batch] = await sql`select count(*)::int as n from pg_stat_activity
+          where query like '%idem_create_withdrawals%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
+        // Both statements are waiting, and the second carries more than one item.
+        if ((batch?.n ?? 0) >= 2) break;
+        if (Date.now() > deadline) throw new Error(`the child never blocked inside a batch: ${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // The child reports each statement it sends; one carried the gathered submissions.
+      expect(Math.max(...[...output.matchAll(/BATCH (\d+)/g)].map((m) => Number(m[1])))).toBeGreaterThan(1);
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    });
+    await blocker.end();
+    expect(output).not.toContain('ACK');
+    // The statements ran on after their client died: each is one implicit transaction, so it commits
+    // or rolls back whole, and nobody was told either way. Wait until both are over.
+    const deadline = Date.now() + 15_000;
+    while ((await runningBatches()) > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // No item half-written: every stored one has its history, its hold entry, its postings and its review.
+    const [whole] = rowsOf<{ stored: number; complete: number }>(
+      await t.db.execute(sql`select count(*)::int as stored, count(*) filter (where
+          exists (select 1 from operation_transitions x where x.operation_id = o.operation_id and x.to_state = 'REQUESTED')
+          and (select count(*) from journal_entries j join postings p using (tenant_id, entry_id)
+                where j.operation_id = o.operation_id and j.kind = 'hold') = 2
+          and exists (select 1 from work_items w where w.operation_id = o.operation_id and w.topic = 'withdrawal.review'))::int as complete
+        from operations o where o.idempotency_key like 'batch-crash-%'`),
+    );
+    expect(whole?.complete).toBe(whole?.stored);
+    // The lone first submission and the gathered batch are each all or nothing.
+    expect([0, 1, 19, 20]).toContain(whole?.stored);
+    await expectLedgerInvariants(t.db, tenantId);
+    // Each key retried after the crash is exactly one withdrawal: created now, or the one that committed.
+    const retried = await Promise.all(items.map((item) => submit(t.db, tenantId, item.request, item.key)));
+    expect(retried.filter((claim) => claim.outcome === 'CREATED')).toHaveLength(20 - (whole?.stored ?? 0));
+    expect(await countWhere(operations, sql`idempotency_key like 'batch-crash-%'`)).toBe(20);
+    expect(await balanceOf(t.db, tenantId, 'acct-batch-crash')).toEqual({
+      available: before.available - 2_000n,
+      held: before.held + 2_000n,
+    });
   });
 });

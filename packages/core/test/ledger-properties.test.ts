@@ -1,15 +1,14 @@
 import { IdemError } from '@idem/contracts';
-import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { allowedNext, HOLDING_STATES } from '../src/state-machine/transitions.ts';
+import { allowedNext } from '../src/state-machine/transitions.ts';
 import { fund, newTenant, submit } from './fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './harness.ts';
+import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**
  * Random sequences of creates, replays, conflicting reuses, second clients, deposits and state
@@ -55,43 +54,6 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
     steps: fc.integer({ min: 1, max: 6 }),
   }),
 );
-
-async function checkInvariants(tenantId: string): Promise<void> {
-  await withTenant(t.db, tenantId, async (tx) => {
-    const unbalanced = rowsOf(
-      await tx.execute(
-        sql`select entry_id from postings group by entry_id, asset_code having sum(amount) <> 0`,
-      ),
-    );
-    expect(unbalanced).toEqual([]);
-    const mismatched = rowsOf(
-      await tx.execute(sql`
-        select b.account_ref from balances b
-          left join (select account, asset_code,
-                            sum(amount) filter (where bucket = 'available') as available,
-                            sum(amount) filter (where bucket = 'held') as held
-                       from postings where bucket <> 'control' group by account, asset_code) p
-            on p.account = b.account_ref and p.asset_code = b.asset_code
-         where b.available <> coalesce(p.available, 0) or b.held <> coalesce(p.held, 0)`),
-    );
-    expect(mismatched).toEqual([]);
-    const negative = rowsOf(await tx.execute(sql`select 1 from balances where available < 0 or held < 0`));
-    expect(negative).toEqual([]);
-    const holding = sql.join(
-      HOLDING_STATES.map((s) => sql`${s}`),
-      sql`, `,
-    );
-    const uncovered = rowsOf(
-      await tx.execute(sql`
-        select b.account_ref from balances b
-          left join (select account_ref, asset_code, sum(amount_minor) as total from operations
-                      where kind = 'withdrawal' and state in (${holding}) group by account_ref, asset_code) o
-            on o.account_ref = b.account_ref and o.asset_code = b.asset_code
-         where b.held <> coalesce(o.total, 0)`),
-    );
-    expect(uncovered).toEqual([]);
-  });
-}
 
 async function advance(tenantId: string, op: Operation, choice: number): Promise<void> {
   await withTenant(t.db, tenantId, async (tx) => {
@@ -147,10 +109,10 @@ describe('ledger properties', () => {
             // Several steps at once, so random walks reach the deep states (CONFIRMED, reorgs).
             for (let step = 0; op && step < command.steps; step++) {
               await advance(tenantId, op, command.choice + step);
-              await checkInvariants(tenantId);
+              await expectLedgerInvariants(t.db, tenantId);
             }
           }
-          await checkInvariants(tenantId);
+          await expectLedgerInvariants(t.db, tenantId);
         }
       }),
       { numRuns: 25 },
