@@ -62,6 +62,10 @@ DECLARE
   v_items public.idem_withdrawal_item[];
   v_claimable public.idem_withdrawal_item[];
   v_claimable_ids uuid[];
+  v_rows public.operations[];
+  v_rejected_rows public.operations[] := '{}';
+  v_operation public.operations;
+  v_id uuid;
   v_created uuid[];
   v_held uuid[] := '{}';
   v_rejected uuid[] := '{}';
@@ -93,25 +97,27 @@ BEGIN
 
   -- 1. The identity claims, in key order. No conflict target: either unique constraint decides, and
   -- a second item of this batch with a claimed key or withdrawal id is skipped like a later caller.
+  -- The new rows come back whole, so nothing below reads them again.
   WITH claimed AS (
-    INSERT INTO public.operations (tenant_id, operation_id, kind, idempotency_key, reference, account_ref, asset_code,
-                                   network, destination, memo, amount_minor, fee_cap_minor, policy_version, payload_hash, state)
+    INSERT INTO public.operations AS o (tenant_id, operation_id, kind, idempotency_key, reference, account_ref, asset_code,
+                                        network, destination, memo, amount_minor, fee_cap_minor, policy_version, payload_hash, state)
     SELECT p_tenant_id, i.operation_id, 'withdrawal', i.idempotency_key, i.reference, i.account_ref, i.asset_code,
            i.network, i.destination, i.memo, i.amount_minor, i.fee_cap_minor, i.policy_version, i.payload_hash, 'REQUESTED'
       FROM unnest(v_claimable) WITH ORDINALITY AS i
      ORDER BY i.ordinality
     ON CONFLICT DO NOTHING
-    RETURNING operation_id
+    RETURNING o
   )
-  SELECT coalesce(array_agg(operation_id), '{}') INTO v_created FROM claimed;
+  SELECT coalesce(array_agg(claimed.o), '{}') INTO v_rows FROM claimed;
+  v_created := ARRAY(SELECT c.operation_id FROM unnest(v_rows) c);
 
   INSERT INTO public.operation_transitions (tenant_id, operation_id, seq, from_state, to_state, actor, reason)
-  SELECT p_tenant_id, o.operation_id, o.version, NULL, 'REQUESTED', p_actor, 'withdrawal requested'
-    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_created);
+  SELECT p_tenant_id, c.operation_id, c.version, NULL, 'REQUESTED', p_actor, 'withdrawal requested'
+    FROM unnest(v_rows) c;
   INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
-  SELECT p_tenant_id, gen_random_uuid(), 'operation.state_changed', o.operation_id,
-         jsonb_build_object('operationId', o.operation_id, 'from', NULL, 'to', 'REQUESTED', 'version', o.version)
-    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_created);
+  SELECT p_tenant_id, gen_random_uuid(), 'operation.state_changed', c.operation_id,
+         jsonb_build_object('operationId', c.operation_id, 'from', NULL, 'to', 'REQUESTED', 'version', c.version)
+    FROM unnest(v_rows) c;
 
   -- 2. The holds, account by account in one global order; within an account in item order, each
   -- taken if what is left covers it, as the same calls one after another would be.
@@ -135,49 +141,53 @@ BEGIN
 
   -- The held ones: entry, review work item and postings. The postings' trigger moves each balance
   -- once by its conditional UPDATE and fails the whole statement if an account cannot cover it.
-  WITH held AS MATERIALIZED (
-    SELECT i.operation_id, i.account_ref, i.asset_code, i.amount_minor, gen_random_uuid() AS entry_id
-      FROM unnest(v_claimable) i WHERE i.operation_id = ANY (v_held)
-  ), entries AS (
-    INSERT INTO public.journal_entries (tenant_id, entry_id, operation_id, kind)
-    SELECT p_tenant_id, h.entry_id, h.operation_id, 'hold' FROM held h
-  )
-  INSERT INTO public.postings (tenant_id, entry_id, posting_no, account, bucket, asset_code, amount)
-  SELECT p_tenant_id, h.entry_id, leg.posting_no, h.account_ref, leg.bucket, h.asset_code, leg.sign * h.amount_minor
-    FROM held h CROSS JOIN (VALUES (1, 'available', -1), (2, 'held', 1)) AS leg(posting_no, bucket, sign);
-  INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
-  SELECT p_tenant_id, gen_random_uuid(), 'withdrawal.review', h, jsonb_build_object('operationId', h)
-    FROM unnest(v_held) h;
+  IF cardinality(v_held) > 0 THEN
+    WITH held AS MATERIALIZED (
+      SELECT i.operation_id, i.account_ref, i.asset_code, i.amount_minor, gen_random_uuid() AS entry_id
+        FROM unnest(v_claimable) i WHERE i.operation_id = ANY (v_held)
+    ), entries AS (
+      INSERT INTO public.journal_entries (tenant_id, entry_id, operation_id, kind)
+      SELECT p_tenant_id, h.entry_id, h.operation_id, 'hold' FROM held h
+    )
+    INSERT INTO public.postings (tenant_id, entry_id, posting_no, account, bucket, asset_code, amount)
+    SELECT p_tenant_id, h.entry_id, leg.posting_no, h.account_ref, leg.bucket, h.asset_code, leg.sign * h.amount_minor
+      FROM held h CROSS JOIN (VALUES (1, 'available', -1), (2, 'held', 1)) AS leg(posting_no, bucket, sign);
+    INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
+    SELECT p_tenant_id, gen_random_uuid(), 'withdrawal.review', h, jsonb_build_object('operationId', h)
+      FROM unnest(v_held) h;
+  END IF;
 
-  -- The rejected ones: stored as REJECTED so that a replay returns the same answer (C03).
-  UPDATE public.operations
-     SET state = 'REJECTED', rejection_code = 'INSUFFICIENT_FUNDS', version = version + 1,
-         updated_at = now(), settled_at = now()
-   WHERE tenant_id = p_tenant_id AND operation_id = ANY (v_rejected) AND state = 'REQUESTED';
-  INSERT INTO public.operation_transitions (tenant_id, operation_id, seq, from_state, to_state, actor, reason)
-  SELECT p_tenant_id, o.operation_id, o.version, 'REQUESTED', 'REJECTED', p_actor,
-         'insufficient available balance at intake; no hold was placed'
-    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_rejected);
-  INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
-  SELECT p_tenant_id, gen_random_uuid(), 'operation.state_changed', o.operation_id,
-         jsonb_build_object('operationId', o.operation_id, 'from', 'REQUESTED', 'to', 'REJECTED', 'version', o.version)
-    FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.operation_id = ANY (v_rejected);
+  -- The rejected ones: stored as REJECTED so that a replay returns the same answer (C03). One row at
+  -- a time by primary key: rejections are the exception.
+  FOREACH v_id IN ARRAY v_rejected LOOP
+    UPDATE public.operations
+       SET state = 'REJECTED', rejection_code = 'INSUFFICIENT_FUNDS', version = version + 1,
+           updated_at = now(), settled_at = now()
+     WHERE tenant_id = p_tenant_id AND operation_id = v_id AND state = 'REQUESTED'
+    RETURNING * INTO v_operation;
+    v_rejected_rows := v_rejected_rows || v_operation;
+    INSERT INTO public.operation_transitions (tenant_id, operation_id, seq, from_state, to_state, actor, reason)
+    VALUES (p_tenant_id, v_id, v_operation.version, 'REQUESTED', 'REJECTED', p_actor,
+            'insufficient available balance at intake; no hold was placed');
+    INSERT INTO public.work_items (tenant_id, work_id, topic, operation_id, payload)
+    VALUES (p_tenant_id, gen_random_uuid(), 'operation.state_changed', v_id,
+            jsonb_build_object('operationId', v_id, 'from', 'REQUESTED', 'to', 'REJECTED', 'version', v_operation.version));
+  END LOOP;
 
-  -- One row per item, in item order: its own operation, else the holder of its key, else of its id.
+  -- One row per item, in item order: its own operation, else the committed holder of its key, else of
+  -- its withdrawal id (looked up only for the items that were not created).
   RETURN QUERY
-  SELECT (holder.op).* FROM unnest(v_items) i
+  SELECT (coalesce(rejected.op, mine.op, holder.op)).*
+    FROM unnest(v_items) i
+    LEFT JOIN (SELECT c AS op FROM unnest(v_rows) c) mine ON (mine.op).operation_id = i.operation_id
+    LEFT JOIN (SELECT c AS op FROM unnest(v_rejected_rows) c) rejected ON (rejected.op).operation_id = i.operation_id
     LEFT JOIN LATERAL (
-      SELECT q.op FROM (
-        SELECT o AS op, 1 AS rank FROM public.operations o
-         WHERE o.tenant_id = p_tenant_id AND o.operation_id = i.operation_id
-        UNION ALL
-        SELECT o, 2 FROM public.operations o
-         WHERE o.tenant_id = p_tenant_id AND o.idempotency_key = i.idempotency_key
-        UNION ALL
-        SELECT o, 3 FROM public.operations o
-         WHERE o.tenant_id = p_tenant_id AND o.kind = 'withdrawal' AND o.reference = i.reference
-      ) q ORDER BY q.rank LIMIT 1
-    ) holder ON i.operation_id = ANY (v_claimable_ids)
+      SELECT coalesce(
+        (SELECT o FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.idempotency_key = i.idempotency_key),
+        (SELECT o FROM public.operations o
+          WHERE o.tenant_id = p_tenant_id AND o.kind = 'withdrawal' AND o.reference = i.reference)) AS op
+       WHERE (mine.op).operation_id IS NULL AND i.operation_id = ANY (v_claimable_ids)
+    ) holder ON true
    ORDER BY i.item;
 END $$;
 --> statement-breakpoint

@@ -175,9 +175,9 @@ describe.skipIf(!onPostgres)('a process killed in the middle of creation (real P
       for (;;) {
         await sql`select pg_stat_clear_snapshot()`;
         const [batch] = await sql`select count(*)::int as n from pg_stat_activity
-          where query like '%idem_create_withdrawals%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
-        // Both statements are waiting, and the second carries more than one item.
-        if ((batch?.n ?? 0) >= 2) break;
+          where query like '%idem_create_withdrawal%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
+        // Both statements are waiting, and the child reported the second as a gathered batch.
+        if ((batch?.n ?? 0) >= 2 && /BATCH ([2-9]|\d\d)/.test(output)) break;
         if (Date.now() > deadline) throw new Error(`the child never blocked inside a batch: ${output}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

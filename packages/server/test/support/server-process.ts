@@ -6,6 +6,8 @@ const serverRoot = fileURLToPath(new URL('../../', import.meta.url));
 export interface ServerProcess {
   baseUrl: string;
   port: number;
+  /** The server's process id (the bench reads its CPU time). */
+  pid: number;
   /** Every line the server wrote to stdout and stderr, as written (for log-capture tests). */
   output: string[];
   exited: Promise<number | null>;
@@ -66,6 +68,7 @@ export async function startServerProcess(
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     port,
+    pid: child.pid ?? 0,
     output,
     exited,
     stop: async () => {
