@@ -70,6 +70,8 @@ async function main() {
       const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
       const manyTx = await fundedTenant(setup.db, 'bench many in tx', ACCOUNTS, 8);
       const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
+      const manyAlone = await fundedTenant(setup.db, 'bench many alone', ACCOUNTS, 8);
+      const hotAlone = await fundedTenant(setup.db, 'bench hot alone', 1, 1);
       const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
       await setup.close();
       const phases = [
@@ -97,6 +99,25 @@ async function main() {
           label: 'h8',
           mode: 'statement',
         },
+        // The same calls each written alone (no batching, issue 17), for comparison.
+        {
+          name: 'create, many accounts, each alone',
+          tenant: manyAlone,
+          connections: 8,
+          target: null,
+          label: 'a8',
+          mode: 'statement',
+          batching: false,
+        },
+        {
+          name: 'create, one hot account, each alone',
+          tenant: hotAlone,
+          connections: 8,
+          target: null,
+          label: 'ha8',
+          mode: 'statement',
+          batching: false,
+        },
         // The same creation inside a caller's transaction (createWithdrawal), for comparison.
         {
           name: 'create in caller tx',
@@ -109,7 +130,11 @@ async function main() {
       ] as const;
       for (const phase of phases) {
         console.log(`${phase.name}, ${phase.connections} connections ...`);
-        const handle = await openDatabase({ url: scratch.url, maxConnections: phase.connections });
+        const handle = await openDatabase({
+          url: scratch.url,
+          maxConnections: phase.connections,
+          ...('batching' in phase ? { batching: phase.batching } : {}),
+        });
         try {
           const outcome = await creationPhase(handle.db, {
             tenantId: phase.tenant.tenantId,

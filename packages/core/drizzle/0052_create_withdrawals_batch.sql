@@ -56,7 +56,8 @@ REVOKE ALL ON FUNCTION public.idem_lock_available(uuid, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION public.idem_lock_available(uuid, text, text) TO idem_app;
 --> statement-breakpoint
 CREATE FUNCTION public.idem_create_withdrawals(p_tenant_id uuid, p_items jsonb, p_actor text)
-  RETURNS SETOF public.operations LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
+  RETURNS SETOF public.operations LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp
+  SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   v_bound text := current_setting('app.tenant_id', true);
   v_items public.idem_withdrawal_item[];
@@ -194,3 +195,9 @@ END $$;
 REVOKE ALL ON FUNCTION public.idem_create_withdrawals(uuid, jsonb, text) FROM PUBLIC;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.idem_create_withdrawals(uuid, jsonb, text) TO idem_app;
+--> statement-breakpoint
+-- The single-item function likewise keeps one generic plan per statement instead of planning its
+-- parameterised statements again on every call (plpgsql's default for the first calls of a session
+-- and whenever a custom plan looks cheaper); every statement in it is a primary-key or unique lookup.
+ALTER FUNCTION public.idem_create_withdrawal(uuid, uuid, text, text, text, text, text, text, text, numeric, numeric, integer, text, text)
+  SET plan_cache_mode = force_generic_plan;
