@@ -9,7 +9,7 @@
 --     the single function): nothing was written for that item, and the caller sends it again alone.
 -- Lock order, so that concurrent batches cannot deadlock on what the batch itself orders:
 --   1. identity claims in (idempotency key, item) order, one INSERT ... ON CONFLICT DO NOTHING;
---   2. balance rows FOR UPDATE in (account, asset) order, one at a time, and held to COMMIT.
+--   2. balance rows FOR UPDATE in (account, asset) order, by one statement, and held to COMMIT.
 -- A batch waits on a key only while it holds no balance row, like a single creation. (Two batches
 -- whose keys and withdrawal ids are ordered differently can still cross on the two unique indexes;
 -- PostgreSQL then aborts one, nothing of it is written, and the caller sends its items one by one.)
@@ -31,29 +31,33 @@ CREATE TYPE public.idem_withdrawal_item AS (
   payload_hash text
 );
 --> statement-breakpoint
--- The balance row a batch is about to hold from, locked until COMMIT, and what it has available (0
--- when the account has no row yet). The application role may not lock or update balances itself
--- (only the postings trigger moves them, 0021), so this runs as idem_journal, for the tenant the
--- transaction is bound to and no other.
-CREATE FUNCTION public.idem_lock_available(p_tenant_id uuid, p_account_ref text, p_asset_code text)
-  RETURNS numeric LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
-DECLARE
-  v_available numeric;
+-- The balance rows a batch is about to hold from, locked until COMMIT in one global order (account,
+-- then asset, byte order) as the sort hands them to the lock, with what each has available. An
+-- account with no row has nothing to hold from and is not returned. The application role may not
+-- lock or update balances itself (only the postings trigger moves them, 0021), so this runs as
+-- idem_journal, for the tenant the transaction is bound to and no other.
+CREATE FUNCTION public.idem_lock_available(p_tenant_id uuid, p_account_refs text[], p_asset_codes text[])
+  RETURNS TABLE (account_ref text, asset_code text, available numeric)
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
+  SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   IF p_tenant_id IS DISTINCT FROM nullif(current_setting('app.tenant_id', true), '')::uuid THEN
     RAISE EXCEPTION 'idem: this transaction is not bound to that tenant' USING ERRCODE = 'insufficient_privilege';
   END IF;
-  SELECT b.available INTO v_available FROM public.balances b
-   WHERE b.tenant_id = p_tenant_id AND b.account_ref = p_account_ref AND b.asset_code = p_asset_code
-     FOR UPDATE;
-  RETURN coalesce(v_available, 0);
+  RETURN QUERY
+  SELECT b.account_ref, b.asset_code, b.available
+    FROM public.balances b
+   WHERE b.tenant_id = p_tenant_id
+     AND (b.account_ref, b.asset_code) IN (SELECT * FROM unnest(p_account_refs, p_asset_codes))
+   ORDER BY b.account_ref COLLATE "C", b.asset_code COLLATE "C"
+     FOR UPDATE OF b;
 END $$;
 --> statement-breakpoint
-ALTER FUNCTION public.idem_lock_available(uuid, text, text) OWNER TO idem_journal;
+ALTER FUNCTION public.idem_lock_available(uuid, text[], text[]) OWNER TO idem_journal;
 --> statement-breakpoint
-REVOKE ALL ON FUNCTION public.idem_lock_available(uuid, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.idem_lock_available(uuid, text[], text[]) FROM PUBLIC;
 --> statement-breakpoint
-GRANT EXECUTE ON FUNCTION public.idem_lock_available(uuid, text, text) TO idem_app;
+GRANT EXECUTE ON FUNCTION public.idem_lock_available(uuid, text[], text[]) TO idem_app;
 --> statement-breakpoint
 CREATE FUNCTION public.idem_create_withdrawals(p_tenant_id uuid, p_items jsonb, p_actor text)
   RETURNS SETOF public.operations LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp
@@ -123,14 +127,21 @@ BEGIN
   -- 2. The holds, account by account in one global order; within an account in item order, each
   -- taken if what is left covers it, as the same calls one after another would be.
   FOR r IN
-    SELECT i.operation_id, i.account_ref, i.asset_code, i.amount_minor FROM unnest(v_claimable) i
+    WITH locked AS MATERIALIZED (
+      SELECT * FROM public.idem_lock_available(p_tenant_id,
+        ARRAY(SELECT i.account_ref FROM unnest(v_claimable) i WHERE i.operation_id = ANY (v_created)),
+        ARRAY(SELECT i.asset_code FROM unnest(v_claimable) i WHERE i.operation_id = ANY (v_created)))
+    )
+    SELECT i.operation_id, i.account_ref, i.asset_code, i.amount_minor, coalesce(l.available, 0) AS available
+      FROM unnest(v_claimable) i
+      LEFT JOIN locked l ON l.account_ref = i.account_ref AND l.asset_code = i.asset_code
      WHERE i.operation_id = ANY (v_created)
      ORDER BY i.account_ref COLLATE "C", i.asset_code COLLATE "C", i.item
   LOOP
     IF v_account IS DISTINCT FROM r.account_ref OR v_asset IS DISTINCT FROM r.asset_code THEN
       v_account := r.account_ref;
       v_asset := r.asset_code;
-      v_left := public.idem_lock_available(p_tenant_id, r.account_ref, r.asset_code);
+      v_left := r.available;
     END IF;
     IF r.amount_minor <= v_left THEN
       v_left := v_left - r.amount_minor;
