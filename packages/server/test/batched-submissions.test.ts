@@ -238,10 +238,26 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
       // The first submission reads the API key and the asset; the storm then reaches the batcher
       // together instead of queueing behind those reads.
       expect((await submit(request('warm-up', 1n))).status).toBe(201);
+      // Fifty connections opened beforehand, so the fifty submissions are written at once.
+      await Promise.all(
+        Array.from({ length: 50 }, () => fetch(`${server.baseUrl}/healthz`).then((r) => r.text())),
+      );
 
-      const answers = await Promise.all(
+      // Batches form when submissions arrive while both of the batcher's slots are busy. On a
+      // loaded machine a lone statement can finish before the next request is even parsed, so the
+      // slots are kept busy: the account's balance row is locked from the test's connection while
+      // the fifty arrive. The first two go out alone and stop at the lock; every later one waits in
+      // the batcher and leaves with the others waiting then (after maxWaitMs, or with the next
+      // arrival once overdue), so only a timer firing between every two arrivals could send them
+      // all alone. Then the lock goes and the batches race for the one balance row.
+      const lock = await lockBalanceRow(tenant.tenantId, 'cust-8');
+      const storm = Promise.all(
         Array.from({ length: 50 }, () => submit(request('cust-8', (ETH * 8n) / 10n))),
       );
+      await serverWaitingOnLock(2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await lock.release();
+      const answers = await storm;
       const statuses = answers.map((a) => `${a.status} ${a.body.code ?? a.body.outcome}`).sort();
       expect(statuses).toEqual(['201 CREATED', ...Array(49).fill('422 INSUFFICIENT_FUNDS')].sort());
     });
