@@ -229,6 +229,30 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
     };
   }
 
+  /**
+   * Runs a storm of submissions from one account so that they go out in batches. Batches form when
+   * submissions arrive while both of the batcher's slots are busy; on a loaded machine a lone
+   * statement can finish before the next request is even parsed, so the slots are kept busy: the
+   * account's balance row is locked from the test's connection while the storm arrives. The first
+   * two submissions go out alone and stop at the lock (or behind the first one's key); every later
+   * one waits in the batcher and leaves with the others waiting then (after maxWaitMs, or with the
+   * next arrival once overdue), so only a timer firing between every two arrivals could send them
+   * all alone. Then the lock goes and the batches race for the one balance row.
+   */
+  async function gathered<T>(tenantId: string, account: string, storm: () => Promise<T>): Promise<T> {
+    const lock = await lockBalanceRow(tenantId, account);
+    try {
+      const answers = storm();
+      await serverWaitingOnLock(2);
+      // Time for the rest of the storm to reach the server; nothing below depends on all of it.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await lock.release();
+      return await answers;
+    } finally {
+      await lock.release();
+    }
+  }
+
   it('I17 C08 50 concurrent over-spends over HTTP go out in batches: exactly one hold, 49 INSUFFICIENT_FUNDS, balances exact', async () => {
     const tenant = await provisionTenant(backend.database.db, {
       name: 'Batch Over-spend',
@@ -250,20 +274,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
       expect((await submit(request('warm-up', 1n))).status).toBe(201);
       await openConnections(server, 50);
 
-      // Batches form when submissions arrive while both of the batcher's slots are busy. On a
-      // loaded machine a lone statement can finish before the next request is even parsed, so the
-      // slots are kept busy: the account's balance row is locked from the test's connection while
-      // the fifty arrive. The first two go out alone and stop at the lock; every later one waits in
-      // the batcher and leaves with the others waiting then (after maxWaitMs, or with the next
-      // arrival once overdue), so only a timer firing between every two arrivals could send them
-      // all alone. Then the lock goes and the batches race for the one balance row.
-      const lock = await lockBalanceRow(tenant.tenantId, 'cust-8');
       const bodies = Array.from({ length: 50 }, () => request('cust-8', (ETH * 8n) / 10n));
-      const storm = Promise.all(bodies.map(submit));
-      await serverWaitingOnLock(2);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await lock.release();
-      const answers = await storm;
+      const answers = await gathered(tenant.tenantId, 'cust-8', () => Promise.all(bodies.map(submit)));
       const statuses = answers.map((a) => `${a.status} ${a.body.code ?? a.body.outcome}`).sort();
       expect(statuses).toEqual(['201 CREATED', ...Array(49).fill('422 INSUFFICIENT_FUNDS')].sort());
 
@@ -306,13 +318,22 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
       const { call } = await restClient(server.baseUrl);
       const rest = request('cust-7', amount);
       const restKey = withdrawalKey(rest.withdrawalId);
-      const answers = await Promise.all(
-        Array.from({ length: 100 }, () =>
-          call('POST', '/v1/withdrawals', {
-            apiKey: tenant.apiKey,
-            body: rest,
-            headers: { 'idempotency-key': restKey },
-          }),
+      // The API key is read once before the storm, so the hundred do not queue behind its reads.
+      const warm = await call('GET', '/v1/withdrawals/{withdrawalId}', {
+        apiKey: tenant.apiKey,
+        params: { withdrawalId: 'none' },
+      });
+      expect(warm.status).toBe(404);
+      await openConnections(server, 100);
+      const answers = await gathered(tenant.tenantId, 'cust-7', () =>
+        Promise.all(
+          Array.from({ length: 100 }, () =>
+            call('POST', '/v1/withdrawals', {
+              apiKey: tenant.apiKey,
+              body: rest,
+              headers: { 'idempotency-key': restKey },
+            }),
+          ),
         ),
       );
       const statuses = answers.map((a) => `${a.status} ${a.body.code ?? a.body.outcome}`).sort();
@@ -328,8 +349,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
       });
       const sdk = request('cust-7', amount);
       const sdkKey = withdrawalKey(sdk.withdrawalId);
-      const results = await Promise.all(
-        Array.from({ length: 100 }, () => idem.withdrawals.submit(sdk, sdkKey)),
+      const results = await gathered(tenant.tenantId, 'cust-7', () =>
+        Promise.all(Array.from({ length: 100 }, () => idem.withdrawals.submit(sdk, sdkKey))),
       );
       expect(results.map((r) => r.outcome).sort()).toEqual(['CREATED', ...Array(99).fill('REPLAYED')].sort());
       expect(new Set(results.map((r) => r.withdrawal.operationId)).size).toBe(1);
