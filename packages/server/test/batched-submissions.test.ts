@@ -57,9 +57,11 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
   });
 
   /** A server with a pool of two: at most two batches at once, the rest gather. */
-  function startServer(): Promise<ServerProcess> {
+  function startServer(sessionSettings: Record<string, string> = {}): Promise<ServerProcess> {
     const url = new URL(backend.database.url ?? '');
     url.searchParams.set('application_name', SERVER_APP);
+    // postgres.js sends the connection string's other parameters as session settings.
+    for (const [name, value] of Object.entries(sessionSettings)) url.searchParams.set(name, value);
     return startServerProcess({
       ...backend.env,
       DATABASE_URL: url.toString(),
@@ -377,119 +379,144 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
     await expectNoHalfWrittenItem(tenant.tenantId);
   });
 
-  it('I17 C10 SIGKILL of the server while a batch waits inside its statement: no item half-written, every acknowledged item stored, every other absent or answered once by its key', async () => {
-    const amount = ETH / 10n;
-    const tenant = await provisionTenant(backend.database.db, {
-      name: 'Batch Crash',
-      fund: [
-        { accountId: 'cust-10', asset: 'ETH', amountMinor: (10n * ETH).toString() },
-        { accountId: 'cust-plug', asset: 'ETH', amountMinor: ETH.toString() },
-      ],
-    });
-    /** Operation id per key, for every item the server answered before it died. */
-    const acknowledged = new Map<string, string>();
-    const unanswered: WithdrawalBody[] = [];
-    const track = (server: ServerProcess, body: WithdrawalBody) =>
-      post(server, tenant, body).then(
-        async (response) => {
-          const answer = (await response.json()) as { withdrawal?: { operationId: string } };
-          expect(response.status, JSON.stringify(answer)).toBe(201);
-          acknowledged.set(withdrawalKey(body.withdrawalId), answer.withdrawal?.operationId ?? '');
-        },
-        () => {
-          unanswered.push(body);
-        },
-      );
+  /**
+   * What becomes of the statements the killed server had sent. By default PostgreSQL does not look
+   * at a client's socket while a statement waits on a lock, so once the lock goes they run on and
+   * commit, unanswered. With client_connection_check_interval the backend notices the dead client
+   * while it waits and rolls its statement back.
+   */
+  const crashModes: { mode: string; settings: Record<string, string>; rolledBack: boolean }[] = [
+    { mode: 'its statements run on', settings: {}, rolledBack: false },
+    {
+      mode: 'its statements rolled back',
+      settings: { client_connection_check_interval: '100' },
+      rolledBack: true,
+    },
+  ];
 
-    const server = await startServer();
-    let killed = false;
-    try {
-      // Before the crash: five acknowledged creations.
-      await Promise.all(Array.from({ length: 5 }, () => track(server, request('cust-10', amount))));
+  it.each(crashModes)(
+    'I17 C10 SIGKILL of the server while a batch waits inside its statement ($mode): no item half-written, every acknowledged item stored, every other absent or answered once by its key',
+    async ({ settings, rolledBack }) => {
+      const amount = ETH / 10n;
+      const tenant = await provisionTenant(backend.database.db, {
+        name: 'Batch Crash',
+        fund: [
+          { accountId: 'cust-10', asset: 'ETH', amountMinor: (10n * ETH).toString() },
+          { accountId: 'cust-plug', asset: 'ETH', amountMinor: ETH.toString() },
+        ],
+      });
+      /** Operation id per key, for every item the server answered before it died. */
+      const acknowledged = new Map<string, string>();
+      const unanswered: WithdrawalBody[] = [];
+      const track = (server: ServerProcess, body: WithdrawalBody) =>
+        post(server, tenant, body).then(
+          async (response) => {
+            const answer = (await response.json()) as { withdrawal?: { operationId: string } };
+            expect(response.status, JSON.stringify(answer)).toBe(201);
+            acknowledged.set(withdrawalKey(body.withdrawalId), answer.withdrawal?.operationId ?? '');
+          },
+          () => {
+            unanswered.push(body);
+          },
+        );
 
-      await openConnections(server, 22);
-      const plug = await lockBalanceRow(tenant.tenantId, 'cust-plug');
-      const account = await lockBalanceRow(tenant.tenantId, 'cust-10');
-      // Two submissions the plug lock stops occupy both of the server's connections and both of
-      // its batcher's slots, so the twenty that follow gather into batches behind them.
-      const plugged = Array.from({ length: 2 }, () => track(server, request('cust-plug', amount)));
-      await serverWaitingOnLock(2);
-      const stormed = Array.from({ length: 20 }, () => track(server, request('cust-10', amount)));
-      // Let the twenty reach the server, then free the connections: the gathered batches go in
-      // and stop at the account's locked balance row, inside the statement.
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await plug.release();
-      await Promise.all(plugged);
-      await serverWaitingOnLock(1);
-      await server.kill();
-      killed = true;
-      await account.release();
-      await Promise.all(stormed);
-    } finally {
-      if (!killed) await server.stop();
-    }
+      const server = await startServer(settings);
+      let killed = false;
+      try {
+        // Before the crash: five acknowledged creations.
+        await Promise.all(Array.from({ length: 5 }, () => track(server, request('cust-10', amount))));
 
-    // The dead server's sessions end: each either committed its statement (it had been sent whole
-    // before the kill) or rolled it back. Whatever stays is whole.
-    await serverSessionsGone();
-    expect(acknowledged.size + unanswered.length).toBe(27);
-    // The five before the crash and the two plugs; none of the twenty behind the account's lock.
-    expect(acknowledged.size).toBe(7);
-    await expectNoHalfWrittenItem(tenant.tenantId);
+        await openConnections(server, 22);
+        const plug = await lockBalanceRow(tenant.tenantId, 'cust-plug');
+        const account = await lockBalanceRow(tenant.tenantId, 'cust-10');
+        // Two submissions the plug lock stops occupy both of the server's connections and both of
+        // its batcher's slots, so the twenty that follow gather into batches behind them.
+        const plugged = Array.from({ length: 2 }, () => track(server, request('cust-plug', amount)));
+        await serverWaitingOnLock(2);
+        const stormed = Array.from({ length: 20 }, () => track(server, request('cust-10', amount)));
+        // Let the twenty reach the server, then free the connections: the gathered batches go in
+        // and stop at the account's locked balance row, inside the statement.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await plug.release();
+        await Promise.all(plugged);
+        await serverWaitingOnLock(1);
+        await server.kill();
+        killed = true;
+        // Released only once the sessions are gone when the backends are to notice the dead client
+        // first; otherwise at once, and the statements waiting on it go on.
+        if (rolledBack) await serverSessionsGone();
+        await account.release();
+        await Promise.all(stormed);
+      } finally {
+        if (!killed) await server.stop();
+      }
 
-    const stored = new Map(
-      (
-        await inspect<{ idempotency_key: string; operation_id: string; state: string; tx: string }[]>`
+      // The dead server's sessions end: each either committed its statement (it had been sent whole
+      // before the kill) or rolled it back. Whatever stays is whole.
+      await serverSessionsGone();
+      expect(acknowledged.size + unanswered.length).toBe(27);
+      // The five before the crash and the two plugs; none of the twenty behind the account's lock.
+      expect(acknowledged.size).toBe(7);
+      await expectNoHalfWrittenItem(tenant.tenantId);
+
+      const stored = new Map(
+        (
+          await inspect<{ idempotency_key: string; operation_id: string; state: string; tx: string }[]>`
           select idempotency_key, operation_id::text, state, xmin::text as tx from operations
            where tenant_id = ${tenant.tenantId}::uuid and kind = 'withdrawal'`
-      ).map((row) => [row.idempotency_key, row]),
-    );
-    for (const [key, operationId] of acknowledged) {
-      expect(stored.get(key), key).toMatchObject({ operation_id: operationId, state: 'REQUESTED' });
-    }
-    const committedUnanswered = unanswered.filter((body) => stored.has(withdrawalKey(body.withdrawalId)));
-    const itemsPerTransaction = new Map<string, number>();
-    for (const body of committedUnanswered) {
-      const tx = stored.get(withdrawalKey(body.withdrawalId))?.tx ?? '';
-      itemsPerTransaction.set(tx, (itemsPerTransaction.get(tx) ?? 0) + 1);
-    }
-    console.info(
-      `[I17 C10] ${acknowledged.size} acknowledged; of ${unanswered.length} unanswered, ${committedUnanswered.length} committed after the kill, by transactions of ${[...itemsPerTransaction.values()].join(', ')} items`,
-    );
-    // The statements the dead server had sent whole ran on once the lock went, and committed:
-    // PostgreSQL does not look at a client's socket while a statement waits on a lock (with the
-    // default client_connection_check_interval of 0). One of them carried several items, so a
-    // batch, not a lone submission, was inside its statement when the server died.
-    expect(Math.max(0, ...itemsPerTransaction.values())).toBeGreaterThanOrEqual(2);
-
-    // Every unanswered item, sent again with its key to a restarted server: created now if it was
-    // absent, replayed if it had committed, and exactly one operation either way.
-    await withServer(async (restarted) => {
-      for (const body of unanswered) {
-        const key = withdrawalKey(body.withdrawalId);
-        const response = await post(restarted, tenant, body);
-        const answer = (await response.json()) as { outcome: string; withdrawal: { operationId: string } };
-        const before = stored.get(key);
-        if (before) {
-          expect([response.status, answer.outcome], key).toEqual([200, 'REPLAYED']);
-          expect(answer.withdrawal.operationId).toBe(before.operation_id);
-        } else {
-          expect([response.status, answer.outcome], key).toEqual([201, 'CREATED']);
-        }
+        ).map((row) => [row.idempotency_key, row]),
+      );
+      for (const [key, operationId] of acknowledged) {
+        expect(stored.get(key), key).toMatchObject({ operation_id: operationId, state: 'REQUESTED' });
       }
-    });
-    const [perKey] = await inspect<{ keys: number; ops: number }[]>`
+      const committedUnanswered = unanswered.filter((body) => stored.has(withdrawalKey(body.withdrawalId)));
+      const itemsPerTransaction = new Map<string, number>();
+      for (const body of committedUnanswered) {
+        const tx = stored.get(withdrawalKey(body.withdrawalId))?.tx ?? '';
+        itemsPerTransaction.set(tx, (itemsPerTransaction.get(tx) ?? 0) + 1);
+      }
+      console.info(
+        `[I17 C10] ${acknowledged.size} acknowledged; of ${unanswered.length} unanswered, ${committedUnanswered.length} committed after the kill${rolledBack ? ' (check interval on)' : ''}, by transactions of ${[...itemsPerTransaction.values()].join(', ')} items`,
+      );
+      if (rolledBack) {
+        // Nothing of a statement the database rolled back stays.
+        expect(committedUnanswered).toEqual([]);
+      } else {
+        // The statements the dead server had sent whole ran on once the lock went, and committed.
+        // One of them carried several items, so a batch, not a lone submission, was inside its
+        // statement when the server died.
+        expect(Math.max(0, ...itemsPerTransaction.values())).toBeGreaterThanOrEqual(2);
+      }
+
+      // Every unanswered item, sent again with its key to a restarted server: created now if it was
+      // absent, replayed if it had committed, and exactly one operation either way.
+      await withServer(async (restarted) => {
+        for (const body of unanswered) {
+          const key = withdrawalKey(body.withdrawalId);
+          const response = await post(restarted, tenant, body);
+          const answer = (await response.json()) as { outcome: string; withdrawal: { operationId: string } };
+          const before = stored.get(key);
+          if (before) {
+            expect([response.status, answer.outcome], key).toEqual([200, 'REPLAYED']);
+            expect(answer.withdrawal.operationId).toBe(before.operation_id);
+          } else {
+            expect([response.status, answer.outcome], key).toEqual([201, 'CREATED']);
+          }
+        }
+      });
+      const [perKey] = await inspect<{ keys: number; ops: number }[]>`
       select count(distinct idempotency_key)::int as keys, count(*)::int as ops
         from operations where tenant_id = ${tenant.tenantId}::uuid and kind = 'withdrawal'`;
-    expect(perKey).toEqual({ keys: 27, ops: 27 });
-    await expectNoHalfWrittenItem(tenant.tenantId);
-    expect(await balanceOf(tenant.tenantId, 'cust-10')).toEqual({
-      available: 10n * ETH - 25n * amount,
-      held: 25n * amount,
-    });
-    expect(await balanceOf(tenant.tenantId, 'cust-plug')).toEqual({
-      available: ETH - 2n * amount,
-      held: 2n * amount,
-    });
-  });
+      expect(perKey).toEqual({ keys: 27, ops: 27 });
+      await expectNoHalfWrittenItem(tenant.tenantId);
+      expect(await balanceOf(tenant.tenantId, 'cust-10')).toEqual({
+        available: 10n * ETH - 25n * amount,
+        held: 25n * amount,
+      });
+      expect(await balanceOf(tenant.tenantId, 'cust-plug')).toEqual({
+        available: ETH - 2n * amount,
+        held: 2n * amount,
+      });
+    },
+  );
 });
