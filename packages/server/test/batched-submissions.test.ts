@@ -476,7 +476,7 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
         itemsPerTransaction.set(tx, (itemsPerTransaction.get(tx) ?? 0) + 1);
       }
       console.info(
-        `[I17 C10] ${acknowledged.size} acknowledged; of ${unanswered.length} unanswered, ${committedUnanswered.length} committed after the kill${rolledBack ? ' (check interval on)' : ''}, by transactions of ${[...itemsPerTransaction.values()].join(', ')} items`,
+        `[I17 C10] ${acknowledged.size} acknowledged; of ${unanswered.length} unanswered, ${committedUnanswered.length} committed after the kill${committedUnanswered.length > 0 ? `, by transactions of ${[...itemsPerTransaction.values()].join(', ')} items` : ''}`,
       );
       if (rolledBack) {
         // Nothing of a statement the database rolled back stays.
