@@ -183,14 +183,21 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
     for (;;) {
       await inspect`select pg_stat_clear_snapshot()`;
       const [row] = await inspect<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where application_name = ${SERVER_APP}`;
+        select count(*)::int as n from pg_stat_activity where application_name = ${SERVER_APP} and datname = current_database()`;
       if ((row?.n ?? 0) === 0) return;
-      if (Date.now() > deadline) throw new Error('the server sessions never ended');
+      if (Date.now() > deadline) {
+        const left = await inspect`select pid, state, wait_event_type, wait_event, left(query, 60) as query
+          from pg_stat_activity where application_name = ${SERVER_APP} and datname = current_database()`;
+        throw new Error(`the server sessions never ended: ${JSON.stringify(left)}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 
-  /** Waits until `count` of the server's sessions wait on a lock inside the batch function. */
+  /**
+   * Waits until `count` of the server's sessions wait on a lock inside a creation statement: the
+   * batch function, or the single-item one a lone submission takes.
+   */
   async function serverWaitingOnLock(count: number): Promise<void> {
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -198,10 +205,10 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
       await inspect`select pg_stat_clear_snapshot()`;
       const [row] = await inspect<{ n: number }[]>`
         select count(*)::int as n from pg_stat_activity
-         where application_name = ${SERVER_APP} and query like '%idem_create_withdrawals%'
+         where application_name = ${SERVER_APP} and datname = current_database() and query like '%idem_create_withdrawal%'
            and wait_event_type = 'Lock'`;
       if ((row?.n ?? 0) >= count) return;
-      if (Date.now() > deadline) throw new Error(`never saw ${count} batches waiting on a lock`);
+      if (Date.now() > deadline) throw new Error(`never saw ${count} creation statements waiting on a lock`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
