@@ -15,12 +15,15 @@ import {
   operationViewSchema,
   problemSchema,
   type SubmitWithdrawalOutput,
+  type SubmitWithdrawalsOutput,
   submitWithdrawalOutputSchema,
+  submitWithdrawalsOutputSchema,
   type WithdrawalRequest,
 } from '@idem/contracts';
 import { createTRPCUntypedClient, httpLink, TRPCClientError } from '@trpc/client';
 import type { z } from 'zod';
 import { IdemApiError, IdemTransportError } from './errors.ts';
+import { withdrawalKey } from './key.ts';
 import { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 import { undiciTransport } from './transport.ts';
 
@@ -30,6 +33,7 @@ import { undiciTransport } from './transport.ts';
  */
 export const PROCEDURES = {
   submitWithdrawal: { path: 'withdrawals.submit', type: 'mutation' },
+  submitWithdrawals: { path: 'withdrawals.submitMany', type: 'mutation' },
   getWithdrawal: { path: 'withdrawals.get', type: 'query' },
   listWithdrawals: { path: 'withdrawals.list', type: 'query' },
   getWithdrawalByKey: { path: 'withdrawals.getByKey', type: 'query' },
@@ -63,6 +67,18 @@ export interface IdemClient {
       request: WithdrawalRequest,
       idempotencyKey: string,
     ): Promise<{ outcome: SubmitWithdrawalOutput['outcome']; withdrawal: OperationView }>;
+    /**
+     * Up to 1,000 withdrawals in one call, each with its own key (default:
+     * `withdrawalKey(request.withdrawalId)`). `results` holds one answer per item, in order: what
+     * `submit` would return (`{ outcome, withdrawal }`) or, where `submit` would throw, `{ error }`
+     * with the same code, `holderKey`, `retryAfterMs` or `issues`. One item's refusal never fails
+     * the others. The call is retried as a whole on UNAVAILABLE, rate limiting and network errors,
+     * which is safe: every item replays by its key. Throws IdemApiError only when the batch itself
+     * is refused (VALIDATION: not 1 to 1,000 items) or stays unanswerable.
+     */
+    submitMany(
+      items: { request: WithdrawalRequest; idempotencyKey?: string }[],
+    ): Promise<SubmitWithdrawalsOutput>;
     get(withdrawalId: string): Promise<OperationView>;
     list(filter?: ListWithdrawalsInput): Promise<ListWithdrawalsOutput>;
     /**
@@ -130,6 +146,17 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
     withdrawals: {
       submit: (request, idempotencyKey) =>
         call(PROCEDURES.submitWithdrawal, { request, idempotencyKey }, submitWithdrawalOutputSchema),
+      submitMany: (items) =>
+        call(
+          PROCEDURES.submitWithdrawals,
+          {
+            items: items.map(({ request, idempotencyKey }) => ({
+              request,
+              idempotencyKey: idempotencyKey ?? defaultKey(request),
+            })),
+          },
+          submitWithdrawalsOutputSchema,
+        ),
       get: (withdrawalId) => call(PROCEDURES.getWithdrawal, { withdrawalId }, operationViewSchema),
       list: (filter = {}) => call(PROCEDURES.listWithdrawals, filter, listWithdrawalsOutputSchema),
       getByKey: (idempotencyKey) =>
@@ -146,6 +173,19 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
       create: (input) => call(PROCEDURES.createCustomerSession, input, createCustomerSessionOutputSchema),
     },
   };
+}
+
+/**
+ * The key a withdrawal gets when the caller names none. An id no key can be made from (empty, or
+ * padded with spaces) is invalid anyway: the item is sent without a key, and the server refuses
+ * that item alone (VALIDATION) instead of the whole batch failing here.
+ */
+function defaultKey(request: WithdrawalRequest): string | undefined {
+  try {
+    return withdrawalKey(request.withdrawalId);
+  } catch {
+    return undefined;
+  }
 }
 
 /** An Idem problem when the response carried one; otherwise the outcome is unknown (transport). */
