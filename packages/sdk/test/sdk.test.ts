@@ -131,6 +131,37 @@ describe('retries', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   });
 
+  it('I17 submitMany retries the whole batch with the same keys on a dropped connection and UNAVAILABLE', async () => {
+    const batch = (): [number, unknown] => {
+      const [status, body] = success();
+      const { data } = (body as { result: { data: unknown } }).result;
+      return [
+        status,
+        { result: { data: { results: [data, { error: { code: 'VALIDATION', message: 'bad' } }] } } },
+      ];
+    };
+    const { baseUrl, seen } = await scripted([
+      () => 'drop',
+      () => problem('UNAVAILABLE', 503, { retryAfterMs: 20 }),
+      batch,
+    ]);
+    const idem = createIdemClient({ baseUrl, apiKey: 'k', retry: { delayMsBase: 1 } });
+    const { results } = await idem.withdrawals.submitMany([
+      { request },
+      { request: { ...request, withdrawalId: '43' }, idempotencyKey: 'mine-43' },
+    ]);
+    expect(results[0]).toMatchObject({ outcome: 'REPLAYED' });
+    expect(results[1]).toEqual({ error: { code: 'VALIDATION', message: 'bad' } });
+    expect(seen).toHaveLength(3);
+    // Every attempt carries the same keys: the default withdrawalKey(id), and the caller's own.
+    for (const body of seen) {
+      expect(JSON.parse(body).items.map((item: { idempotencyKey: string }) => item.idempotencyKey)).toEqual([
+        'withdrawal-42',
+        'mine-43',
+      ]);
+    }
+  });
+
   it('never retries a conflict or a validation error', async () => {
     for (const code of ['IDEMPOTENCY_CONFLICT', 'VALIDATION']) {
       const { baseUrl, seen } = await scripted([
