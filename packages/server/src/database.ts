@@ -16,7 +16,7 @@ export async function openConfiguredDatabase(
     const handle = await openDatabase({
       url: env.DATABASE_URL,
       maxConnections: env.IDEM_DB_POOL_MAX,
-      batching: batchingOf(env),
+      batching: batchingFromEnv(env),
     });
     const ownerUrl = env.MIGRATION_DATABASE_URL;
     return {
@@ -39,7 +39,7 @@ export async function openConfiguredDatabase(
     const handle = await openDatabase({
       dataDir: join(env.IDEM_DATA_DIR, 'pgdata'),
       // One connection: core writes one batch at a time there, whatever the concurrency says.
-      batching: batchingOf(env, 1),
+      batching: batchingFromEnv(env, 1),
     });
     return {
       ...handle,
@@ -59,7 +59,10 @@ export async function openConfiguredDatabase(
 }
 
 /** The submission batching the environment asks for (IDEM_BATCHING and IDEM_BATCH_*). */
-export function batchingOf(env: Env, connections = env.IDEM_DB_POOL_MAX): Partial<BatchingOptions> | false {
+export function batchingFromEnv(
+  env: Env,
+  connections = env.IDEM_DB_POOL_MAX,
+): Partial<BatchingOptions> | false {
   if (env.IDEM_BATCHING === 'off') return false;
   return {
     maxItems: env.IDEM_BATCH_MAX_ITEMS,

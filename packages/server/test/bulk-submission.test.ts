@@ -4,11 +4,13 @@
  * is answered as a single submission would answer it; one item's refusal never touches the others.
  */
 
-import { rowsOf } from '@idem/core';
-import { onPostgres } from '@idem/core/testing';
+import { batchingOf, rowsOf } from '@idem/core';
+import { createTestDatabase, onPostgres } from '@idem/core/testing';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openConfiguredDatabase } from '../src/database.ts';
+import { readEnv } from '../src/env.ts';
 import { type PgProxy, startPgProxy } from './support/pg-proxy.ts';
 import {
   type Backend,
@@ -379,3 +381,42 @@ describe.skipIf(!onPostgres)('I17 a bulk call while the database is unreachable'
     },
   );
 });
+
+describe.skipIf(!onPostgres)(
+  'I17 IDEM_BATCHING and IDEM_BATCH_* configure the database the server opens',
+  () => {
+    it('I17 the defaults, each variable, and IDEM_BATCHING=off reach openDatabase', async () => {
+      const database = await createTestDatabase({ maxConnections: 2 });
+      const opened = async (vars: Record<string, string>) => {
+        const handle = await openConfiguredDatabase(readEnv({ DATABASE_URL: database.url ?? '', ...vars }), {
+          purpose: 'cli',
+        });
+        try {
+          return batchingOf(handle.db);
+        } finally {
+          await handle.close();
+        }
+      };
+      try {
+        expect(await opened({})).toEqual({ maxItems: 64, maxWaitMs: 2, concurrency: 4 });
+        expect(await opened({ IDEM_DB_POOL_MAX: '3' })).toEqual({
+          maxItems: 64,
+          maxWaitMs: 2,
+          concurrency: 3,
+        });
+        expect(
+          await opened({
+            IDEM_BATCH_MAX_ITEMS: '16',
+            IDEM_BATCH_MAX_WAIT_MS: '5',
+            IDEM_BATCH_CONCURRENCY: '8',
+          }),
+        ).toEqual({ maxItems: 16, maxWaitMs: 5, concurrency: 8 });
+        expect(await opened({ IDEM_BATCHING: 'off' })).toBe(false);
+        expect(() => readEnv({ IDEM_BATCHING: 'maybe' })).toThrow(/IDEM_BATCHING/);
+        expect(() => readEnv({ IDEM_BATCH_MAX_ITEMS: '0' })).toThrow(/IDEM_BATCH_MAX_ITEMS/);
+      } finally {
+        await database.dispose();
+      }
+    });
+  },
+);
