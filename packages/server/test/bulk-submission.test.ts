@@ -380,6 +380,42 @@ describe.skipIf(!onPostgres)('I17 a bulk call while the database is unreachable'
         expect(await operationsWithKey(withdrawalKey(body.withdrawalId))).toHaveLength(1);
     },
   );
+
+  it('I17 I16-UNAVAILABLE some items malformed, the others lose the database: 200 with each item its own answer; the SDK sends the unavailable ones again and each is created once', async () => {
+    await proxy.restore();
+    const warm = await restFace.submitMany(server.baseUrl, tenant.apiKey, [item(request())]);
+    expect(warm.status, JSON.stringify(warm)).toBe(200);
+
+    const valid = [request(), request()];
+    const bad = request({ amountMinor: '0' });
+    await proxy.cut();
+    const mixed = await restFace.submitMany(server.baseUrl, tenant.apiKey, [
+      item(valid[0] as Request),
+      item(bad),
+    ]);
+    expect(mixed.status, JSON.stringify(mixed)).toBe(200);
+    expect(mixed.results?.map((result) => result.error?.code)).toEqual(['UNAVAILABLE', 'VALIDATION']);
+
+    const patient = createIdemClient({
+      baseUrl: server.baseUrl,
+      apiKey: tenant.apiKey,
+      retry: { attemptsMax: 20, totalMsMax: 60_000 },
+    });
+    const restored = new Promise((resolve) => setTimeout(resolve, 1_500)).then(() => proxy.restore());
+    const { results } = await patient.withdrawals.submitMany([
+      { request: valid[0] as Request },
+      { request: bad },
+      { request: valid[1] as Request },
+    ]);
+    await restored;
+    expect(results.map((result) => ('error' in result ? result.error.code : result.outcome))).toEqual([
+      'CREATED',
+      'VALIDATION',
+      'CREATED',
+    ]);
+    for (const body of valid)
+      expect(await operationsWithKey(withdrawalKey(body.withdrawalId))).toHaveLength(1);
+  });
 });
 
 describe.skipIf(!onPostgres)(
