@@ -11,6 +11,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openConfiguredDatabase } from '../src/database.ts';
 import { readEnv } from '../src/env.ts';
+import { RateLimiter } from '../src/rate-limit.ts';
 import { type PgProxy, startPgProxy } from './support/pg-proxy.ts';
 import {
   type Backend,
@@ -456,3 +457,18 @@ describe.skipIf(!onPostgres)(
     });
   },
 );
+
+describe('I17 the tenant token bucket charges a bulk call per item', () => {
+  it('I17 take(key, cost) takes cost tokens; a cost above the burst waits for a full bucket and takes it', () => {
+    const limiter = new RateLimiter(10); // 10 per second, bursts of 20
+    expect(limiter.take('t', 15, 0)).toBe(0);
+    // 5 left: 15 more need 10 more tokens, a second at 10 per second.
+    expect(limiter.take('t', 15, 0)).toBe(1_000);
+    expect(limiter.take('t', 15, 1_000)).toBe(0);
+    // More than the bucket ever holds: charged as the burst, so it goes through once the bucket is full.
+    expect(limiter.take('u', 50, 0)).toBe(0);
+    expect(limiter.take('u', 50, 1_000)).toBe(1_000);
+    expect(limiter.take('u', 50, 2_000)).toBe(0);
+    expect(limiter.take('v', 1, 0)).toBe(0);
+  });
+});
