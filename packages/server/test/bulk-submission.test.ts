@@ -4,8 +4,8 @@
  * is answered as a single submission would answer it; one item's refusal never touches the others.
  */
 
-import { batchingOf, rowsOf } from '@idem/core';
-import { createTestDatabase, onPostgres } from '@idem/core/testing';
+import { batchingOf, rowsOf, submitWithdrawal, withTenant } from '@idem/core';
+import { createTestDatabase, onPostgres, strandWithdrawal } from '@idem/core/testing';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -195,6 +195,25 @@ describe.skipIf(!onPostgres)('I17 the bulk submission API (real PostgreSQL, real
         'REPLAYED',
       ]);
       expect((await stored(created.map((r) => r.withdrawalId))).held).toBe(held);
+    });
+
+    it('I17 C05 an item whose outcome is UNKNOWN is IN_FLIGHT with retryAfterMs, the others answered as usual', async () => {
+      const { apiKey, tenantId } = served.fixtures;
+      const stuck = request({ amountMinor: '13' });
+      const { operation } = await submitWithdrawal(db(), {
+        tenantId,
+        request: stuck,
+        idempotencyKey: withdrawalKey(stuck.withdrawalId),
+      });
+      await withTenant(db(), tenantId, (tx) => strandWithdrawal(tx, operation, 'UNKNOWN'));
+      const fresh = request();
+      const answer = await face.submitMany(served.server.baseUrl, apiKey, [item(stuck), item(fresh)]);
+      expect(answer.status, JSON.stringify(answer)).toBe(200);
+      expect(answer.results?.[0]?.error).toMatchObject({ code: 'IN_FLIGHT', retryAfterMs: 5_000 });
+      expect(answer.results?.[1]).toMatchObject({
+        outcome: 'CREATED',
+        withdrawal: { reference: fresh.withdrawalId },
+      });
     });
 
     it('I17 refuses 1,001 items as a whole with VALIDATION and writes nothing', async () => {
