@@ -26,6 +26,67 @@ export const submitWithdrawalOutputSchema = z.object({
 });
 export type SubmitWithdrawalOutput = z.infer<typeof submitWithdrawalOutputSchema>;
 
+/** The most withdrawals one bulk call (`withdrawals.submitMany`, `POST /v1/withdrawal-batches`) takes. */
+export const WITHDRAWAL_BATCH_ITEMS_MAX = 1_000;
+
+/**
+ * The bulk call's body limit on both faces: 2 KiB per item admits 1,000 items with every field at
+ * its longest (about 1 KiB of JSON) and room for escapes and whitespace. Every other request keeps
+ * the server's IDEM_BODY_LIMIT_BYTES.
+ */
+export const WITHDRAWAL_BATCH_BODY_LIMIT_BYTES = WITHDRAWAL_BATCH_ITEMS_MAX * 2_048;
+
+/** One withdrawal of a bulk submission: its own key, as for a single submission. */
+export const withdrawalBatchItemSchema = z.strictObject({
+  idempotencyKey: idempotencyKeySchema,
+  request: withdrawalRequestSchema,
+});
+export type WithdrawalBatchItem = z.infer<typeof withdrawalBatchItemSchema>;
+
+/** The bulk call's body, as documented and typed for callers: 1 to 1,000 items, each with its key. */
+export const submitWithdrawalsInputSchema = z.strictObject({
+  items: z.array(withdrawalBatchItemSchema).min(1).max(WITHDRAWAL_BATCH_ITEMS_MAX),
+});
+export type SubmitWithdrawalsInput = z.infer<typeof submitWithdrawalsInputSchema>;
+
+/**
+ * What the server parses of the bulk call before it looks at the items: the envelope and the
+ * count. Each item is then validated on its own (`withdrawalBatchItemSchema`), so one malformed
+ * item is that item's VALIDATION answer and never refuses or delays the others (issue 17).
+ */
+export const submitWithdrawalsEnvelopeSchema = z.strictObject({
+  items: z
+    .array(z.unknown())
+    .min(1, { error: 'a batch holds at least one withdrawal' })
+    .max(WITHDRAWAL_BATCH_ITEMS_MAX, {
+      error: `a batch holds at most ${WITHDRAWAL_BATCH_ITEMS_MAX} withdrawals`,
+    }),
+});
+
+/**
+ * One item's refusal: the code and the fields a single submission's problem would carry for it.
+ * Built from the same IdemError as that problem, so it holds no other tenant's data and no secret.
+ */
+export const withdrawalBatchItemErrorSchema = z.object({
+  code: z.enum(errorCodeList as [string, ...string[]]),
+  message: z.string(),
+  holderKey: z.string().optional(),
+  retryAfterMs: z.number().int().nonnegative().optional(),
+  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
+export type WithdrawalBatchItemError = z.infer<typeof withdrawalBatchItemErrorSchema>;
+
+/** One item's answer: what a single submission would have returned, or its refusal. */
+export const withdrawalBatchResultSchema = z.union([
+  submitWithdrawalOutputSchema,
+  z.object({ error: withdrawalBatchItemErrorSchema }),
+]);
+export type WithdrawalBatchResult = z.infer<typeof withdrawalBatchResultSchema>;
+
+/** One result per item, in the order of the items. */
+export const submitWithdrawalsOutputSchema = z.object({ results: z.array(withdrawalBatchResultSchema) });
+export type SubmitWithdrawalsOutput = z.infer<typeof submitWithdrawalsOutputSchema>;
+
 export const getWithdrawalInputSchema = z.strictObject({ withdrawalId: referenceSchema });
 
 export const LIST_PAGE_SIZE_MAX = 100;

@@ -59,7 +59,7 @@ export {
 } from './customer/account.ts';
 export { type InProgressDuplicate, refuseUnconfirmedDuplicate } from './customer/duplicates.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
-export { migrationsFolder, openDatabase } from './db/connect.ts';
+export { batchingOf, migrationsFolder, openDatabase } from './db/connect.ts';
 export {
   type ConnectionString,
   connectionStringSchema,

@@ -15,12 +15,15 @@ import {
   operationViewSchema,
   problemSchema,
   type SubmitWithdrawalOutput,
+  type SubmitWithdrawalsOutput,
   submitWithdrawalOutputSchema,
+  submitWithdrawalsOutputSchema,
   type WithdrawalRequest,
 } from '@idem/contracts';
 import { createTRPCUntypedClient, httpLink, TRPCClientError } from '@trpc/client';
 import type { z } from 'zod';
-import { IdemApiError, IdemTransportError } from './errors.ts';
+import { IdemApiError, IdemTransportError, isRetryableCode } from './errors.ts';
+import { withdrawalKey } from './key.ts';
 import { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 import { undiciTransport } from './transport.ts';
 
@@ -30,6 +33,7 @@ import { undiciTransport } from './transport.ts';
  */
 export const PROCEDURES = {
   submitWithdrawal: { path: 'withdrawals.submit', type: 'mutation' },
+  submitWithdrawals: { path: 'withdrawals.submitMany', type: 'mutation' },
   getWithdrawal: { path: 'withdrawals.get', type: 'query' },
   listWithdrawals: { path: 'withdrawals.list', type: 'query' },
   getWithdrawalByKey: { path: 'withdrawals.getByKey', type: 'query' },
@@ -63,6 +67,19 @@ export interface IdemClient {
       request: WithdrawalRequest,
       idempotencyKey: string,
     ): Promise<{ outcome: SubmitWithdrawalOutput['outcome']; withdrawal: OperationView }>;
+    /**
+     * Up to 1,000 withdrawals in one call, each with its own key (default:
+     * `withdrawalKey(request.withdrawalId)`). `results` holds one answer per item, in order: what
+     * `submit` would return (`{ outcome, withdrawal }`) or, where `submit` would throw, `{ error }`
+     * with the same code, `holderKey`, `retryAfterMs` or `issues`. One item's refusal never fails
+     * the others. The call is retried as a whole on UNAVAILABLE, rate limiting and network errors,
+     * and items answered IN_FLIGHT, UNAVAILABLE or 5xx are sent again (with the same keys, within the
+     * same retry budget), which is safe: every item replays by its key. Throws IdemApiError only when
+     * the batch itself is refused (VALIDATION: not 1 to 1,000 items) or stays unanswerable.
+     */
+    submitMany(
+      items: { request: WithdrawalRequest; idempotencyKey?: string }[],
+    ): Promise<SubmitWithdrawalsOutput>;
     get(withdrawalId: string): Promise<OperationView>;
     list(filter?: ListWithdrawalsInput): Promise<ListWithdrawalsOutput>;
     /**
@@ -101,8 +118,9 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
     procedure: (typeof PROCEDURES)[keyof typeof PROCEDURES],
     input: unknown,
     output: S,
+    /** When the caller's retry budget started (a bulk call's later rounds share the first's). */
+    started = Date.now(),
   ): Promise<z.infer<S>> {
-    const started = Date.now();
     for (let attempt = 1; ; attempt += 1) {
       let failure: IdemApiError | IdemTransportError | undefined;
       let result: unknown;
@@ -126,10 +144,56 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
     }
   }
 
+  /**
+   * The bulk call, retried as `submit` is: the whole call on network errors and retryable
+   * refusals (inside `call`), then, within the same budget, again for just the items answered with
+   * a retryable code (IN_FLIGHT, UNAVAILABLE, a 5xx), with the same keys. That is safe since each
+   * item replays by its key; the other items keep their first answers.
+   */
+  async function submitMany(
+    items: { request: WithdrawalRequest; idempotencyKey?: string }[],
+  ): Promise<SubmitWithdrawalsOutput> {
+    const started = Date.now();
+    const sent = items.map(({ request, idempotencyKey }) => ({
+      request,
+      idempotencyKey: idempotencyKey ?? defaultKey(request),
+    }));
+    const results: SubmitWithdrawalsOutput['results'] = [];
+    let pending = sent.map((_, index) => index);
+    for (let round = 1; ; round += 1) {
+      const answer = await call(
+        PROCEDURES.submitWithdrawals,
+        { items: pending.map((index) => sent[index]) },
+        submitWithdrawalsOutputSchema,
+        started,
+      );
+      if (answer.results.length !== pending.length) {
+        throw new Error(`the batch answered ${answer.results.length} results for ${pending.length} items`);
+      }
+      const again: number[] = [];
+      let retryAfterMs: number | undefined;
+      answer.results.forEach((result, position) => {
+        const index = pending[position] as number;
+        results[index] = result;
+        if ('error' in result && isRetryableCode(result.error.code)) {
+          again.push(index);
+          if (result.error.retryAfterMs !== undefined)
+            retryAfterMs = Math.max(retryAfterMs ?? 0, result.error.retryAfterMs);
+        }
+      });
+      if (again.length === 0 || round >= policy.attemptsMax) return { results };
+      const waitMs = backoffMs(policy, round, retryAfterMs);
+      if (Date.now() - started + waitMs > policy.totalMsMax) return { results };
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      pending = again;
+    }
+  }
+
   return {
     withdrawals: {
       submit: (request, idempotencyKey) =>
         call(PROCEDURES.submitWithdrawal, { request, idempotencyKey }, submitWithdrawalOutputSchema),
+      submitMany: (items) => submitMany(items),
       get: (withdrawalId) => call(PROCEDURES.getWithdrawal, { withdrawalId }, operationViewSchema),
       list: (filter = {}) => call(PROCEDURES.listWithdrawals, filter, listWithdrawalsOutputSchema),
       getByKey: (idempotencyKey) =>
@@ -146,6 +210,19 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
       create: (input) => call(PROCEDURES.createCustomerSession, input, createCustomerSessionOutputSchema),
     },
   };
+}
+
+/**
+ * The key a withdrawal gets when the caller names none. An id no key can be made from (empty, or
+ * padded with spaces) is invalid anyway: the item is sent without a key, and the server refuses
+ * that item alone (VALIDATION) instead of the whole batch failing here.
+ */
+function defaultKey(request: WithdrawalRequest): string | undefined {
+  try {
+    return withdrawalKey(request.withdrawalId);
+  } catch {
+    return undefined;
+  }
 }
 
 /** An Idem problem when the response carried one; otherwise the outcome is unknown (transport). */

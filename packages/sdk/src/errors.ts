@@ -1,4 +1,4 @@
-import type { ErrorCode, Problem } from '@idem/contracts';
+import { type ErrorCode, errorStatus, type Problem } from '@idem/contracts';
 
 /**
  * A refusal from the Idem API: one stable `code` from the closed set, and the RFC 9457 problem
@@ -45,13 +45,13 @@ export class IdemApiError extends Error {
   }
   /** Whether the SDK treats this refusal as transient (it retries these itself, within its limits). */
   get isRetryable(): boolean {
-    return (
-      this.code === 'IN_FLIGHT' ||
-      this.code === 'RATE_LIMITED' ||
-      this.code === 'UNAVAILABLE' ||
-      this.status >= 500
-    );
+    return isRetryableCode(this.code, this.status);
   }
+}
+
+/** The refusals the SDK retries with the same key: transient, never a verdict on the request. */
+export function isRetryableCode(code: string, status = errorStatus[code as ErrorCode] ?? 500): boolean {
+  return code === 'IN_FLIGHT' || code === 'RATE_LIMITED' || code === 'UNAVAILABLE' || status >= 500;
 }
 
 /**

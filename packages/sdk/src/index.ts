@@ -10,6 +10,9 @@ export type {
   OperationView,
   Problem,
   SubmitOutcome,
+  SubmitWithdrawalsOutput,
+  WithdrawalBatchItemError,
+  WithdrawalBatchResult,
   WithdrawalRequest,
 } from '@idem/contracts';
 export { type OperationWebhook, operationWebhookSchema } from '@idem/contracts';

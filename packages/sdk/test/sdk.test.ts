@@ -131,6 +131,90 @@ describe('retries', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   });
 
+  it('I17 submitMany retries the whole batch with the same keys on a dropped connection and UNAVAILABLE', async () => {
+    const batch = (): [number, unknown] => {
+      const [status, body] = success();
+      const { data } = (body as { result: { data: unknown } }).result;
+      return [
+        status,
+        { result: { data: { results: [data, { error: { code: 'VALIDATION', message: 'bad' } }] } } },
+      ];
+    };
+    const { baseUrl, seen } = await scripted([
+      () => 'drop',
+      () => problem('UNAVAILABLE', 503, { retryAfterMs: 20 }),
+      batch,
+    ]);
+    const idem = createIdemClient({ baseUrl, apiKey: 'k', retry: { delayMsBase: 1 } });
+    const { results } = await idem.withdrawals.submitMany([
+      { request },
+      { request: { ...request, withdrawalId: '43' }, idempotencyKey: 'mine-43' },
+    ]);
+    expect(results[0]).toMatchObject({ outcome: 'REPLAYED' });
+    expect(results[1]).toEqual({ error: { code: 'VALIDATION', message: 'bad' } });
+    expect(seen).toHaveLength(3);
+    // Every attempt carries the same keys: the default withdrawalKey(id), and the caller's own.
+    for (const body of seen) {
+      expect(JSON.parse(body).items.map((item: { idempotencyKey: string }) => item.idempotencyKey)).toEqual([
+        'withdrawal-42',
+        'mine-43',
+      ]);
+    }
+  });
+
+  it('I17 submitMany sends again only the items answered IN_FLIGHT or UNAVAILABLE, with their keys, and keeps the others', async () => {
+    const view = (reference: string) => {
+      const [, body] = success();
+      const { data } = (body as { result: { data: { withdrawal: Record<string, unknown> } } }).result;
+      return { outcome: 'CREATED', withdrawal: { ...data.withdrawal, reference } };
+    };
+    const unavailable = { error: { code: 'UNAVAILABLE', message: 'lost', retryAfterMs: 20 } };
+    const { baseUrl, seen } = await scripted([
+      () => [
+        200,
+        {
+          result: {
+            data: {
+              results: [
+                view('1'),
+                unavailable,
+                { error: { code: 'VALIDATION', message: 'bad' } },
+                { error: { code: 'IN_FLIGHT', message: 'wait', retryAfterMs: 10 } },
+              ],
+            },
+          },
+        },
+      ],
+      () => [200, { result: { data: { results: [view('2'), unavailable] } } }],
+      () => [200, { result: { data: { results: [view('4')] } } }],
+    ]);
+    const idem = createIdemClient({ baseUrl, apiKey: 'k', retry: { delayMsBase: 1 } });
+    const { results } = await idem.withdrawals.submitMany(
+      ['1', '2', '3', '4'].map((withdrawalId) => ({ request: { ...request, withdrawalId } })),
+    );
+    expect(
+      results.map((result) => ('error' in result ? result.error.code : result.withdrawal.reference)),
+    ).toEqual(['1', '2', 'VALIDATION', '4']);
+    const keys = seen.map((body) =>
+      JSON.parse(body).items.map((item: { idempotencyKey: string }) => item.idempotencyKey),
+    );
+    expect(keys).toEqual([
+      ['withdrawal-1', 'withdrawal-2', 'withdrawal-3', 'withdrawal-4'],
+      ['withdrawal-2', 'withdrawal-4'],
+      ['withdrawal-4'],
+    ]);
+  });
+
+  it('I17 submitMany returns a retryable item answer as it stands once the attempts run out', async () => {
+    const { baseUrl, seen } = await scripted([
+      () => [200, { result: { data: { results: [{ error: { code: 'IN_FLIGHT', message: 'wait' } }] } } }],
+    ]);
+    const idem = createIdemClient({ baseUrl, apiKey: 'k', retry: { delayMsBase: 1, attemptsMax: 3 } });
+    const { results } = await idem.withdrawals.submitMany([{ request }]);
+    expect(results).toEqual([{ error: { code: 'IN_FLIGHT', message: 'wait' } }]);
+    expect(seen).toHaveLength(3);
+  });
+
   it('never retries a conflict or a validation error', async () => {
     for (const code of ['IDEMPOTENCY_CONFLICT', 'VALIDATION']) {
       const { baseUrl, seen } = await scripted([

@@ -1,6 +1,6 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DatabaseHandle, openDatabase } from '@idem/core';
+import { type BatchingOptions, type DatabaseHandle, openDatabase } from '@idem/core';
 import type { Env } from './env.ts';
 
 /**
@@ -13,7 +13,11 @@ export async function openConfiguredDatabase(
   options: { purpose: 'server' | 'cli' },
 ): Promise<DatabaseHandle & { migrateAsOwner(): Promise<void> }> {
   if (env.DATABASE_URL) {
-    const handle = await openDatabase({ url: env.DATABASE_URL, maxConnections: env.IDEM_DB_POOL_MAX });
+    const handle = await openDatabase({
+      url: env.DATABASE_URL,
+      maxConnections: env.IDEM_DB_POOL_MAX,
+      batching: batchingFromEnv(env),
+    });
     const ownerUrl = env.MIGRATION_DATABASE_URL;
     return {
       ...handle,
@@ -32,7 +36,11 @@ export async function openConfiguredDatabase(
   mkdirSync(env.IDEM_DATA_DIR, { recursive: true });
   const release = takeLock(env.IDEM_DATA_DIR, options.purpose);
   try {
-    const handle = await openDatabase({ dataDir: join(env.IDEM_DATA_DIR, 'pgdata') });
+    const handle = await openDatabase({
+      dataDir: join(env.IDEM_DATA_DIR, 'pgdata'),
+      // One connection: core writes one batch at a time there, whatever the concurrency says.
+      batching: batchingFromEnv(env, 1),
+    });
     return {
       ...handle,
       migrateAsOwner: () => handle.migrate(),
@@ -48,6 +56,19 @@ export async function openConfiguredDatabase(
     release();
     throw error;
   }
+}
+
+/** The submission batching the environment asks for (IDEM_BATCHING and IDEM_BATCH_*). */
+export function batchingFromEnv(
+  env: Env,
+  connections = env.IDEM_DB_POOL_MAX,
+): Partial<BatchingOptions> | false {
+  if (env.IDEM_BATCHING === 'off') return false;
+  return {
+    maxItems: env.IDEM_BATCH_MAX_ITEMS,
+    maxWaitMs: env.IDEM_BATCH_MAX_WAIT_MS,
+    concurrency: env.IDEM_BATCH_CONCURRENCY ?? Math.min(connections, 4),
+  };
 }
 
 function takeLock(dataDir: string, purpose: string): () => void {

@@ -55,13 +55,27 @@ const envSchema = z.object({
   MIGRATION_DATABASE_URL: connectionStringSchema.optional(),
   IDEM_DATA_DIR: z.string().default(`${repositoryRoot}.idem`),
   IDEM_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(20),
+  /**
+   * Gathering of concurrent withdrawal submissions into one statement (issue 17): on (the default),
+   * a submission goes out at once while fewer than IDEM_BATCH_CONCURRENCY batches are being
+   * written, else it waits at most IDEM_BATCH_MAX_WAIT_MS or until IDEM_BATCH_MAX_ITEMS of its
+   * tenant are waiting. Off: every submission is its own statement, as before.
+   */
+  IDEM_BATCHING: z.enum(['on', 'off']).default('on'),
+  IDEM_BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(1_000).default(64),
+  IDEM_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(1_000).default(2),
+  /** Batches written at once before submissions gather (default: IDEM_DB_POOL_MAX, at most 4). */
+  IDEM_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).optional(),
   /** Apply migrations when the server starts (off when the app role cannot run DDL). */
   IDEM_MIGRATE_ON_START: flag.default(true),
   /** Request bodies above this are refused with PAYLOAD_TOO_LARGE before they are read in full. */
   IDEM_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(65_536),
-  /** Per-tenant request rate, sustained per second; bursts of twice this are allowed. */
   /** How long an authenticated API key is remembered (a revocation takes effect within it; 0: off). */
   IDEM_API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
+  /**
+   * Per-tenant request rate, sustained per second; bursts of twice this are allowed. A bulk
+   * submission costs one per item.
+   */
   IDEM_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
   /** Staff password checks (argon2id, 19 MiB each) running at once; sign-ins beyond are RATE_LIMITED. */
   IDEM_PASSWORD_CHECKS_MAX: z.coerce.number().int().min(1).max(256).default(4),

@@ -11,8 +11,12 @@ export class RateLimiter {
     private readonly burst = perSecond * 2,
   ) {}
 
-  /** Takes one token; returns 0 when allowed, or the milliseconds until a token is available. */
-  take(key: string, nowMs = Date.now()): number {
+  /**
+   * Takes `cost` tokens (a bulk call costs one per item); returns 0 when allowed, or the
+   * milliseconds until that many are available. A cost above the burst is charged as the burst, so
+   * a bulk call larger than the bucket still goes through once the bucket is full.
+   */
+  take(key: string, cost = 1, nowMs = Date.now()): number {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= RateLimiter.BUCKETS_MAX) this.buckets.clear();
@@ -24,10 +28,11 @@ export class RateLimiter {
       bucket.tokens + ((nowMs - bucket.updatedMs) / 1000) * this.perSecond,
     );
     bucket.updatedMs = nowMs;
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
+    const charged = Math.min(Math.max(cost, 0), this.burst);
+    if (bucket.tokens >= charged) {
+      bucket.tokens -= charged;
       return 0;
     }
-    return Math.ceil(((1 - bucket.tokens) / this.perSecond) * 1000);
+    return Math.ceil(((charged - bucket.tokens) / this.perSecond) * 1000);
   }
 }

@@ -21,6 +21,8 @@ export interface RequestState {
   outcome?: string;
   /** The operation the call created, replayed or read. */
   operationId?: string;
+  /** A bulk submission's items per outcome (CREATED, REPLAYED, a refusal's code): counts only. */
+  outcomes?: Record<string, number>;
 }
 
 /**

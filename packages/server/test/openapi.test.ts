@@ -123,4 +123,27 @@ describe('I15 an integrator’s generated client (openapi-typescript + openapi-f
     const found = await idem.GET('/v1/idempotency-keys/{key}', { params: { path: { key } } });
     expect(found.data?.operationId).toBe(created.data?.withdrawal.operationId);
   });
+  it('I17 a batch through the generated client: typed per-item results, in order', async () => {
+    const idem = clientFor(served.fixtures.a.apiKey);
+    const request = (amountMinor: string) => ({
+      withdrawalId: uniqueId('wd'),
+      accountId: 'cust-7',
+      asset: 'ETH',
+      destination: evmAddress(),
+      amountMinor,
+    });
+    const [first, second] = [request('1000'), request('0')];
+    const { data, response } = await idem.POST('/v1/withdrawal-batches', {
+      body: {
+        items: [first, second].map((body) => ({
+          idempotencyKey: withdrawalKey(body.withdrawalId),
+          request: body,
+        })),
+      },
+    });
+    expect(response.status).toBe(200);
+    const [created, refused] = data?.results ?? [];
+    expect(created && 'outcome' in created ? created.withdrawal.reference : null).toBe(first.withdrawalId);
+    expect(refused && 'error' in refused ? refused.error.code : null).toBe('VALIDATION');
+  });
 });

@@ -5,6 +5,7 @@ import {
   idempotencyKeySchema,
   isValidDestination,
   type Network,
+  WITHDRAWAL_BATCH_ITEMS_MAX,
   type WithdrawalRequest,
   withdrawalRequestSchema,
 } from '@idem/contracts';
@@ -69,8 +70,8 @@ export async function submitWithdrawal(db: Database, input: Omit<CreateWithdrawa
   return batcher ? batcher.submit(prepared) : submitAlone(db, prepared);
 }
 
-/** The most items one `submitWithdrawals` call (the bulk API) takes. */
-export const MAX_BATCH_ITEMS = 1_000;
+/** The most items one `submitWithdrawals` call (the bulk API) takes: the contract's bound. */
+export const MAX_BATCH_ITEMS = WITHDRAWAL_BATCH_ITEMS_MAX;
 
 /**
  * The bulk API (`withdrawals.submitMany`): up to MAX_BATCH_ITEMS submissions of one tenant, each

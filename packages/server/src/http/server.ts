@@ -1,6 +1,6 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { scrubMessage } from '@idem/contracts';
+import { scrubMessage, WITHDRAWAL_BATCH_BODY_LIMIT_BYTES } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import { BROADCAST_ALERT_AFTER_MS } from '@idem/workers';
 import type { TRPCError } from '@trpc/server';
@@ -49,6 +49,7 @@ interface RequestInfo {
 /** Procedure names, so the latency metric's route label stays a closed set. */
 const PROCEDURES = new Set([
   'withdrawals.submit',
+  'withdrawals.submitMany',
   'withdrawals.get',
   'withdrawals.list',
   'withdrawals.getByKey',
@@ -130,6 +131,10 @@ export function createIdemServer(deps: ServerDeps): Server {
     router: appRouter,
     basePath: '/trpc/',
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
+    // A bulk submission of 1,000 items is larger than any other request (sent unbatched, as the SDK does).
+    maxBodySizeByPath: {
+      'withdrawals.submitMany': Math.max(env.IDEM_BODY_LIMIT_BYTES, WITHDRAWAL_BATCH_BODY_LIMIT_BYTES),
+    },
     createContext,
     onError,
   });
@@ -170,6 +175,8 @@ export function createIdemServer(deps: ServerDeps): Server {
           // CREATED / REPLAYED, or the refusal's code; with the operation id, never the key (C23).
           outcome: state.errorCode ?? state.outcome,
           operationId: state.operationId,
+          // A bulk submission: how many items came to each outcome (no keys, no destinations).
+          outcomes: state.outcomes,
         },
         'request',
       );

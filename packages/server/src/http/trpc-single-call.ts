@@ -15,6 +15,8 @@ export interface SingleCallOptions<TContext> {
   /** Where the procedures are mounted, e.g. `/trpc/`. */
   basePath: string;
   maxBodySize: number;
+  /** Procedures whose bodies may be larger than `maxBodySize` (the bulk submission), by path. */
+  maxBodySizeByPath?: Record<string, number>;
   createContext(req: IncomingMessage, res: ServerResponse): TContext;
   onError(opts: { error: TRPCError; path: string; req: IncomingMessage }): void;
 }
@@ -67,12 +69,11 @@ export function createSingleCallHandler<TContext>(options: SingleCallOptions<TCo
         // middleware reads it again to record what was asked in the audit log (a second read of
         // the ended stream answered undefined, and every audit entry's details were empty).
         getRawInput: () => {
-          rawInput ??= readJsonInput(req, options.maxBodySize, config.transformer.input.deserialize).then(
-            (value) => {
-              input = value;
-              return value;
-            },
-          );
+          const limit = options.maxBodySizeByPath?.[path] ?? options.maxBodySize;
+          rawInput ??= readJsonInput(req, limit, config.transformer.input.deserialize).then((value) => {
+            input = value;
+            return value;
+          });
           return rawInput;
         },
       });

@@ -85,7 +85,10 @@ export function createRestHandler(options: RestHandlerOptions) {
           route.input({
             params,
             query: url.searchParams,
-            body: route.method === 'POST' ? await readJson(req, options.maxBodySize) : undefined,
+            body:
+              route.method === 'POST'
+                ? await readJson(req, Math.max(route.bodyLimitBytes ?? 0, options.maxBodySize))
+                : undefined,
           }),
       });
       const success = route.success(data);

@@ -9,6 +9,10 @@ import {
   operationWebhookSchema,
   problemSchema,
   submitWithdrawalOutputSchema,
+  submitWithdrawalsOutputSchema,
+  withdrawalBatchItemErrorSchema,
+  withdrawalBatchItemSchema,
+  withdrawalBatchResultSchema,
 } from '@idem/contracts';
 import { z } from 'zod';
 import { type RestRoute, refusalStatuses, restRoutes } from './routes.ts';
@@ -118,6 +122,9 @@ function webhookHeader(name: string, description: string) {
 const outputs = z.registry<{ id: string }>();
 outputs.add(operationViewSchema, { id: 'Operation' });
 outputs.add(submitWithdrawalOutputSchema, { id: 'SubmitWithdrawalResult' });
+outputs.add(withdrawalBatchItemErrorSchema, { id: 'WithdrawalBatchItemError' });
+outputs.add(withdrawalBatchResultSchema, { id: 'WithdrawalBatchItemResult' });
+outputs.add(submitWithdrawalsOutputSchema, { id: 'WithdrawalBatchResult' });
 outputs.add(operationPageSchema, { id: 'OperationPage' });
 outputs.add(getBalancesOutputSchema, { id: 'Balances' });
 outputs.add(listAssetsOutputSchema, { id: 'Assets' });
@@ -125,6 +132,7 @@ outputs.add(createCustomerSessionOutputSchema, { id: 'CustomerSession' });
 outputs.add(problemSchema, { id: 'Problem' });
 outputs.add(operationWebhookSchema, { id: 'OperationWebhook' });
 const inputs = z.registry<{ id: string }>();
+inputs.add(withdrawalBatchItemSchema, { id: 'WithdrawalBatchItem' });
 for (const route of restRoutes) {
   if (route.requestBody && !inputs.has(route.requestBody.schema)) {
     inputs.add(route.requestBody.schema, { id: route.requestBody.id });
@@ -237,6 +245,8 @@ function operationOf(route: RestRoute): Record<string, unknown> {
 }
 
 function refusalDescription(route: RestRoute, status: number): string {
+  const own = route.refusalDescriptions?.[status];
+  if (own) return own;
   const byStatus: Record<number, string> = {
     400: route.idempotencyKeyHeader
       ? 'VALIDATION: the body or the Idempotency-Key header is missing or malformed. Nothing was written.'

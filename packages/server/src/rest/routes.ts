@@ -14,6 +14,9 @@ import {
   operationViewSchema,
   referenceSchema,
   submitWithdrawalOutputSchema,
+  submitWithdrawalsInputSchema,
+  submitWithdrawalsOutputSchema,
+  WITHDRAWAL_BATCH_BODY_LIMIT_BYTES,
   withdrawalRequestSchema,
 } from '@idem/contracts';
 import type { z } from 'zod';
@@ -54,10 +57,14 @@ export interface RestRoute {
   requestBody?: { schema: z.ZodType; id: string };
   /** The `Idempotency-Key` header is required (IETF draft-ietf-httpapi-idempotency-key-header). */
   idempotencyKeyHeader?: boolean;
+  /** A body limit above the server's IDEM_BODY_LIMIT_BYTES (the bulk submission's). */
+  bodyLimitBytes?: number;
   /** Documented success answers by status. */
   successes: Record<number, { description: string; schema: z.ZodType; headers?: string[] }>;
   /** Refusals this route can answer, beyond the ones every tenant route can (401, 429, 500). */
   refusals: ErrorCode[];
+  /** What a refusal status means on this route, where the document's general wording does not fit. */
+  refusalDescriptions?: Partial<Record<number, string>>;
   input(request: RestRequest): unknown;
   success(result: unknown): RestSuccess;
 }
@@ -115,6 +122,31 @@ export const restRoutes: RestRoute[] = [
         ? { status: 201, headers: { location } }
         : { status: 200, headers: { location, 'idempotent-replayed': 'true' } };
     },
+  },
+  {
+    operationId: 'submitWithdrawalBatch',
+    method: 'POST',
+    path: '/v1/withdrawal-batches',
+    procedure: 'withdrawals.submitMany',
+    tag: 'Withdrawals',
+    summary: 'Submit up to 1,000 withdrawals at once',
+    description:
+      'Each item is a withdrawal with its own `idempotencyKey` (the same key you would send in the `Idempotency-Key` header of `POST /v1/withdrawals`), answered in `results` in the order of `items`: `{outcome, withdrawal}` as that call would answer it (CREATED or REPLAYED), or `{error}` with the code it would refuse with (VALIDATION, IDEMPOTENCY_CONFLICT with `holderKey` for a withdrawal id another key holds, IN_FLIGHT with `retryAfterMs`, INSUFFICIENT_FUNDS, which that key keeps). One item’s refusal writes nothing for it and never fails the others. The batch itself has no key and no `Idempotency-Key` header is read: retrying the whole batch after a lost answer or a 503 is safe, since every item replays by its key. The answer is 200 whenever the items were answered, whatever each came to (not 207 Multi-Status, a WebDAV status whose body is XML); 400 when the batch itself is malformed (not an object with 1 to 1,000 `items`, nothing written); 503 when the database was out of reach for every item. A batch costs one rate-limit token per item.',
+    requestBody: { schema: submitWithdrawalsInputSchema, id: 'WithdrawalBatchRequest' },
+    bodyLimitBytes: WITHDRAWAL_BATCH_BODY_LIMIT_BYTES,
+    successes: {
+      200: {
+        description: 'One result per item, in order: each CREATED, REPLAYED or refused on its own.',
+        schema: submitWithdrawalsOutputSchema,
+      },
+    },
+    refusals: ['VALIDATION', 'PAYLOAD_TOO_LARGE'],
+    refusalDescriptions: {
+      400: 'VALIDATION: the batch itself is malformed (not JSON, not an object with 1 to 1,000 `items`). Nothing was written. A malformed item is that item’s result, not a 400.',
+      503: 'UNAVAILABLE: the database was out of reach for every item; no outcome is known. Retry the same batch after `Retry-After`: every item replays by its key.',
+    },
+    input: ({ body }) => body,
+    success: () => ok,
   },
   {
     operationId: 'listWithdrawals',

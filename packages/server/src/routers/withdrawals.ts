@@ -6,10 +6,28 @@ import {
   listWithdrawalsInputSchema,
   listWithdrawalsOutputSchema,
   operationViewSchema,
+  type SubmitWithdrawalOutput,
+  scrubMessage,
   submitWithdrawalApiInputSchema,
   submitWithdrawalOutputSchema,
+  submitWithdrawalsEnvelopeSchema,
+  submitWithdrawalsOutputSchema,
+  type WithdrawalBatchItemError,
+  type WithdrawalBatchResult,
+  withdrawalBatchItemSchema,
 } from '@idem/contracts';
-import { findByKey, findByReference, listOperations, submitWithdrawal, toView } from '@idem/core';
+import {
+  findByKey,
+  findByReference,
+  type IdentityClaim,
+  type ItemOutcome,
+  listOperations,
+  submitWithdrawal,
+  submitWithdrawals,
+  toView,
+} from '@idem/core';
+import type { Logger } from 'pino';
+import { asIdemError } from '../errors.ts';
 import { router, tenantProcedure } from '../trpc.ts';
 
 /**
@@ -40,6 +58,47 @@ function resolveKey(bodyKey: string | undefined, headerKey: string | null, heade
   return bodyKey;
 }
 
+/**
+ * A claim as the caller sees it. A withdrawal stored REJECTED for insufficient funds answers
+ * INSUFFICIENT_FUNDS, the first time and on every replay: the rejection is that key's outcome.
+ */
+function answerFor(claim: IdentityClaim): SubmitWithdrawalOutput {
+  const operation = claim.operation;
+  if (operation.state === 'REJECTED' && operation.rejectionCode === 'INSUFFICIENT_FUNDS') {
+    throw new IdemError(
+      'INSUFFICIENT_FUNDS',
+      `withdrawal ${operation.reference} was rejected at intake: insufficient available funds; this key keeps that outcome`,
+    );
+  }
+  return { outcome: claim.outcome, withdrawal: toView(operation) };
+}
+
+/**
+ * One item's answer. A refusal is shaped as the single call's problem is (asIdemError), so an
+ * unexpected fault is INTERNAL with a fixed message, logged here since no error formatter sees it.
+ */
+function resultFor(outcome: ItemOutcome, log: Logger, requestId: string): WithdrawalBatchResult {
+  let cause: unknown;
+  if (outcome.ok) {
+    try {
+      return answerFor(outcome.claim);
+    } catch (error) {
+      cause = error;
+    }
+  } else {
+    cause = outcome.error;
+  }
+  const error = asIdemError(cause);
+  if (error.code === 'INTERNAL' && !(cause instanceof IdemError)) {
+    log.error({ requestId, err: scrubMessage(String(cause)) }, 'batch item failed');
+  }
+  const answer: WithdrawalBatchItemError = { code: error.code, message: error.message };
+  if (error.details.holderKey !== undefined) answer.holderKey = error.details.holderKey;
+  if (error.details.retryAfterMs !== undefined) answer.retryAfterMs = error.details.retryAfterMs;
+  if (error.details.issues !== undefined) answer.issues = error.details.issues;
+  return { error: answer };
+}
+
 export const withdrawalsRouter = router({
   /**
    * Creates a withdrawal or replays the one its key created (C01-C06). A withdrawal stored
@@ -62,16 +121,68 @@ export const withdrawalsRouter = router({
         request: input.request,
         idempotencyKey,
       });
-      const operation = claim.operation;
-      ctx.state.operationId = operation.operationId;
+      ctx.state.operationId = claim.operation.operationId;
       ctx.state.outcome = claim.outcome;
-      if (operation.state === 'REJECTED' && operation.rejectionCode === 'INSUFFICIENT_FUNDS') {
+      return answerFor(claim);
+    }),
+
+  /**
+   * The bulk API (issue 17): up to 1,000 withdrawals, each with its own key, answered per item in
+   * the order given, each as `submit` would answer it. Items are validated one by one, so a
+   * malformed item is that item's VALIDATION and writes nothing for it; the valid ones are written
+   * by one statement. Retrying the whole call is safe: every item replays by its key. Costs one
+   * rate-limit token per item.
+   */
+  submitMany: tenantProcedure
+    .input(submitWithdrawalsEnvelopeSchema)
+    .output(submitWithdrawalsOutputSchema)
+    .mutation(async ({ ctx, input }) => {
+      // The middleware took one token for the call; the other items pay theirs here.
+      const waitMs = input.items.length > 1 ? ctx.rateLimiter.take(ctx.tenantId, input.items.length - 1) : 0;
+      if (waitMs > 0) {
         throw new IdemError(
-          'INSUFFICIENT_FUNDS',
-          `withdrawal ${operation.reference} was rejected at intake: insufficient available funds; this key keeps that outcome`,
+          'RATE_LIMITED',
+          'too many requests for this tenant (a batch costs one per item)',
+          {
+            retryAfterMs: waitMs,
+          },
         );
       }
-      return { outcome: claim.outcome, withdrawal: toView(operation) };
+      const parsed = input.items.map((item) => withdrawalBatchItemSchema.safeParse(item));
+      const valid = parsed.flatMap((entry) => (entry.success ? [entry.data] : []));
+      const written = await submitWithdrawals(ctx.db, { tenantId: ctx.tenantId, items: valid });
+      let next = 0;
+      const outcomes: ItemOutcome[] = parsed.map((entry) =>
+        entry.success
+          ? (written[next++] as ItemOutcome)
+          : {
+              ok: false,
+              error: new IdemError(
+                'VALIDATION',
+                entry.error.issues.map((issue) => issue.message).join('; '),
+                {
+                  issues: entry.error.issues.map((issue) => ({
+                    path: issue.path.map(String).join('.'),
+                    message: issue.message,
+                  })),
+                },
+              ),
+            },
+      );
+      const results = outcomes.map((outcome) => resultFor(outcome, ctx.log, ctx.requestId));
+      // The statement never answered: no item's outcome is known, so the call is UNAVAILABLE as a
+      // single submission would be (503, retry the same batch), not a 200 of unknowns.
+      const failures = results.flatMap((result) => ('error' in result ? [result.error] : []));
+      if (failures.length === results.length && failures.every((error) => error.code === 'UNAVAILABLE')) {
+        throw asIdemError(outcomes.find((outcome) => !outcome.ok)?.error);
+      }
+      const counts: Record<string, number> = {};
+      for (const result of results) {
+        const outcome = 'error' in result ? result.error.code : result.outcome;
+        counts[outcome] = (counts[outcome] ?? 0) + 1;
+      }
+      ctx.state.outcomes = counts;
+      return { results };
     }),
 
   /** By the integrator's withdrawal id. Another tenant's withdrawal is NOT_FOUND, like a missing one. */

@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/withdrawal-batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit up to 1,000 withdrawals at once
+         * @description Each item is a withdrawal with its own `idempotencyKey` (the same key you would send in the `Idempotency-Key` header of `POST /v1/withdrawals`), answered in `results` in the order of `items`: `{outcome, withdrawal}` as that call would answer it (CREATED or REPLAYED), or `{error}` with the code it would refuse with (VALIDATION, IDEMPOTENCY_CONFLICT with `holderKey` for a withdrawal id another key holds, IN_FLIGHT with `retryAfterMs`, INSUFFICIENT_FUNDS, which that key keeps). One item’s refusal writes nothing for it and never fails the others. The batch itself has no key and no `Idempotency-Key` header is read: retrying the whole batch after a lost answer or a 503 is safe, since every item replays by its key. The answer is 200 whenever the items were answered, whatever each came to (not 207 Multi-Status, a WebDAV status whose body is XML); 400 when the batch itself is malformed (not an object with 1 to 1,000 `items`, nothing written); 503 when the database was out of reach for every item. A batch costs one rate-limit token per item.
+         */
+        post: operations["submitWithdrawalBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/withdrawals/{withdrawalId}": {
         parameters: {
             query?: never;
@@ -169,6 +189,10 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        WithdrawalBatchItem: {
+            idempotencyKey: string;
+            request: components["schemas"]["WithdrawalRequest"];
+        };
         WithdrawalRequest: {
             withdrawalId: string;
             accountId: string;
@@ -179,6 +203,9 @@ export interface components {
             memo?: string;
             amountMinor: string;
             feeCapMinor?: string;
+        };
+        WithdrawalBatchRequest: {
+            items: components["schemas"]["WithdrawalBatchItem"][];
         };
         CustomerSessionRequest: {
             accountId: string;
@@ -211,6 +238,23 @@ export interface components {
             /** @enum {string} */
             outcome: "CREATED" | "REPLAYED";
             withdrawal: components["schemas"]["Operation"];
+        };
+        WithdrawalBatchItemError: {
+            /** @enum {string} */
+            code: "IDEMPOTENCY_CONFLICT" | "IN_FLIGHT" | "POSSIBLE_DUPLICATE" | "INSUFFICIENT_FUNDS" | "VALIDATION" | "NOT_FOUND" | "UNAUTHORIZED" | "FORBIDDEN" | "ORGANISATION_REQUIRED" | "MFA_REQUIRED" | "STEP_UP_REQUIRED" | "INVALID_TRANSITION" | "STALE_WRITE" | "PAYLOAD_MISMATCH" | "UNPROVEN" | "PAYLOAD_TOO_LARGE" | "RATE_LIMITED" | "SIGNER_UNAVAILABLE" | "UNAVAILABLE" | "INTERNAL";
+            message: string;
+            holderKey?: string;
+            retryAfterMs?: number;
+            issues?: {
+                path: string;
+                message: string;
+            }[];
+        };
+        WithdrawalBatchItemResult: components["schemas"]["SubmitWithdrawalResult"] | {
+            error: components["schemas"]["WithdrawalBatchItemError"];
+        };
+        WithdrawalBatchResult: {
+            results: components["schemas"]["WithdrawalBatchItemResult"][];
         };
         OperationPage: {
             items: components["schemas"]["Operation"][];
@@ -475,6 +519,92 @@ export interface operations {
                 };
             };
             /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    submitWithdrawalBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WithdrawalBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per item, in order: each CREATED, REPLAYED or refused on its own. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawalBatchResult"];
+                };
+            };
+            /** @description VALIDATION: the batch itself is malformed (not JSON, not an object with 1 to 1,000 `items`). Nothing was written. A malformed item is that item’s result, not a 400. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over the size limit. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests for this tenant; retry after `Retry-After`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description INTERNAL: an unexpected fault. For a submission the outcome is unknown: retry with the same key. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database was out of reach for every item; no outcome is known. Retry the same batch after `Retry-After`: every item replays by its key. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -129,9 +129,7 @@ export const operations = pgTable(
     // security a qual calling a function that is not leakproof (lower) cannot be an index condition.
     // Partial: a withdrawal has no hash when it is created, so creation does not maintain this index
     // (issue 17); `tx_hash = $1` implies the predicate, so the search still uses it.
-    index('operations_tx_hash')
-      .on(t.tenantId, t.txHash)
-      .where(sql`tx_hash is not null`),
+    index('operations_tx_hash').on(t.tenantId, t.txHash).where(sql`tx_hash is not null`),
     // The /metrics aggregate (idem_operation_stats, migration 0049): counts and oldest age of the
     // states still in flight, across tenants, read from this index alone: O(in flight), not O(history).
     index('operations_in_flight').on(t.state, t.updatedAt).where(sql`state in (${inFlightList})`),
