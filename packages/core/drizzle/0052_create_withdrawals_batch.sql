@@ -68,6 +68,9 @@ DECLARE
   v_claimable public.idem_withdrawal_item[];
   v_claimable_ids uuid[];
   v_rows public.operations[];
+  v_out public.operations[];
+  v_holders public.operations[] := '{}';
+  v_holder_items integer[] := '{}';
   v_rejected_rows public.operations[] := '{}';
   v_operation public.operations;
   v_id uuid;
@@ -186,21 +189,34 @@ BEGIN
             jsonb_build_object('operationId', v_id, 'from', 'REQUESTED', 'to', 'REJECTED', 'version', v_operation.version));
   END LOOP;
 
-  -- One row per item, in item order: its own operation, else the committed holder of its key, else of
-  -- its withdrawal id (looked up only for the items that were not created).
-  RETURN QUERY
-  SELECT (coalesce(rejected.op, mine.op, holder.op)).*
-    FROM unnest(v_items) i
-    LEFT JOIN (SELECT c AS op FROM unnest(v_rows) c) mine ON (mine.op).operation_id = i.operation_id
-    LEFT JOIN (SELECT c AS op FROM unnest(v_rejected_rows) c) rejected ON (rejected.op).operation_id = i.operation_id
-    LEFT JOIN LATERAL (
-      SELECT coalesce(
-        (SELECT o FROM public.operations o WHERE o.tenant_id = p_tenant_id AND o.idempotency_key = i.idempotency_key),
-        (SELECT o FROM public.operations o
-          WHERE o.tenant_id = p_tenant_id AND o.kind = 'withdrawal' AND o.reference = i.reference)) AS op
-       WHERE (mine.op).operation_id IS NULL AND i.operation_id = ANY (v_claimable_ids)
-    ) holder ON true
-   ORDER BY i.item;
+  -- The items that were not created (a replay or a conflict): the committed holder of the key, else
+  -- of the withdrawal id, one lookup at a time by unique index.
+  FOR r IN
+    SELECT i.item, i.idempotency_key, i.reference FROM unnest(v_claimable) i
+     WHERE NOT (i.operation_id = ANY (v_created))
+  LOOP
+    SELECT o.* INTO v_operation FROM public.operations o
+     WHERE o.tenant_id = p_tenant_id AND o.idempotency_key = r.idempotency_key;
+    IF NOT FOUND THEN
+      SELECT o.* INTO v_operation FROM public.operations o
+       WHERE o.tenant_id = p_tenant_id AND o.kind = 'withdrawal' AND o.reference = r.reference;
+    END IF;
+    v_holders := v_holders || v_operation;
+    v_holder_items := v_holder_items || r.item;
+  END LOOP;
+
+  -- One row per item, in item order: its own operation (as rejected, if it was), else its holder;
+  -- NULLs for an item hashed with a stale context. Built as one array first: `(composite).*` in a
+  -- select list would evaluate the composite once per column.
+  v_out := ARRAY(
+    SELECT coalesce(rejected.op, mine.op, holder.op)
+      FROM unnest(v_items) i
+      LEFT JOIN (SELECT c AS op FROM unnest(v_rows) c) mine ON (mine.op).operation_id = i.operation_id
+      LEFT JOIN (SELECT c AS op FROM unnest(v_rejected_rows) c) rejected ON (rejected.op).operation_id = i.operation_id
+      LEFT JOIN (SELECT v_holder_items[k] AS item, v_holders[k] AS op FROM generate_subscripts(v_holder_items, 1) k) holder
+        ON holder.item = i.item
+     ORDER BY i.item);
+  RETURN QUERY SELECT * FROM unnest(v_out);
 END $$;
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION public.idem_create_withdrawals(uuid, jsonb, text) FROM PUBLIC;

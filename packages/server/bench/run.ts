@@ -27,6 +27,9 @@ const HOT_ACCOUNT = 'acct-hot';
 /** Issue 17: over HTTP at least pgbench's TPC-B rate; one hot account at least half of it. */
 const TARGET_RATIO = 1.0;
 const HOT_TARGET_RATIO = 0.5;
+/** The bulk API phase: this many integrators, each sending this many withdrawals per call. */
+const BULK_CLIENTS = 4;
+const BULK_ITEMS = 250;
 /** Issue 15: the REST face at least 0.4 times pgbench. */
 const REST_TARGET_RATIO = 0.4;
 /**
@@ -328,6 +331,39 @@ async function main() {
         {
           perSecond: rate,
         },
+      );
+      // The bulk API: a few integrators each sending BULK_ITEMS withdrawals per call.
+      const bulkClient = createIdemClient({ baseUrl: server.baseUrl, apiKey });
+      const bulkCall = async () => {
+        const { results } = await bulkClient.withdrawals.submitMany(
+          Array.from({ length: BULK_ITEMS }, () => ({
+            request: {
+              withdrawalId: nextId('m'),
+              accountId: randomAccount(),
+              asset: 'ETH',
+              destination,
+              amountMinor: '1000',
+            },
+          })),
+        );
+        const created = results.filter((r) => 'outcome' in r && r.outcome === 'CREATED').length;
+        if (created !== BULK_ITEMS) throw new Error(`a bulk call created ${created} of ${BULK_ITEMS}`);
+        return 'CREATED' as const;
+      };
+      const bulk = await measured(() => closedLoop('m', BULK_CLIENTS, () => bulkCall, randomAccount));
+      // Each call was counted once; the database holds its items.
+      total.created += bulk.tally.created * (BULK_ITEMS - 1);
+      const bulkFigures = figuresOf(bulk.tally.samples, SECONDS, tps);
+      const itemsPerSec = Math.round(bulkFigures.opsPerSec * BULK_ITEMS);
+      phases[`bulk API, ${BULK_CLIENTS} clients x ${BULK_ITEMS} items per call`] = {
+        ...bulkFigures,
+        cpuPerCall: bulk.cpu,
+        itemsPerSec,
+        itemsRatioToPgbench: Math.round((itemsPerSec / tps) * 1000) / 1000,
+      } as Figures;
+      console.log(
+        `bulk API, ${BULK_CLIENTS} clients x ${BULK_ITEMS} items per call: ${itemsPerSec} items/s = ` +
+          `${Math.round((itemsPerSec / tps) * 1000) / 1000}x pgbench, call p50 ${bulkFigures.p50Ms} ms, p99 ${bulkFigures.p99Ms} ms`,
       );
       judge(
         'http tRPC (SDK), one client at a time',
