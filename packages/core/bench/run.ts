@@ -1,6 +1,7 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/index.ts';
+import { type BatchSizeFigure, batchSizePhase } from './batch-sizes.ts';
 import { HISTORY_P99_TARGET_MS, type HistoryOutcome, historyPhase } from './history.ts';
 import { runPgbench } from './pgbench.ts';
 import { printTable, publish, type Row, round } from './report.ts';
@@ -59,6 +60,7 @@ async function main() {
   const scratch = await createScratchDatabase('idem_bench');
   const rows: Row[] = [];
   let storm: Awaited<ReturnType<typeof stormPhase>> | undefined;
+  let batchSizes: BatchSizeFigure[] | undefined;
   let history: HistoryOutcome | undefined;
   const violations: string[] = [];
   try {
@@ -177,6 +179,9 @@ async function main() {
         await handle.close();
       }
       violations.push(...storm.violations.map((v) => `storm: ${v}`));
+
+      console.log('batch sizes: one connection, sequential, backend CPU per item ...');
+      batchSizes = await batchSizePhase(scratch.url);
       rows.push({
         name: `same-key storm x${STORM_CALLERS}`,
         connections: STORM_POOL,
@@ -214,6 +219,14 @@ async function main() {
       },
       ...rows,
     ]);
+  if (batchSizes) {
+    console.log('\none connection, sequential: items/s and PostgreSQL backend CPU per item by batch size');
+    for (const figure of batchSizes) {
+      console.log(
+        `  ${String(figure.size).padStart(4)} per statement: ${String(figure.itemsPerSec).padStart(6)} items/s, ${figure.backendCpuMsPerItem ?? 'n/a'} ms CPU per item`,
+      );
+    }
+  }
   if (history) {
     console.log(
       `\nlong history: ${history.operations} withdrawals loaded in ${history.loadSeconds.toFixed(0)} s (${history.loadPerSec.toFixed(0)}/s); sequential reads:`,
@@ -251,6 +264,7 @@ async function main() {
         ratio: round(row.ratio, 3),
         met: row.target === null ? null : row.ratio >= row.target,
       })),
+      batchSizes,
       storm: storm && {
         callers: STORM_CALLERS,
         rounds: STORM_ROUNDS,
