@@ -12,20 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openConfiguredDatabase } from '../src/database.ts';
 import { readEnv } from '../src/env.ts';
 import { RateLimiter } from '../src/rate-limit.ts';
-import { type PgProxy, startPgProxy } from './support/pg-proxy.ts';
-import {
-  type Backend,
-  createBackend,
-  disposeBackend,
-  ETH,
-  evmAddress,
-  provisionTenant,
-  type TenantFixture,
-  uniqueId,
-} from './support/provision.ts';
+import type { PgProxy } from './support/pg-proxy.ts';
+import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { type ProxiedServer, startProxiedServer } from './support/proxied-server.ts';
 import { restClient } from './support/rest.ts';
 import { serveForTests } from './support/served.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+import type { ServerProcess } from './support/server-process.ts';
 
 function request(overrides: Record<string, unknown> = {}) {
   return {
@@ -327,36 +319,18 @@ describe.skipIf(!onPostgres)('I17 a bulk call costs one rate-limit token per ite
 });
 
 describe.skipIf(!onPostgres)('I17 a bulk call while the database is unreachable', () => {
-  let backend: Extract<Backend, { kind: 'postgres' }>;
+  let fixture: ProxiedServer;
   let proxy: PgProxy;
   let server: ServerProcess;
   let tenant: TenantFixture;
 
   beforeAll(async () => {
-    backend = (await createBackend('postgres')) as Extract<Backend, { kind: 'postgres' }>;
-    tenant = await provisionTenant(backend.database.db);
-    const url = new URL(backend.database.url ?? '');
-    proxy = await startPgProxy(Number(url.port || 5432), url.hostname);
-    url.host = `127.0.0.1:${proxy.port}`;
-    server = await startServerProcess({
-      ...backend.env,
-      DATABASE_URL: url.toString(),
-      IDEM_RATE_LIMIT_PER_SECOND: '10000',
-    });
+    fixture = await startProxiedServer();
+    ({ proxy, server, tenant } = fixture);
   });
-  afterAll(async () => {
-    await server?.stop();
-    await proxy?.close();
-    if (backend) await disposeBackend(backend);
-  });
+  afterAll(() => fixture?.stop());
 
-  async function operationsWithKey(key: string) {
-    return rowsOf<{ operation_id: string }>(
-      await backend.database.db.execute(
-        sql`select operation_id from operations where tenant_id = ${tenant.tenantId}::uuid and idempotency_key = ${key}`,
-      ),
-    );
-  }
+  const operationsWithKey = (key: string) => fixture.operationsWithKey(key);
 
   it.each([trpcFace, restFace])(
     'I17 I16-UNAVAILABLE on the $name face: the whole call is 503 UNAVAILABLE, and the same batch retried creates each item once',

@@ -4,24 +4,14 @@
  * a creation whose commit outcome it does not know. Real PostgreSQL behind a TCP proxy the test cuts.
  */
 
-import { rowsOf } from '@idem/core';
 import { onPostgres } from '@idem/core/testing';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
-import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PgProxy, startPgProxy } from './support/pg-proxy.ts';
-import {
-  type Backend,
-  createBackend,
-  disposeBackend,
-  ETH,
-  evmAddress,
-  provisionTenant,
-  type TenantFixture,
-  uniqueId,
-} from './support/provision.ts';
+import type { PgProxy } from './support/pg-proxy.ts';
+import { ETH, evmAddress, type TenantFixture, uniqueId } from './support/provision.ts';
+import { type ProxiedServer, startProxiedServer } from './support/proxied-server.ts';
 import { restClient } from './support/rest.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
+import type { ServerProcess } from './support/server-process.ts';
 
 function request() {
   return {
@@ -34,36 +24,18 @@ function request() {
 }
 
 describe.skipIf(!onPostgres)('I16-UNAVAILABLE the database goes away under a running server', () => {
-  let backend: Extract<Backend, { kind: 'postgres' }>;
+  let fixture: ProxiedServer;
   let proxy: PgProxy;
   let server: ServerProcess;
   let tenant: TenantFixture;
 
   beforeAll(async () => {
-    backend = (await createBackend('postgres')) as Extract<Backend, { kind: 'postgres' }>;
-    tenant = await provisionTenant(backend.database.db);
-    const url = new URL(backend.database.url ?? '');
-    proxy = await startPgProxy(Number(url.port || 5432), url.hostname);
-    url.host = `127.0.0.1:${proxy.port}`;
-    server = await startServerProcess({
-      ...backend.env,
-      DATABASE_URL: url.toString(),
-      IDEM_RATE_LIMIT_PER_SECOND: '10000',
-    });
+    fixture = await startProxiedServer();
+    ({ proxy, server, tenant } = fixture);
   });
-  afterAll(async () => {
-    await server?.stop();
-    await proxy?.close();
-    if (backend) await disposeBackend(backend);
-  });
+  afterAll(() => fixture?.stop());
 
-  async function operationsWithKey(key: string): Promise<{ operation_id: string }[]> {
-    return rowsOf<{ operation_id: string }>(
-      await backend.database.db.execute(
-        sql`select operation_id from operations where tenant_id = ${tenant.tenantId}::uuid and idempotency_key = ${key}`,
-      ),
-    );
-  }
+  const operationsWithKey = (key: string) => fixture.operationsWithKey(key);
 
   it('I16-UNAVAILABLE a submission while the database is unreachable is 503 UNAVAILABLE with Retry-After on REST and retryAfterMs on tRPC; the SDK retries with the same key and creates exactly one', async () => {
     const { call } = await restClient(server.baseUrl);
