@@ -66,7 +66,6 @@ DECLARE
   v_bound text := current_setting('app.tenant_id', true);
   v_items public.idem_withdrawal_item[];
   v_claimable public.idem_withdrawal_item[];
-  v_claimable_ids uuid[];
   v_rows public.operations[];
   v_out public.operations[];
   v_holders public.operations[] := '{}';
@@ -101,7 +100,6 @@ BEGIN
       JOIN public.assets a ON a.tenant_id = p_tenant_id AND a.code = i.asset_code AND a.network = i.network
       JOIN public.tenants t ON t.tenant_id = p_tenant_id AND t.policy_version = i.policy_version
      ORDER BY i.idempotency_key COLLATE "C", i.item);
-  v_claimable_ids := ARRAY(SELECT c.operation_id FROM unnest(v_claimable) c);
 
   -- 1. The identity claims, in key order. No conflict target: either unique constraint decides, and
   -- a second item of this batch with a claimed key or withdrawal id is skipped like a later caller.

@@ -38,8 +38,7 @@ export async function openConfiguredDatabase(
   try {
     const handle = await openDatabase({
       dataDir: join(env.IDEM_DATA_DIR, 'pgdata'),
-      // One connection: core writes one batch at a time there, whatever the concurrency says.
-      batching: batchingFromEnv(env, 1),
+      batching: batchingFromEnv(env),
     });
     return {
       ...handle,
@@ -58,16 +57,17 @@ export async function openConfiguredDatabase(
   }
 }
 
-/** The submission batching the environment asks for (IDEM_BATCHING and IDEM_BATCH_*). */
-export function batchingFromEnv(
-  env: Env,
-  connections = env.IDEM_DB_POOL_MAX,
-): Partial<BatchingOptions> | false {
+/**
+ * The submission batching the environment asks for (IDEM_BATCHING and IDEM_BATCH_*). Without
+ * IDEM_BATCH_CONCURRENCY, openDatabase picks it from the connections it has (the pool, at most 4;
+ * one on PGlite).
+ */
+export function batchingFromEnv(env: Env): Partial<BatchingOptions> | false {
   if (env.IDEM_BATCHING === 'off') return false;
   return {
     maxItems: env.IDEM_BATCH_MAX_ITEMS,
     maxWaitMs: env.IDEM_BATCH_MAX_WAIT_MS,
-    concurrency: env.IDEM_BATCH_CONCURRENCY ?? Math.min(connections, 4),
+    ...(env.IDEM_BATCH_CONCURRENCY === undefined ? {} : { concurrency: env.IDEM_BATCH_CONCURRENCY }),
   };
 }
 

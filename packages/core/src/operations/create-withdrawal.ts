@@ -19,7 +19,7 @@ import { assets, tenants } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
 import { answerForHolder, type IdentityClaim } from './claim-identity.ts';
 import { operationFromRow } from './operation-row.ts';
-import { DEFAULT_BATCHING, SubmissionBatcher } from './withdrawal-batcher.ts';
+import { DEFAULT_BATCHING, type Settled, SubmissionBatcher } from './withdrawal-batcher.ts';
 
 /**
  * Points of creation where a fault-injection probe may run: after validation (nothing written
@@ -121,9 +121,7 @@ export async function prepareSubmission(
   const { request, idempotencyKey } = parseInput(input);
   const context =
     contextCache.get(input.tenantId, request.asset) ??
-    (await contextCache.read(input.tenantId, request.asset, () =>
-      withTenant(db, input.tenantId, (tx) => readWithdrawalContext(tx, input.tenantId, request.asset)),
-    ));
+    (await freshContext(db, input.tenantId, request.asset));
   return {
     tenantId: input.tenantId,
     request,
@@ -150,17 +148,13 @@ export async function submitAlone(db: Database, submission: PreparedSubmission):
       // A stale copy (IDM03, nothing written) is read again once; a second miss means the
       // context is changing under us.
       if (attempt > 0 || !errorCodes(error).includes('IDM03')) throw error;
-      const context = await withTenant(db, tenantId, (tx) =>
-        readWithdrawalContext(tx, tenantId, request.asset),
-      );
-      contextCache.set(tenantId, request.asset, context);
-      prepared = prepareWithdrawal(tenantId, request, context);
+      prepared = prepareWithdrawal(tenantId, request, await freshContext(db, tenantId, request.asset));
     }
   }
 }
 
 /** What one item of a batch came to: the claim, or the refusal that is this item's alone. */
-export type ItemOutcome = { ok: true; claim: IdentityClaim } | { ok: false; error: unknown };
+export type ItemOutcome = Settled<IdentityClaim>;
 
 /**
  * Writes many prepared submissions of one tenant in one statement, `idem_create_withdrawals`
@@ -284,6 +278,13 @@ function parseInput(input: Pick<CreateWithdrawalInput, 'request' | 'idempotencyK
     request: parseOrThrow(withdrawalRequestSchema, input.request),
     idempotencyKey: parseOrThrow(idempotencyKeySchema, input.idempotencyKey),
   };
+}
+
+/** The stored context, read once for concurrent callers, and kept as the process's copy. */
+function freshContext(db: Database, tenantId: string, asset: string): Promise<WithdrawalContext> {
+  return contextCache.read(tenantId, asset, () =>
+    withTenant(db, tenantId, (tx) => readWithdrawalContext(tx, tenantId, asset)),
+  );
 }
 
 async function readWithdrawalContext(tx: Tx, tenantId: string, asset: string): Promise<WithdrawalContext> {
