@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { IdemError } from '@idem/contracts';
 import {
   authenticateApiKey,
@@ -30,6 +28,7 @@ import { createIdemClient, IdemApiError, type IdemClient, withdrawalKey } from '
 import { count, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
+import { type CliRun, idem } from './support/cli-process.ts';
 import {
   type Backend,
   backendKinds,
@@ -43,49 +42,6 @@ import {
   withDirectDatabase,
 } from './support/provision.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
-
-const serverRoot = fileURLToPath(new URL('../', import.meta.url));
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs the real CLI (`pnpm idem ...`) in a child process against `env`'s database and waits for it
- * to exit. On PGlite the CLI holds the data directory while it runs, so callers inspect the database
- * only after this resolves.
- */
-function idem(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-      cwd: serverRoot,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`idem ${args.join(' ')} did not exit within 60 s:\n${stdout}\n${stderr}`));
-    }, 60_000);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** The one JSON line a `--json` command prints, after checking it succeeded. */
 function printed<T>(run: CliRun): T {
@@ -149,7 +105,7 @@ async function ledgerOf(db: Database, tenantId: string, accountId: string) {
 }
 
 /**
- * The `idem` CLI as an operator runs it: the real process (`tsx src/cli/main.ts`), its output and
+ * The `idem` CLI as an operator runs it: the real process (the bundle `pnpm idem` runs), its output and
  * exit code, and what it left in the database, on the embedded database and on PostgreSQL.
  */
 describe.each(backendKinds)('idem CLI (%s)', (kind) => {

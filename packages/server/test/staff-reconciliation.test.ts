@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import type { ReconciliationRunDetail, SignedRunReport } from '@idem/contracts';
 import {
   createOutboundEndpoint,
@@ -24,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
+import { idem } from './support/cli-process.ts';
 import { ETH } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
@@ -35,7 +34,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  */
 const PASSWORD = 'a long enough test password';
 const CHAIN_ID = 31337;
-const serverRoot = fileURLToPath(new URL('../', import.meta.url));
 
 let anvil: AnvilInstance;
 let database: TestDatabase;
@@ -91,21 +89,9 @@ afterAll(async () => {
 
 const setBalance = (wei: bigint) => rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, toHex(wei)]);
 
-function verifyWithCli(file: string, key: string): Promise<{ code: number | null; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'reconcile', 'verify', file, '--secret', key, '--json'],
-      { cwd: serverRoot, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout }));
-  });
-}
+/** The auditor's `idem reconcile verify` on a downloaded report, as a separate process. */
+const verifyWithCli = (file: string, key: string) =>
+  idem({}, 'reconcile', 'verify', file, '--secret', key, '--json');
 
 describe('I13-BAL balance reconciliation on demand', () => {
   it('I13-BAL C21 an operator runs it now; support may read but not run it', async () => {
