@@ -7,39 +7,30 @@
  *
  * Needs a real PostgreSQL server (the check reads it with postgres.js as the chaos run does).
  */
-import { randomBytes } from 'node:crypto';
-import { createWithdrawal, getOperation, type Operation, withTenant } from '@idem/core';
-import { createTestDatabase, serverUrl, type TestDatabase } from '@idem/core/testing';
-import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
-import { createWorker, RailRegistry, type Worker } from '@idem/workers';
+
+import { serverUrl } from '@idem/core/testing';
+import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
-import postgres, { type Sql } from 'postgres';
-import { createPublicClient, getAddress, type Hex, http } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanChain } from '../src/chain.ts';
 import { atMostOneTransfer, attributeTransfers, withdrawalChainIdentities } from '../src/invariants.ts';
-import { provisionHotWalletTenant } from './support/hot-wallet-tenant.ts';
+import {
+  CHAIN_ID,
+  GWEI,
+  hotWallet,
+  type InvariantFixture,
+  noCustodian,
+  startInvariantFixture,
+} from './support/invariant-fixture.ts';
 
-const CHAIN_ID = 31337;
-const ETH = 10n ** 18n;
-const GWEI = 10n ** 9n;
 const databaseUrl = serverUrl();
 if (!databaseUrl) console.info('[idem chaos] I1 tests skipped: they need a real PostgreSQL server');
 
-const hotKey = anvilDevPrivateKeys[1] as Hex;
-const hotWallet = privateKeyToAccount(hotKey);
-const noCustodian: Ledger = { transfers: [], deposits: [], countsByReference: {}, webhookDeliveries: [] };
-
-let anvil: AnvilInstance;
-let t: TestDatabase;
-let sql: Sql;
-let tenantId: string;
-let worker: Worker;
-let chain: ReturnType<typeof createPublicClient>;
+let f: InvariantFixture;
 
 async function rpc(method: string, params: unknown[]): Promise<unknown> {
-  const response = await fetch(anvil.rpcUrl, {
+  const response = await fetch(f.anvil.rpcUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
@@ -65,58 +56,31 @@ async function sendFromHotWallet(tx: { to: string; value: bigint; nonce: number;
 }
 
 /** A withdrawal the real worker reviewed, signed and broadcast; left in the pool (mining is manual). */
-async function broadcastWithdrawal(): Promise<Operation> {
-  const withdrawalId = `wd-${randomBytes(6).toString('hex')}`;
-  const created = await withTenant(t.db, tenantId, (tx) =>
-    createWithdrawal(tx, {
-      tenantId,
-      request: {
-        withdrawalId,
-        accountId: 'acct-1',
-        asset: 'ETH',
-        destination: getAddress(`0x${randomBytes(20).toString('hex')}`),
-        amountMinor: (ETH / 10n).toString(),
-      },
-      idempotencyKey: `withdrawal-${withdrawalId}`,
-    }),
-  );
-  await worker.runOnce();
-  const op = await withTenant(t.db, tenantId, (tx) =>
-    getOperation(tx, tenantId, created.operation.operationId),
-  );
+async function broadcastWithdrawal() {
+  const operationId = await f.newWithdrawal();
+  await f.worker.runOnce();
+  const op = await f.operation(operationId);
   expect(op.state).toBe('BROADCAST');
   expect(op.chainNonce).not.toBeNull();
   return op;
 }
 
 async function check() {
-  const view = await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0');
-  return atMostOneTransfer({ sql, chain: view, custodian: noCustodian });
+  const view = await scanChain(f.chain, new Set([hotWallet.address.toLowerCase()]), '0x0');
+  return atMostOneTransfer({ sql: f.sql, chain: view, custodian: noCustodian });
 }
 
 describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdrawal', () => {
   beforeAll(async () => {
-    anvil = await startAnvil({ chainId: CHAIN_ID, mining: 'manual' });
-    chain = createPublicClient({ transport: http(anvil.rpcUrl) });
-    t = await createTestDatabase({ maxConnections: 4 });
-    sql = postgres(t.url as string, { max: 1, onnotice: () => {} });
-    tenantId = await provisionHotWalletTenant(t.db, {
+    f = await startInvariantFixture({
       name: 'I1 Exchange',
-      hotWallet: hotWallet.address,
       confirmations: 2,
-    });
-    worker = createWorker({
-      db: t.db,
-      rails: new RailRegistry({ evm: { rpcUrl: anvil.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 } }),
-      log: pino({ level: 'silent' }),
       workerId: 'i1-test',
-      leaseMs: 5_000,
+      throughProxy: false,
     });
   });
   afterAll(async () => {
-    await sql?.end();
-    await t?.dispose();
-    await anvil?.stop();
+    await f?.dispose();
   });
 
   it('I12-CHAOS I1 a cancel (zero-value transfer to the hot wallet itself) is no payout: two mined cancels pass', async () => {
@@ -129,7 +93,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
         maxFeeGwei: 300n,
       });
     await rpc('anvil_mine', ['0x1']);
-    const mined = (await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
+    const mined = (await scanChain(f.chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
       .hotWalletTransfers;
     expect(mined.filter((tx) => tx.valueWei === '0')).toHaveLength(2);
     const result = await check();
@@ -157,24 +121,26 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
     const op = await broadcastWithdrawal();
     // A worker whose policy bumps at once: attempt 2, same nonce, higher fee, replaces the original in the pool.
     const bumper = createWorker({
-      db: t.db,
-      rails: new RailRegistry({ evm: { rpcUrl: anvil.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 } }),
+      db: f.database.db,
+      rails: new RailRegistry({
+        evm: { rpcUrl: f.anvil.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 },
+      }),
       log: pino({ level: 'silent' }),
       workerId: 'i1-bumper',
       leaseMs: 5_000,
       replacePolicies: { ethereum: { bumpAfterMs: 0, maxBumps: 1 } },
     });
     await bumper.runOnce();
-    const [bump] = await sql<{ tx_hash: string }[]>`
+    const [bump] = await f.sql<{ tx_hash: string }[]>`
       select tx_hash from signed_attempts where operation_id = ${op.operationId} and attempt_no = 2`;
     expect(bump?.tx_hash).toBeDefined();
     await rpc('anvil_mine', ['0x1']);
-    const mined = (await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
+    const mined = (await scanChain(f.chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
       .hotWalletTransfers;
     const paid = mined.filter((tx) => tx.to.toLowerCase() === op.destination?.toLowerCase());
     expect(paid.map((tx) => tx.hash.toLowerCase())).toEqual([bump?.tx_hash.toLowerCase()]);
     // Known by its recorded hash, not merely guessed from the nonce.
-    const identities = await withdrawalChainIdentities(sql);
+    const identities = await withdrawalChainIdentities(f.sql);
     expect(identities.find((w) => w.operationId === op.operationId)?.hashes).toContain(
       bump?.tx_hash.toLowerCase(),
     );
@@ -187,7 +153,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
     const op = await broadcastWithdrawal();
     await rpc('anvil_mine', ['0x1']);
     expect((await check()).status).toBe('pass');
-    const pending = await chain.getTransactionCount({ address: hotWallet.address, blockTag: 'pending' });
+    const pending = await f.chain.getTransactionCount({ address: hotWallet.address, blockTag: 'pending' });
     const second = await sendFromHotWallet({
       to: op.destination as string,
       value: BigInt(op.amountMinor),

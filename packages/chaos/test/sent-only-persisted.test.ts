@@ -9,66 +9,34 @@
  *
  * Needs a real PostgreSQL server (the check reads it with postgres.js as the chaos run does).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createWithdrawal, getOperation, type Operation, withTenant } from '@idem/core';
-import { createTestDatabase, serverUrl, type TestDatabase } from '@idem/core/testing';
-import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
-import { createWorker, RailRegistry, type Worker } from '@idem/workers';
-import pino from 'pino';
-import postgres, { type Sql } from 'postgres';
-import { createPublicClient, getAddress, type Hex, http, keccak256 } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { serverUrl } from '@idem/core/testing';
+import type { FaultProxy } from '@idem/rails/testing';
+import type { Sql } from 'postgres';
+import { type Hex, keccak256 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanChain } from '../src/chain.ts';
 import { newDepositLog } from '../src/deposits.ts';
 import { newIntegratorLog } from '../src/integrators.ts';
 import { type CheckResult, checkInvariants } from '../src/invariants.ts';
 import { workerLinesAbout } from '../src/run.ts';
-import { provisionHotWalletTenant } from './support/hot-wallet-tenant.ts';
+import {
+  CHAIN_ID,
+  GWEI,
+  hotWallet,
+  type InvariantFixture,
+  noCustodian,
+  startInvariantFixture,
+} from './support/invariant-fixture.ts';
 
-const CHAIN_ID = 31337;
-const ETH = 10n ** 18n;
-const GWEI = 10n ** 9n;
 const databaseUrl = serverUrl();
 if (!databaseUrl) console.info('[idem chaos] I18-SENT tests skipped: they need a real PostgreSQL server');
 
-const hotKey = anvilDevPrivateKeys[1] as Hex;
-const hotWallet = privateKeyToAccount(hotKey);
-const noCustodian: Ledger = { transfers: [], deposits: [], countsByReference: {}, webhookDeliveries: [] };
-
-let anvil: AnvilInstance;
-let proxy: FaultProxy;
-let t: TestDatabase;
-let sql: Sql;
-let tenantId: string;
-let worker: Worker;
-let chain: ReturnType<typeof createPublicClient>;
-
-async function newWithdrawal(): Promise<string> {
-  const withdrawalId = `wd-${randomBytes(6).toString('hex')}`;
-  const created = await withTenant(t.db, tenantId, (tx) =>
-    createWithdrawal(tx, {
-      tenantId,
-      request: {
-        withdrawalId,
-        accountId: 'acct-1',
-        asset: 'ETH',
-        destination: getAddress(`0x${randomBytes(20).toString('hex')}`),
-        amountMinor: (ETH / 10n).toString(),
-      },
-      idempotencyKey: `withdrawal-${withdrawalId}`,
-    }),
-  );
-  return created.operation.operationId;
-}
-
-async function operation(operationId: string): Promise<Operation> {
-  return withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, operationId));
-}
+let f: InvariantFixture;
+/** The recording proxy between the worker and the node. */
+const proxy = (): FaultProxy => f.proxy as FaultProxy;
 
 /**
  * The ledger reader the check is given, which lets `during` run once, right after the check read
@@ -90,19 +58,19 @@ function racing(base: Sql, during: () => Promise<void>): Sql {
 }
 
 async function sentOnlyPersisted(reader: Sql): Promise<CheckResult> {
-  const view = await scanChain(chain, new Set([hotWallet.address.toLowerCase()]), '0x0');
+  const view = await scanChain(f.chain, new Set([hotWallet.address.toLowerCase()]), '0x0');
   const checks = await checkInvariants({
     sql: reader,
     balanceRuns: [],
-    tenants: [{ index: 0, tenantId, hotWallet: hotWallet.address, ethConfirmations: 1 }],
-    custodianTenantId: tenantId,
+    tenants: [{ index: 0, tenantId: f.tenantId, hotWallet: hotWallet.address, ethConfirmations: 1 }],
+    custodianTenantId: f.tenantId,
     chain: view,
     custodian: noCustodian,
     integrators: newIntegratorLog(),
     deposits: newDepositLog(),
     landed: { depositWatcher: true, inboxProcessing: true, reconciliation: true },
-    broadcast: proxy.rawTransactions,
-    broadcastAt: proxy.rawTransactionsAt,
+    broadcast: proxy().rawTransactions,
+    broadcastAt: proxy().rawTransactionsAt,
   });
   const check = checks.find((c) => c.id === 'sent-only-persisted');
   if (!check) throw new Error('no sent-only-persisted check in the results');
@@ -113,48 +81,33 @@ describe.skipIf(!databaseUrl)(
   'I18-SENT the sent-only-persisted invariant judges one consistent moment',
   () => {
     beforeAll(async () => {
-      anvil = await startAnvil({ chainId: CHAIN_ID, mining: 'manual' });
-      proxy = await startFaultProxy(anvil.rpcUrl);
-      chain = createPublicClient({ transport: http(anvil.rpcUrl) });
-      t = await createTestDatabase({ maxConnections: 4 });
-      sql = postgres(t.url as string, { max: 1, onnotice: () => {} });
-      tenantId = await provisionHotWalletTenant(t.db, {
+      f = await startInvariantFixture({
         name: 'I18 Exchange',
-        hotWallet: hotWallet.address,
         confirmations: 1,
-      });
-      worker = createWorker({
-        db: t.db,
-        // The worker reaches the node through the recording proxy, as in the chaos run.
-        rails: new RailRegistry({ evm: { rpcUrl: proxy.url, chainId: CHAIN_ID, requestTimeoutMs: 2_000 } }),
-        log: pino({ level: 'silent' }),
         workerId: 'i18-sent',
-        leaseMs: 5_000,
+        throughProxy: true,
       });
     });
     afterAll(async () => {
-      await sql?.end();
-      await proxy?.close();
-      await t?.dispose();
-      await anvil?.stop();
+      await f?.dispose();
     });
 
     it('I18-SENT a withdrawal a live worker signs, stores and sends while the check reads the ledger is not reported as never stored', async () => {
       // One withdrawal sent before the check starts: the check has something to judge.
-      const before = await newWithdrawal();
-      await worker.runOnce();
-      expect((await operation(before)).state).toBe('BROADCAST');
+      const before = await f.newWithdrawal();
+      await f.worker.runOnce();
+      expect((await f.operation(before)).state).toBe('BROADCAST');
       // Another is signed, committed and sent by the worker after the check's first ledger read.
-      const during = await newWithdrawal();
+      const during = await f.newWithdrawal();
       const check = await sentOnlyPersisted(
-        racing(sql, async () => {
-          await worker.runOnce();
+        racing(f.sql, async () => {
+          await f.worker.runOnce();
         }),
       );
-      const raced = await operation(during);
+      const raced = await f.operation(during);
       expect(raced.state).toBe('BROADCAST');
       // The worker's order held: the bytes were stored before they were sent.
-      expect(proxy.rawTransactions.map((raw) => raw.toLowerCase())).toContain(
+      expect(proxy().rawTransactions.map((raw) => raw.toLowerCase())).toContain(
         raced.signedArtifact?.toLowerCase(),
       );
       expect(check.violations).toEqual([]);
@@ -162,9 +115,9 @@ describe.skipIf(!databaseUrl)(
     });
 
     it('I18-SENT a hot-wallet transaction that reached the node and was never stored is reported with its hash, sender, nonce and what the ledger holds for that nonce', async () => {
-      const op = await newWithdrawal();
-      await worker.runOnce();
-      const stored = await operation(op);
+      const op = await f.newWithdrawal();
+      await f.worker.runOnce();
+      const stored = await f.operation(op);
       expect(stored.state).toBe('BROADCAST');
       // A second signature of the same nonce, sent through the same node path, never stored:
       // what an HSM answer used after its deadline would be.
@@ -178,12 +131,12 @@ describe.skipIf(!databaseUrl)(
         maxFeePerGas: 900n * GWEI,
         maxPriorityFeePerGas: 900n * GWEI,
       });
-      await fetch(proxy.url, {
+      await fetch(proxy().url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [rogue] }),
       });
-      const check = await sentOnlyPersisted(sql);
+      const check = await sentOnlyPersisted(f.sql);
       expect(check.status).toBe('fail');
       expect(check.violations).toHaveLength(1);
       const violation = check.violations[0] ?? '';
