@@ -124,14 +124,20 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
     for (let attempt = 1; ; attempt += 1) {
       let failure: IdemApiError | IdemTransportError | undefined;
       let result: unknown;
+      // A timer cleared with the answer: AbortSignal.timeout's cannot be, and each one fired
+      // seconds after its call had ended (a timer and an abort event per call, for nothing).
+      const attemptTimeout = new AbortController();
+      const timer = setTimeout(() => attemptTimeout.abort(), timeoutMs);
       try {
-        const signal = AbortSignal.timeout(timeoutMs);
+        const signal = attemptTimeout.signal;
         result =
           procedure.type === 'mutation'
             ? await trpc.mutation(procedure.path, input, { signal })
             : await trpc.query(procedure.path, input, { signal });
       } catch (error) {
         failure = classify(error, attempt);
+      } finally {
+        clearTimeout(timer);
       }
       // Outside the try: an answer that breaks the contract is a bug to report, not to retry.
       if (failure === undefined) return output.parse(result);

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
+import { Session } from 'node:inspector/promises';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +83,27 @@ function coreFigure(): number | null {
   return (
     core.phases?.find((p) => p.name === 'create, many accounts' && p.connections === 16)?.opsPerSec ?? null
   );
+}
+
+/**
+ * With BENCH_PROFILE=<dir>, a V8 CPU profile of this process (the clients) during each phase,
+ * written as <dir>/clients-phase-<n>.cpuprofile (the server's own: BENCH_SERVER_NODE_ARGS=--cpu-prof).
+ */
+async function profileClients<T>(name: string, phase: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_PROFILE;
+  if (!dir) return phase();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await phase();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    await mkdir(dir, { recursive: true });
+    await writeFile(`${dir}/clients-${name}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+  }
 }
 
 /** CPU seconds (user + system) a process has used, from /proc (Linux); 0 where it cannot be read. */
@@ -191,9 +213,10 @@ async function main() {
       clients: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     });
     /** Runs a phase and attributes its CPU time per call (the warm-up included, as is its share of calls). */
+    let profiled = 0;
     const measured = async (phase: () => Promise<Tally>) => {
       const before = await cpuNow();
-      const tally = await phase();
+      const tally = await profileClients(`phase-${(profiled += 1)}`, phase);
       const after = await cpuNow();
       const calls = Math.max(1, tally.created + tally.errors);
       const per = (key: keyof typeof before) => Math.round(((after[key] - before[key]) / calls) * 1e6) / 1e3;
