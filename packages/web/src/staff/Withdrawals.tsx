@@ -5,15 +5,13 @@ import {
   operationStates,
   parseDisplayAmount,
 } from '@idem/contracts';
-import { Badge, Button, Code, Group, Loader, Select, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Group, Loader, Select, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { Link } from 'wouter';
 import { api } from '../api.ts';
-import { displayAmount, formatTime, stateColor } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { download } from './AuditLog.tsx';
-import { Pager, useCursorPages, useStaffAssets } from './shared.tsx';
+import { OperationTable, Pager, useCursorPages, useStaffAssets } from './shared.tsx';
 
 interface Draft {
   state: string | null;
@@ -215,43 +213,13 @@ export function Withdrawals() {
       {list.isPending ? <Loader aria-label="Loading withdrawals" /> : null}
       {list.data && items.length === 0 ? <Text>No withdrawal matches.</Text> : null}
       {items.length > 0 ? (
-        <Table.ScrollContainer minWidth={820}>
-          <Table striped data-testid="explorer-table">
-            <Table.Caption>Withdrawals matching the filter</Table.Caption>
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th scope="col">Withdrawal</Table.Th>
-                <Table.Th scope="col">Created</Table.Th>
-                <Table.Th scope="col">Account</Table.Th>
-                <Table.Th scope="col">Amount</Table.Th>
-                <Table.Th scope="col">Destination</Table.Th>
-                <Table.Th scope="col">State</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {items.map((item) => (
-                <Table.Tr key={item.operationId}>
-                  <Table.Td>
-                    <Link href={`/operations/${item.operationId}`}>
-                      <Code>{item.reference}</Code>
-                    </Link>
-                  </Table.Td>
-                  <Table.Td>{formatTime(item.createdAt)}</Table.Td>
-                  <Table.Td>{item.accountId}</Table.Td>
-                  <Table.Td ff="monospace">{displayAmount(item.amountMinor, item.asset, assets)}</Table.Td>
-                  <Table.Td>
-                    <Code style={{ wordBreak: 'break-all' }}>{item.destination ?? 'none'}</Code>
-                  </Table.Td>
-                  <Table.Td>
-                    <Badge color={stateColor(item.state)} variant="filled" tt="none">
-                      {item.state}
-                    </Badge>
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
+        <OperationTable
+          items={items}
+          caption="Withdrawals matching the filter"
+          columns={['withdrawal', 'created', 'account', 'amount', 'destination', 'state']}
+          testId="explorer-table"
+          minWidth={820}
+        />
       ) : null}
       <Pager pages={pages} nextCursor={list.data?.nextCursor} />
     </>

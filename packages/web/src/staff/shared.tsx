@@ -1,10 +1,10 @@
-import type { StaffOperationView, StaffRoleName } from '@idem/contracts';
+import type { OperationView, StaffOperationView, StaffRoleName } from '@idem/contracts';
 import { Badge, Button, Code, Group, Table } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { api } from '../api.ts';
-import { displayAmount, formatAge, stateColor } from '../ui/format.ts';
+import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
 
 /**
  * Whether a role may take an action, to show or hide its buttons; the server decides (core's
@@ -57,40 +57,98 @@ export function Pager({
   );
 }
 
-/** Operations as a table: reference, account, amount, state, age, owner, a link to the detail. */
-export function OperationTable({ items, caption }: { items: StaffOperationView[]; caption: string }) {
+/** The columns an operation table can show, in the order given. */
+export type OperationColumn =
+  | 'withdrawal'
+  | 'created'
+  | 'account'
+  | 'amount'
+  | 'destination'
+  | 'state'
+  | 'age'
+  | 'owner';
+
+const HEADINGS: Record<OperationColumn, string> = {
+  withdrawal: 'Withdrawal',
+  created: 'Created',
+  account: 'Account',
+  amount: 'Amount',
+  destination: 'Destination',
+  state: 'State',
+  age: 'Age',
+  owner: 'Owner',
+};
+
+/** An operation as the lists show it; the staff queue's rows also carry their age and owner. */
+type OperationRow = OperationView & Partial<Pick<StaffOperationView, 'ageSeconds' | 'owner'>>;
+
+/**
+ * Operations as a table, one row each, the reference linking to the detail: the staff search's
+ * queue columns by default, or the explorer's.
+ */
+export function OperationTable({
+  items,
+  caption,
+  columns = ['withdrawal', 'account', 'amount', 'state', 'age', 'owner'],
+  testId = 'operation-table',
+  minWidth = 640,
+}: {
+  items: OperationRow[];
+  caption: string;
+  columns?: readonly OperationColumn[];
+  testId?: string;
+  minWidth?: number;
+}) {
   const assets = useStaffAssets().data ?? [];
+  const cell = (item: OperationRow, column: OperationColumn) => {
+    switch (column) {
+      case 'withdrawal':
+        return (
+          <Link href={`/operations/${item.operationId}`}>
+            <Code>{item.reference}</Code>
+          </Link>
+        );
+      case 'created':
+        return formatTime(item.createdAt);
+      case 'account':
+        return item.accountId;
+      case 'amount':
+        return displayAmount(item.amountMinor, item.asset, assets);
+      case 'destination':
+        return <Code style={{ wordBreak: 'break-all' }}>{item.destination ?? 'none'}</Code>;
+      case 'state':
+        return (
+          <Badge color={stateColor(item.state)} variant="filled" tt="none">
+            {item.state}
+          </Badge>
+        );
+      case 'age':
+        return item.ageSeconds === undefined ? '' : formatAge(item.ageSeconds);
+      case 'owner':
+        return item.owner ?? 'unassigned';
+    }
+  };
   return (
-    <Table.ScrollContainer minWidth={640}>
-      <Table striped data-testid="operation-table">
+    <Table.ScrollContainer minWidth={minWidth}>
+      <Table striped data-testid={testId}>
         <Table.Caption>{caption}</Table.Caption>
         <Table.Thead>
           <Table.Tr>
-            <Table.Th scope="col">Withdrawal</Table.Th>
-            <Table.Th scope="col">Account</Table.Th>
-            <Table.Th scope="col">Amount</Table.Th>
-            <Table.Th scope="col">State</Table.Th>
-            <Table.Th scope="col">Age</Table.Th>
-            <Table.Th scope="col">Owner</Table.Th>
+            {columns.map((column) => (
+              <Table.Th key={column} scope="col">
+                {HEADINGS[column]}
+              </Table.Th>
+            ))}
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
           {items.map((item) => (
             <Table.Tr key={item.operationId}>
-              <Table.Td>
-                <Link href={`/operations/${item.operationId}`}>
-                  <Code>{item.reference}</Code>
-                </Link>
-              </Table.Td>
-              <Table.Td>{item.accountId}</Table.Td>
-              <Table.Td ff="monospace">{displayAmount(item.amountMinor, item.asset, assets)}</Table.Td>
-              <Table.Td>
-                <Badge color={stateColor(item.state)} variant="filled" tt="none">
-                  {item.state}
-                </Badge>
-              </Table.Td>
-              <Table.Td>{formatAge(item.ageSeconds)}</Table.Td>
-              <Table.Td>{item.owner ?? 'unassigned'}</Table.Td>
+              {columns.map((column) => (
+                <Table.Td key={column} {...(column === 'amount' ? { ff: 'monospace' } : {})}>
+                  {cell(item, column)}
+                </Table.Td>
+              ))}
             </Table.Tr>
           ))}
         </Table.Tbody>
