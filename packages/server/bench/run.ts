@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
 import { Session } from 'node:inspector/promises';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
@@ -11,6 +10,7 @@ import { promisify } from 'node:util';
 import { createApiKey, createTenant, openDatabase, rowsOf } from '@idem/core';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
+import { Client as UndiciClient } from 'undici';
 import { getAddress } from 'viem';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
@@ -292,17 +292,30 @@ async function main() {
           )
         ).outcome;
     };
-    // The REST face as a non-TypeScript integrator calls it: plain HTTP/1.1, one keep-alive connection each.
+    // The REST face as a non-TypeScript integrator calls it: plain HTTP/1.1, one keep-alive
+    // connection each. The load generator is undici's Client, the cheapest HTTP/1.1 client measured
+    // on Node here (0.13 ms of CPU per call against 0.19 to 0.21 for node:http's request, two
+    // interleaved pairs of REST runs on 2026-12-01): on 2 shared cores, the clients' CPU is taken
+    // from the server and PostgreSQL, and pgbench's own client is C.
     const restClient = (): Submit => {
-      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-      return (withdrawalId, accountId) =>
-        restSubmit(server.baseUrl, agent, apiKey, withdrawalKey(withdrawalId), {
-          withdrawalId,
-          accountId,
-          asset: 'ETH',
-          destination,
-          amountMinor: '1000',
+      const connection = new UndiciClient(server.baseUrl, { pipelining: 1 });
+      return async (withdrawalId, accountId) => {
+        const answer = await connection.request({
+          path: '/v1/withdrawals',
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            'content-type': 'application/json',
+            'idempotency-key': withdrawalKey(withdrawalId),
+          },
+          body: JSON.stringify({ withdrawalId, accountId, asset: 'ETH', destination, amountMinor: '1000' }),
         });
+        await answer.body.dump();
+        // The outcome from the status: 201 created, 200 replayed.
+        if (answer.statusCode === 201) return 'CREATED';
+        if (answer.statusCode === 200) return 'REPLAYED';
+        throw new Error(`REST answered ${answer.statusCode}`);
+      };
     };
 
     type Phase = Figures & {
@@ -476,42 +489,6 @@ async function main() {
     await scratch.drop();
   }
   if (failed) process.exit(1);
-}
-
-/** One POST /v1/withdrawals over a keep-alive agent; the outcome from the status (201 or 200 replayed). */
-function restSubmit(
-  baseUrl: string,
-  agent: Agent,
-  apiKey: string,
-  key: string,
-  body: Record<string, string>,
-): Promise<'CREATED' | 'REPLAYED'> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const call = request(
-      `${baseUrl}/v1/withdrawals`,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-          'idempotency-key': key,
-        },
-      },
-      (response) => {
-        response.resume();
-        response.on('end', () => {
-          if (response.statusCode === 201) resolve('CREATED');
-          else if (response.statusCode === 200) resolve('REPLAYED');
-          else reject(new Error(`REST answered ${response.statusCode}`));
-        });
-      },
-    );
-    call.on('error', reject);
-    call.end(payload);
-  });
 }
 
 await main();
