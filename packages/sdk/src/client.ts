@@ -20,12 +20,12 @@ import {
   submitWithdrawalsOutputSchema,
   type WithdrawalRequest,
 } from '@idem/contracts';
-import { createTRPCUntypedClient, httpLink, TRPCClientError } from '@trpc/client';
 import type { z } from 'zod';
 import { IdemApiError, IdemTransportError, isRetryableCode } from './errors.ts';
 import { withdrawalKey } from './key.ts';
 import { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
-import { undiciTransport } from './transport.ts';
+import { type LinkFetch, undiciTransport } from './transport.ts';
+import { type Procedure, ProcedureError, procedureCaller } from './wire.ts';
 
 /**
  * The procedure paths this SDK calls. The facade below is the stable surface: a router refactor on
@@ -41,7 +41,7 @@ export const PROCEDURES = {
   getBalances: { path: 'balances.get', type: 'query' },
   listAssets: { path: 'assets.list', type: 'query' },
   createCustomerSession: { path: 'customerSessions.create', type: 'mutation' },
-} as const;
+} as const satisfies Record<string, Procedure>;
 
 export interface IdemClientOptions {
   /** Where the server listens, e.g. `https://idem.example.com` (the SDK appends `/trpc`). */
@@ -54,7 +54,7 @@ export interface IdemClientOptions {
    * A fetch implementation, for runtimes other than Node (Deno, Bun, workers) or for tests. On
    * Node the default is undici's request API over a keep-alive pool (`undiciTransport`).
    */
-  fetch?: typeof fetch;
+  fetch?: LinkFetch;
 }
 
 export interface IdemClient {
@@ -104,18 +104,14 @@ export interface IdemClient {
 export function createIdemClient(options: IdemClientOptions): IdemClient {
   const policy: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
   const timeoutMs = options.requestTimeoutMs ?? 10_000;
-  const trpc = createTRPCUntypedClient({
-    links: [
-      httpLink({
-        url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
-        headers: { authorization: `Bearer ${options.apiKey}` },
-        fetch: options.fetch ?? undiciTransport(),
-      }),
-    ],
+  const callProcedure = procedureCaller({
+    url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
+    apiKey: options.apiKey,
+    fetch: options.fetch ?? undiciTransport(),
   });
 
   async function call<S extends z.ZodType>(
-    procedure: (typeof PROCEDURES)[keyof typeof PROCEDURES],
+    procedure: Procedure,
     input: unknown,
     output: S,
     /** When the caller's retry budget started (a bulk call's later rounds share the first's). */
@@ -129,11 +125,7 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
       const attemptTimeout = new AbortController();
       const timer = setTimeout(() => attemptTimeout.abort(), timeoutMs);
       try {
-        const signal = attemptTimeout.signal;
-        result =
-          procedure.type === 'mutation'
-            ? await trpc.mutation(procedure.path, input, { signal })
-            : await trpc.query(procedure.path, input, { signal });
+        result = await callProcedure(procedure, input, attemptTimeout.signal);
       } catch (error) {
         failure = classify(error, attempt);
       } finally {
@@ -233,7 +225,7 @@ function defaultKey(request: WithdrawalRequest): string | undefined {
 
 /** An Idem problem when the response carried one; otherwise the outcome is unknown (transport). */
 function classify(error: unknown, attempt: number): IdemApiError | IdemTransportError {
-  if (error instanceof TRPCClientError) {
+  if (error instanceof ProcedureError) {
     const problem = problemSchema.safeParse(error.data);
     if (problem.success) return new IdemApiError(problem.data);
   }

@@ -1,8 +1,13 @@
-import type { httpLink } from '@trpc/client';
 import { Agent, request } from 'undici';
 
-/** What tRPC's link accepts as `fetch`. */
-export type LinkFetch = NonNullable<Parameters<typeof httpLink>[0]['fetch']>;
+/**
+ * What the SDK needs of `fetch`: a method, plain headers, an optional string body and a signal in;
+ * an answer with `json()` out. The global `fetch` qualifies.
+ */
+export type LinkFetch = (
+  url: string,
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal: AbortSignal },
+) => Promise<{ json(): Promise<unknown> }>;
 
 /**
  * The SDK's default transport on Node: undici's `request` over one keep-alive connection pool per
@@ -18,16 +23,14 @@ export function undiciTransport(options: { connections?: number } = {}): LinkFet
     headersTimeout: 0,
     bodyTimeout: 0,
   });
-  // tRPC's link reads nothing of the answer but `json()`; it sends a method, plain headers, a
-  // string body and a signal.
-  return async (url, init = {}) => {
-    const response = await request(url.toString(), {
+  return async (url, init) => {
+    const response = await request(url, {
       dispatcher,
-      method: (init.method ?? 'GET') as 'GET' | 'POST',
-      headers: init.headers as Record<string, string> | undefined,
-      body: typeof init.body === 'string' ? init.body : undefined,
-      signal: init.signal ?? undefined,
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+      signal: init.signal,
     });
-    return { json: () => response.body.json() } as Awaited<ReturnType<LinkFetch>>;
+    return { json: () => response.body.json() };
   };
 }

@@ -193,8 +193,8 @@ export async function wrong(error: IdemApiError): Promise<unknown[]> {
           noEmit: true,
           skipLibCheck: false,
           target: 'ES2022',
-          // DOM: @trpc/client's own declarations name RequestInfo.
-          lib: ['ES2023', 'DOM'],
+          // No DOM: a Node project's own settings; the SDK's types need only @types/node.
+          lib: ['ES2023'],
           module: 'Node16',
           moduleResolution: 'Node16',
           types: ['node'],
