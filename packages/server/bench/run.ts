@@ -216,7 +216,8 @@ async function main() {
     let profiled = 0;
     const measured = async (phase: () => Promise<Tally>) => {
       const before = await cpuNow();
-      const tally = await profileClients(`phase-${(profiled += 1)}`, phase);
+      profiled += 1;
+      const tally = await profileClients(`phase-${profiled}`, phase);
       const after = await cpuNow();
       const calls = Math.max(1, tally.created + tally.errors);
       const per = (key: keyof typeof before) => Math.round(((after[key] - before[key]) / calls) * 1e6) / 1e3;
