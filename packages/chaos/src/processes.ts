@@ -1,22 +1,20 @@
 /**
  * The system under test as separate operating-system processes: API servers and workers started
- * with tsx from their own packages, exactly as an operator would run them. Each can be SIGKILLed
- * at any moment and started again; its output goes to a log file in the run directory.
+ * from the bundles `pnpm start` and `pnpm idem worker` run, exactly as an operator would run them.
+ * Each can be SIGKILLed at any moment and started again; its output goes to a log file in the run
+ * directory.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { bundle, CLI_BUNDLE, SERVER_BUNDLE } from '../../server/scripts/bundle.ts';
 
-/**
- * tsx is loaded into the process itself (`node --import tsx`), not through the tsx CLI: the CLI
- * runs the script in a child process, so a SIGKILL of the CLI would leave the real server or
- * worker running as an orphan and the "kill" would kill nothing.
- */
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-const serverMain = fileURLToPath(new URL('../../server/src/main.ts', import.meta.url));
-const cliMain = fileURLToPath(new URL('../../server/src/cli/main.ts', import.meta.url));
+/** Built once per run from the sources under test; a SIGKILL of the node process kills the real thing. */
+let bundles: Promise<unknown> | null = null;
+const built = () => {
+  bundles ??= Promise.all([bundle('server'), bundle('cli')]);
+  return bundles;
+};
 const startupTimeoutMs = 60_000;
 
 const alive = new Set<ChildProcess>();
@@ -73,7 +71,8 @@ function managed(spec: Spec): ManagedProcess {
     expectingExit = false;
     log ??= createWriteStream(join(spec.logDir, `${spec.name}.log`), { flags: 'a' });
     log.write(`\n=== start ${starts} at ${new Date().toISOString()} ===\n`);
-    const proc = spawn(process.execPath, ['--import', tsxLoader, ...spec.args], {
+    await built();
+    const proc = spawn(process.execPath, spec.args, {
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -158,7 +157,7 @@ function managed(spec: Spec): ManagedProcess {
 export function serverProcess(name: string, env: Record<string, string>, logDir: string): ManagedProcess {
   return managed({
     name,
-    args: [serverMain],
+    args: [SERVER_BUNDLE],
     env: {
       ...env,
       PORT: '0',
@@ -175,7 +174,7 @@ export function serverProcess(name: string, env: Record<string, string>, logDir:
 export function workerProcess(name: string, env: Record<string, string>, logDir: string): ManagedProcess {
   return managed({
     name,
-    args: [cliMain, 'worker', '--id', name],
+    args: [CLI_BUNDLE, 'worker', '--id', name],
     env,
     ready: (line) => (line.includes('"worker-started"') ? '' : null),
     logDir,

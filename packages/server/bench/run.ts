@@ -12,6 +12,7 @@ import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
 import { Client as UndiciClient } from 'undici';
 import { getAddress } from 'viem';
+import { bundle } from '../scripts/bundle.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 
@@ -155,6 +156,8 @@ interface Tally {
 }
 
 async function main() {
+  // The server runs from its bundle, as `pnpm start` runs it, built from the sources now.
+  await bundle('server');
   console.log(`idem server bench: ${SECONDS}s per phase, ${cpus().length} CPUs shared by all`);
   // pgbench runs before and after the phases and the ratios use the mean: this machine's speed
   // drifts by a quarter over minutes, and one pgbench run alone moved the ratios as much.

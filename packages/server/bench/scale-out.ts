@@ -30,6 +30,7 @@ import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { bundle } from '../scripts/bundle.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 
@@ -337,6 +338,8 @@ async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSe
 }
 
 const results: SetupResult[] = [];
+// The servers run from their bundle, as `pnpm start` runs it, built from the sources now.
+await bundle('server');
 if (PHASES.includes('servers'))
   console.log(
     `idem server scale-out: ${CLIENTS} SDK clients round robin over 1, 2, 4 server processes (pool ${SERVER_POOL} each), ${SECONDS}s each, ${cpus().length} CPUs shared by all`,

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { CLI_BUNDLE } from '../../scripts/bundle-cli.ts';
+import { CLI_BUNDLE } from '../../scripts/bundle.ts';
 
 const serverRoot = fileURLToPath(new URL('../../', import.meta.url));
 

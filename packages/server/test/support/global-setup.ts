@@ -1,6 +1,6 @@
-import { bundleCli } from '../../scripts/bundle-cli.ts';
+import { bundle } from '../../scripts/bundle.ts';
 
-/** The CLI tests run the bundle `pnpm idem` runs, built from the sources under test. */
+/** The tests start the CLI and the server as `pnpm idem` and `pnpm start` do: from their bundles. */
 export async function setup(): Promise<void> {
-  await bundleCli();
+  await Promise.all([bundle('cli'), bundle('server')]);
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { SERVER_BUNDLE } from '../../scripts/bundle.ts';
 
 const serverRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -18,7 +19,8 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the real server (`src/main.ts`) as a child process on a free port (PORT=0; the port is
+ * Starts the real server (the bundle of `src/main.ts` that `pnpm start` runs, built by the tests'
+ * global setup) as a child process on a free port (PORT=0; the port is
  * read back from the server's own "Idem listening on" line).
  */
 export async function startServerProcess(
@@ -26,7 +28,7 @@ export async function startServerProcess(
   /** Extra Node flags, e.g. `--cpu-prof` for a profile of the server under bench load. */
   nodeArgs: string[] = [],
 ): Promise<ServerProcess> {
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts'], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, SERVER_BUNDLE], {
     cwd: serverRoot,
     env: {
       PATH: process.env.PATH ?? '',

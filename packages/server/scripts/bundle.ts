@@ -4,14 +4,21 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
 /**
- * Bundles the `idem` CLI (src/cli/main.ts) into one ES module. Loading the sources through tsx's
- * loader costs about 1.8 s per command (over a thousand modules, each resolved across tsx's hook
- * thread); the bundle starts in a fraction of that. `pnpm idem` and the CLI tests both run this
- * bundle, built from the sources every time, so there is one artifact and it is never stale.
+ * Bundles the `idem` CLI (src/cli/main.ts) and the server (src/main.ts) into one ES module each.
+ * Loading the sources through tsx's loader costs about 1.8 s per start (over a thousand modules,
+ * each resolved across tsx's hook thread); a bundle starts in a fraction of that. `pnpm idem`,
+ * `pnpm start` and the tests that start either as a process run these bundles, rebuilt whenever a
+ * source is newer, so there is one artifact per entry and it is never stale.
  */
 
 const serverRoot = fileURLToPath(new URL('../', import.meta.url));
-export const CLI_BUNDLE = join(serverRoot, 'dist', 'idem.mjs');
+const ENTRIES = {
+  cli: { source: join(serverRoot, 'src', 'cli', 'main.ts'), bundle: join(serverRoot, 'dist', 'idem.mjs') },
+  server: { source: join(serverRoot, 'src', 'main.ts'), bundle: join(serverRoot, 'dist', 'server.mjs') },
+} as const;
+type Entry = keyof typeof ENTRIES;
+export const CLI_BUNDLE = ENTRIES.cli.bundle;
+export const SERVER_BUNDLE = ENTRIES.server.bundle;
 
 /**
  * Packages that find files beside their own code at run time (PGlite's WebAssembly, native
@@ -51,9 +58,10 @@ const ownLocation: Plugin = {
   },
 };
 
-export async function bundleCli(outfile = CLI_BUNDLE): Promise<string> {
+export async function bundle(entry: Entry): Promise<string> {
+  const { source, bundle: outfile } = ENTRIES[entry];
   await build({
-    entryPoints: [join(serverRoot, 'src', 'cli', 'main.ts')],
+    entryPoints: [source],
     outfile,
     bundle: true,
     platform: 'node',
@@ -94,7 +102,10 @@ async function stale(outfile: string): Promise<boolean> {
   return false;
 }
 
-// `pnpm idem` runs this with --if-stale first: a rebuild only after a source changed.
+// `pnpm idem` and `pnpm start` run `bundle.ts <cli|server> --if-stale` first: a rebuild only after
+// a source changed.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  if (!process.argv.includes('--if-stale') || (await stale(CLI_BUNDLE))) await bundleCli();
+  const entry = process.argv[2];
+  if (entry !== 'cli' && entry !== 'server') throw new Error('usage: bundle.ts <cli|server> [--if-stale]');
+  if (!process.argv.includes('--if-stale') || (await stale(ENTRIES[entry].bundle))) await bundle(entry);
 }
