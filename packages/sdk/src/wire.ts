@@ -23,10 +23,11 @@ export interface Procedure {
  * @trpc/client's link and observable chain, which cost an integrator's process more CPU per call
  * than the transport (two AbortControllers, an abort with its DOMException and several object
  * spreads per call; measured in the server bench's 16-client phase). The server's procedures,
- * schemas and errors are unchanged, and the server's tests call them through this SDK.
+ * schemas and errors are unchanged, and the server's tests call them through this SDK. `url` is
+ * where the procedures are mounted, without a trailing slash.
  */
 export function procedureCaller(options: { url: string; apiKey: string; fetch: LinkFetch }) {
-  const base = options.url.replace(/\/+$/, '');
+  const base = options.url;
   const authorization = `Bearer ${options.apiKey}`;
   return async (procedure: Procedure, input: unknown, signal: AbortSignal): Promise<unknown> => {
     const response =

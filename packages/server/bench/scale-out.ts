@@ -30,7 +30,7 @@ import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { bundle } from '../scripts/bundle.ts';
+import { bundle, CLI_BUNDLE } from '../scripts/bundle.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 
@@ -170,9 +170,9 @@ interface WorkerSetupResult {
   problems: string[];
 }
 
-/** A worker process as an operator runs it (`idem worker`), until stopped. */
+/** A worker process as an operator runs it (`pnpm idem worker`, the CLI bundle), until stopped. */
 async function startWorkerProcess(id: string, env: Record<string, string>): Promise<() => Promise<void>> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker', '--id', id], {
+  const child = spawn(process.execPath, [CLI_BUNDLE, 'worker', '--id', id], {
     cwd: SERVER_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -338,8 +338,8 @@ async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSe
 }
 
 const results: SetupResult[] = [];
-// The servers run from their bundle, as `pnpm start` runs it, built from the sources now.
-await bundle('server');
+// Servers and workers run from their bundles, as `pnpm start` and `pnpm idem worker` run them.
+await Promise.all([bundle('server'), bundle('cli')]);
 if (PHASES.includes('servers'))
   console.log(
     `idem server scale-out: ${CLIENTS} SDK clients round robin over 1, 2, 4 server processes (pool ${SERVER_POOL} each), ${SECONDS}s each, ${cpus().length} CPUs shared by all`,
