@@ -14,6 +14,7 @@ import { Client as UndiciClient } from 'undici';
 import { getAddress } from 'viem';
 import { bundle } from '../scripts/bundle.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
+import { startHttpFloor } from './http-floor.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 
 /**
@@ -49,7 +50,7 @@ const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
 const BATCH_CONCURRENCY = process.env.IDEM_BATCH_CONCURRENCY;
 const BATCH_MAX_WAIT_MS = process.env.IDEM_BATCH_MAX_WAIT_MS;
 const TARGET_P99_MS = 25;
-/** `BENCH_ONLY=rest,bulk` runs only those phases (trpc16, trpc64, rest, hot, open, bulk, one): for profiling one path. */
+/** `BENCH_ONLY=rest,bulk` runs only those phases (trpc16, trpc64, rest, hot, open, bulk, one, floor): for profiling one path. */
 const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const runs = (phase: string) => !ONLY || ONLY.includes(phase);
 const RESULTS = fileURLToPath(new URL('../../../bench-results/', import.meta.url));
@@ -215,18 +216,34 @@ async function main() {
       postgres: (await backends()).reduce((sum, pid) => sum + processCpuSeconds(pid), 0),
       clients: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     });
+    /** Transactions committed in the scratch database so far (PostgreSQL's statistics, flushed within a second). */
+    const commitsNow = async () =>
+      Number(
+        rowsOf<{ n: string }>(
+          await setup.db.execute(
+            sql`select xact_commit::text as n from pg_stat_database where datname = current_database()`,
+          ),
+        )[0]?.n ?? 0,
+      );
     /** Runs a phase and attributes its CPU time per call (the warm-up included, as is its share of calls). */
     let profiled = 0;
     const measured = async (phase: () => Promise<Tally>) => {
       const before = await cpuNow();
+      const commitsBefore = await commitsNow();
       profiled += 1;
       const tally = await profileClients(`phase-${profiled}`, phase);
       const after = await cpuNow();
+      // The statistics reach pg_stat_database within a second of a commit.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const commits = (await commitsNow()) - commitsBefore;
       const calls = Math.max(1, tally.created + tally.errors);
       const per = (key: keyof typeof before) => Math.round(((after[key] - before[key]) / calls) * 1e6) / 1e3;
       return {
         tally,
         cpu: { serverMs: per('server'), postgresMs: per('postgres'), clientsMs: per('clients') },
+        // How many created withdrawals each COMMIT held: the batches' mean size (the bench's own
+        // few reads count too, so slightly under).
+        createdPerCommit: Math.round((tally.created / Math.max(1, commits)) * 100) / 100,
       };
     };
 
@@ -301,8 +318,8 @@ async function main() {
     // on Node here (0.13 ms of CPU per call against 0.19 to 0.21 for node:http's request, two
     // interleaved pairs of REST runs on 2026-12-01): on 2 shared cores, the clients' CPU is taken
     // from the server and PostgreSQL, and pgbench's own client is C.
-    const restClient = (): Submit => {
-      const connection = new UndiciClient(server.baseUrl, { pipelining: 1 });
+    const restClient = (baseUrl = server.baseUrl): Submit => {
+      const connection = new UndiciClient(baseUrl, { pipelining: 1 });
       return async (withdrawalId, accountId) => {
         const answer = await connection.request({
           path: '/v1/withdrawals',
@@ -323,6 +340,7 @@ async function main() {
     };
 
     type Phase = Figures & {
+      createdPerCommit?: number;
       clients?: number;
       target?: number;
       met?: boolean;
@@ -332,15 +350,21 @@ async function main() {
     const phases: Record<string, Phase> = {};
     const judge = (
       name: string,
-      { tally, cpu }: { tally: Tally; cpu: CpuSplit },
+      { tally, cpu, createdPerCommit }: { tally: Tally; cpu: CpuSplit; createdPerCommit?: number },
       target: number | null,
       extra: Record<string, unknown> = {},
     ) => {
       const figures = { ...figuresOf(tally.samples, SECONDS), cpuPerCall: cpu };
-      phases[name] = { ...figures, ...extra, ...(target === null ? {} : { target }) };
+      phases[name] = {
+        ...figures,
+        ...(createdPerCommit === undefined ? {} : { createdPerCommit }),
+        ...extra,
+        ...(target === null ? {} : { target }),
+      };
       console.log(
         `${name}: ${figures.opsPerSec} ops/s, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms` +
           `; CPU ms per call: server ${cpu.serverMs}, PostgreSQL ${cpu.postgresMs}, clients ${cpu.clientsMs}` +
+          (createdPerCommit === undefined ? '' : `; ${createdPerCommit} created per commit`) +
           (tally.errors ? `, ${tally.errors} errors` : ''),
       );
       return figures;
@@ -426,6 +450,54 @@ async function main() {
           null,
           { clients: 1 },
         );
+      if (runs('floor')) {
+        // The same REST clients against a Node server that only answers (bench/http-floor.ts) with
+        // the body the real server gives a created withdrawal: the most any HTTP face can do here.
+        const sample = await new UndiciClient(server.baseUrl).request({
+          path: '/v1/withdrawals',
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            'content-type': 'application/json',
+            'idempotency-key': withdrawalKey('floor-sample'),
+          },
+          body: JSON.stringify({
+            withdrawalId: 'floor-sample',
+            accountId: 'acct-0',
+            asset: 'ETH',
+            destination,
+            amountMinor: '1000',
+          }),
+        });
+        const answer = await sample.body.text();
+        if (sample.statusCode === 201) total.created += 1;
+        const floor = await startHttpFloor(answer, ['--max-semi-space-size=32']);
+        try {
+          const cpuBefore = processCpuSeconds(floor.pid);
+          const clientsBefore = process.cpuUsage();
+          const tally = await closedLoop('f', 16, () => restClient(floor.baseUrl), randomAccount);
+          // Its calls created nothing: they are not the database's to hold.
+          total.created -= tally.created;
+          const calls = Math.max(1, tally.created + tally.errors);
+          const clients = process.cpuUsage(clientsBefore);
+          const per = (seconds: number) => Math.round((seconds / calls) * 1e6) / 1e3;
+          judge(
+            'http floor (a Node server that only answers), 16 REST clients',
+            {
+              tally,
+              cpu: {
+                serverMs: per(processCpuSeconds(floor.pid) - cpuBefore),
+                postgresMs: 0,
+                clientsMs: per((clients.user + clients.system) / 1e6),
+              },
+            },
+            null,
+            { clients: 16 },
+          );
+        } finally {
+          await floor.stop();
+        }
+      }
     } finally {
       await server.stop();
     }
