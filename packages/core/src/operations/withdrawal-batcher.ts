@@ -1,6 +1,6 @@
 /**
- * Gathers concurrent withdrawal submissions into batches (issue 17). A submission goes out at once
- * while fewer than `concurrency` batches are being written; otherwise it waits for a batch to finish,
+ * Gathers concurrent withdrawal submissions into batches (issue 17). A submission goes out at the
+ * end of the event loop's current turn while fewer than `concurrency` batches are being written; otherwise it waits for a batch to finish,
  * for `maxItems` submissions of its tenant to be waiting, or for `maxWaitMs`, whichever comes first,
  * and goes out with the others of its tenant in one statement. An idle system therefore sends every
  * submission alone, as before; a busy one pays one executor start-up, WAL flush and COMMIT per batch.
