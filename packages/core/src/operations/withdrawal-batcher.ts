@@ -1,6 +1,6 @@
 /**
- * Gathers concurrent withdrawal submissions into batches (issue 17). A submission goes out at the
- * end of the event loop's current turn while fewer than `concurrency` batches are being written; otherwise it waits for a batch to finish,
+ * Gathers concurrent withdrawal submissions into batches (issue 17). A submission goes out at once
+ * while fewer than `concurrency` batches are being written; otherwise it waits for a batch to finish,
  * for `maxItems` submissions of its tenant to be waiting, or for `maxWaitMs`, whichever comes first,
  * and goes out with the others of its tenant in one statement. An idle system therefore sends every
  * submission alone, as before; a busy one pays one executor start-up, WAL flush and COMMIT per batch.
@@ -32,7 +32,6 @@ export class SubmissionBatcher<I, T> {
   private readonly waiting: Waiting<I, T>[] = [];
   private inFlight = 0;
   private timer: NodeJS.Timeout | undefined;
-  private pumpScheduled = false;
 
   constructor(
     private readonly options: BatchingOptions,
@@ -45,15 +44,7 @@ export class SubmissionBatcher<I, T> {
   submit(item: I): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.waiting.push({ group: this.groupOf(item), item, since: performance.now(), resolve, reject });
-      // Sent after the event loop's current turn, not at once: the submissions of requests that
-      // arrived together (one poll of the sockets) go out as one batch instead of one by one. The
-      // wait is the rest of this turn, microseconds, so an idle system's latency does not grow.
-      if (this.pumpScheduled) return;
-      this.pumpScheduled = true;
-      setImmediate(() => {
-        this.pumpScheduled = false;
-        this.pump();
-      });
+      this.pump();
     });
   }
 
