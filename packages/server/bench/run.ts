@@ -211,8 +211,8 @@ async function main() {
         ),
       ).map((row) => row.pid);
     /** CPU seconds so far of the server, its database backends and this process (the clients). */
-    const cpuNow = async () => ({
-      server: processCpuSeconds(server.pid),
+    const cpuNow = async (serverPid: number) => ({
+      server: processCpuSeconds(serverPid),
       postgres: (await backends()).reduce((sum, pid) => sum + processCpuSeconds(pid), 0),
       clients: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     });
@@ -227,12 +227,12 @@ async function main() {
       );
     /** Runs a phase and attributes its CPU time per call (the warm-up included, as is its share of calls). */
     let profiled = 0;
-    const measured = async (phase: () => Promise<Tally>) => {
-      const before = await cpuNow();
+    const measured = async (phase: () => Promise<Tally>, serverPid = server.pid) => {
+      const before = await cpuNow(serverPid);
       const commitsBefore = await commitsNow();
       profiled += 1;
       const tally = await profileClients(`phase-${profiled}`, phase);
-      const after = await cpuNow();
+      const after = await cpuNow(serverPid);
       // The statistics reach pg_stat_database within a second of a commit.
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       const commits = (await commitsNow()) - commitsBefore;
@@ -243,7 +243,7 @@ async function main() {
         cpu: { serverMs: per('server'), postgresMs: per('postgres'), clientsMs: per('clients') },
         // How many created withdrawals each COMMIT held: the batches' mean size (the bench's own
         // few reads count too, so slightly under).
-        createdPerCommit: Math.round((tally.created / Math.max(1, commits)) * 100) / 100,
+        createdPerCommit: commits > 0 ? Math.round((tally.created / commits) * 100) / 100 : undefined,
       };
     };
 
@@ -318,19 +318,21 @@ async function main() {
     // on Node here (0.13 ms of CPU per call against 0.19 to 0.21 for node:http's request, two
     // interleaved pairs of REST runs on 2026-12-01): on 2 shared cores, the clients' CPU is taken
     // from the server and PostgreSQL, and pgbench's own client is C.
+    const postWithdrawal = (connection: UndiciClient, withdrawalId: string, accountId: string) =>
+      connection.request({
+        path: '/v1/withdrawals',
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': withdrawalKey(withdrawalId),
+        },
+        body: JSON.stringify({ withdrawalId, accountId, asset: 'ETH', destination, amountMinor: '1000' }),
+      });
     const restClient = (baseUrl = server.baseUrl): Submit => {
       const connection = new UndiciClient(baseUrl, { pipelining: 1 });
       return async (withdrawalId, accountId) => {
-        const answer = await connection.request({
-          path: '/v1/withdrawals',
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${apiKey}`,
-            'content-type': 'application/json',
-            'idempotency-key': withdrawalKey(withdrawalId),
-          },
-          body: JSON.stringify({ withdrawalId, accountId, asset: 'ETH', destination, amountMinor: '1000' }),
-        });
+        const answer = await postWithdrawal(connection, withdrawalId, accountId);
         await answer.body.dump();
         // The outcome from the status: 201 created, 200 replayed.
         if (answer.statusCode === 201) return 'CREATED';
@@ -453,47 +455,20 @@ async function main() {
       if (runs('floor')) {
         // The same REST clients against a Node server that only answers (bench/http-floor.ts) with
         // the body the real server gives a created withdrawal: the most any HTTP face can do here.
-        const sample = await new UndiciClient(server.baseUrl).request({
-          path: '/v1/withdrawals',
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${apiKey}`,
-            'content-type': 'application/json',
-            'idempotency-key': withdrawalKey('floor-sample'),
-          },
-          body: JSON.stringify({
-            withdrawalId: 'floor-sample',
-            accountId: 'acct-0',
-            asset: 'ETH',
-            destination,
-            amountMinor: '1000',
-          }),
-        });
+        const sample = await postWithdrawal(new UndiciClient(server.baseUrl), 'floor-sample', 'acct-0');
         const answer = await sample.body.text();
         if (sample.statusCode === 201) total.created += 1;
         const floor = await startHttpFloor(answer, ['--max-semi-space-size=32']);
         try {
-          const cpuBefore = processCpuSeconds(floor.pid);
-          const clientsBefore = process.cpuUsage();
-          const tally = await closedLoop('f', 16, () => restClient(floor.baseUrl), randomAccount);
-          // Its calls created nothing: they are not the database's to hold.
-          total.created -= tally.created;
-          const calls = Math.max(1, tally.created + tally.errors);
-          const clients = process.cpuUsage(clientsBefore);
-          const per = (seconds: number) => Math.round((seconds / calls) * 1e6) / 1e3;
-          judge(
-            'http floor (a Node server that only answers), 16 REST clients',
-            {
-              tally,
-              cpu: {
-                serverMs: per(processCpuSeconds(floor.pid) - cpuBefore),
-                postgresMs: 0,
-                clientsMs: per((clients.user + clients.system) / 1e6),
-              },
-            },
-            null,
-            { clients: 16 },
+          const floorRun = await measured(
+            () => closedLoop('f', 16, () => restClient(floor.baseUrl), randomAccount),
+            floor.pid,
           );
+          // Its calls created nothing: they are not the database's to hold.
+          total.created -= floorRun.tally.created;
+          judge('http floor (a Node server that only answers), 16 REST clients', floorRun, null, {
+            clients: 16,
+          });
         } finally {
           await floor.stop();
         }
