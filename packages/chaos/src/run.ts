@@ -339,6 +339,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       IDEM_WORKER_INTERVAL_MS: '300',
       // Short leases, so a killed worker's claims are taken over within the run.
       IDEM_WORKER_LEASE_MS: '4000',
+      // A pass that hangs is named in the worker's log well inside the quiet phase.
+      IDEM_WORKER_STALL_ALERT_MS: '15000',
       // Short, so an UNKNOWN nobody can resolve gets its named owner inside the quiet phase.
       IDEM_UNKNOWN_ESCALATE_AFTER_MS: '5000',
       // Two chain passes prove a withdrawal not sent; short, so both fit in the run.
@@ -846,6 +848,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // stored for its nonce (a signer that did not answer, a send, a lease taken over).
     const unstored = checks.find((check) => check.id === 'sent-only-persisted' && check.status === 'fail');
     if (unstored) unstored.violations.push(...workerLinesAbout(outDir, unstored.violations));
+    // Withdrawals nobody moved: what each worker said last comes first (a stalled pass, a stage failing).
+    const unconverged = checks.find((check) => check.id === 'converge' && check.status === 'fail');
+    if (unconverged) unconverged.violations.unshift(...workerLogTails(outDir, 4));
     const finalRows = await sql<{ state: string; n: number }[]>`
       select state, count(*)::int as n from operations where kind = 'withdrawal' group by state order by state`;
     let failover: FailoverOutcome | null = null;
@@ -1021,6 +1026,19 @@ export function workerLinesAbout(outDir: string, texts: readonly string[]): stri
     .sort((a, b) => a.time.localeCompare(b.time))
     .slice(0, 20)
     .map((entry) => entry.line);
+}
+
+/** The last `count` lines of each worker's log (the newest start of it), shortened. */
+export function workerLogTails(outDir: string, count: number): string[] {
+  return readdirSync(outDir)
+    .filter((name) => name.startsWith('worker-') && name.endsWith('.log'))
+    .sort()
+    .flatMap((name) => {
+      const lines = readFileSync(join(outDir, name), 'utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== '');
+      return lines.slice(-count).map((line) => `worker log ${name}: ${line.slice(0, 300)}`);
+    });
 }
 
 /** How many signer calls the workers gave up on at their deadline (their warn lines, issue 18). */

@@ -118,6 +118,12 @@ const envSchema = z.object({
   IDEM_WORKER_IN_PROCESS: flag,
   IDEM_WORKER_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   IDEM_WORKER_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** A worker pass still running after this long is reported once as an ALERT (its stage and tenant). */
+  IDEM_WORKER_STALL_ALERT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(5 * 60_000),
   /** After this long in UNKNOWN an operation is escalated to a named owner (C15). */
   IDEM_UNKNOWN_ESCALATE_AFTER_MS: z.coerce
     .number()

@@ -4,7 +4,7 @@ import type { Env } from './env.ts';
 /**
  * The worker's settings read from the environment, in one place for both ways a worker runs (in
  * the server process, and `idem worker`): leases, escalation, the two-pass not-sent interval,
- * BROADCAST alert ages, reconciliation and custodian-poll cadence and automatic fee bumps.
+ * BROADCAST alert ages, the stalled-pass alert, reconciliation and custodian-poll cadence and automatic fee bumps.
  */
 export function workerSettingsFrom(
   env: Env,
@@ -12,6 +12,7 @@ export function workerSettingsFrom(
   const bumpAfter = env.IDEM_BUMP_AFTER_MS;
   return {
     leaseMs: env.IDEM_WORKER_LEASE_MS,
+    stallAlertMs: env.IDEM_WORKER_STALL_ALERT_MS,
     unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
     notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
     escalationOwner: env.IDEM_ESCALATION_OWNER,

@@ -40,6 +40,11 @@ export interface WorkerOptions {
   expireKeysEveryMs?: number;
   /** Automatic fee bumps of stuck withdrawals, per network (defaults: DEFAULT_REPLACE_POLICIES). */
   replacePolicies?: Record<string, ReplacePolicy>;
+  /**
+   * A pass still running after this long is reported once as an ALERT naming its stage and tenant
+   * (default 5 minutes): a worker whose pass never ends moves nothing, and says nothing otherwise.
+   */
+  stallAlertMs?: number;
 }
 
 export interface TickReport {
@@ -106,6 +111,8 @@ export function createWorker(options: WorkerOptions): Worker {
    * other stages and tenants go on. Every stage is safe to repeat on the next pass.
    */
   async function stage(name: string, tenantId: string, work: () => Promise<number>): Promise<number> {
+    pass.stage = name;
+    pass.tenantId = tenantId;
     try {
       return await work();
     } catch (error) {
@@ -147,7 +154,11 @@ export function createWorker(options: WorkerOptions): Worker {
     });
   }
 
+  /** Where the running pass is, for the stall alert (one pass at a time runs under start()). */
+  const pass = { startedAt: 0, stage: 'tenants', tenantId: '', alerted: false };
+
   async function runOnce(): Promise<TickReport> {
+    Object.assign(pass, { startedAt: Date.now(), stage: 'tenants', tenantId: '', alerted: false });
     const report: TickReport = {
       tenants: 0,
       reviewed: 0,
@@ -187,6 +198,7 @@ export function createWorker(options: WorkerOptions): Worker {
     }
     // Periodic jobs run for EVERY tenant, idle or not: a quiet tenant's balances must still be
     // proven and its keys still expire (issue 13). Tenant ids only, from a SECURITY DEFINER function.
+    Object.assign(pass, { stage: 'all-tenants', tenantId: '' });
     for (const tenantId of await allTenantIds(ctx.db)) {
       if (due('reconciliation', tenantId, options.reconcileEveryMs)) {
         report.breaksOpened += await stage(
@@ -205,21 +217,39 @@ export function createWorker(options: WorkerOptions): Worker {
   }
 
   let timer: NodeJS.Timeout | null = null;
+  let watchdog: NodeJS.Timeout | null = null;
   let running: Promise<unknown> = Promise.resolve();
+  let passing = false;
   let stopped = false;
+  const stallAlertMs = options.stallAlertMs ?? 5 * 60_000;
   return {
     runOnce,
     start(intervalMs) {
       const tick = () => {
         if (stopped) return;
+        passing = true;
         running = runOnce()
           .catch((error: unknown) =>
             ctx.log.error({ message: scrubbedError(error, 300) }, 'worker pass failed'),
           )
           .finally(() => {
+            passing = false;
             if (!stopped) timer = setTimeout(tick, intervalMs);
           });
       };
+      watchdog = setInterval(
+        () => {
+          const runningForMs = Date.now() - pass.startedAt;
+          if (!passing || pass.alerted || runningForMs < stallAlertMs) return;
+          pass.alerted = true;
+          ctx.log.error(
+            { alert: true, stage: pass.stage, tenantId: pass.tenantId || undefined, runningForMs },
+            'ALERT worker pass stalled',
+          );
+        },
+        Math.max(25, Math.min(stallAlertMs / 4, 10_000)),
+      );
+      watchdog.unref();
       tick();
     },
     async idle() {
@@ -228,6 +258,7 @@ export function createWorker(options: WorkerOptions): Worker {
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
+      if (watchdog) clearInterval(watchdog);
       await running;
       await balanceJob;
     },

@@ -1,0 +1,52 @@
+/**
+ * A worker whose pass never ends moves nothing and would say nothing: the chaos failover drill
+ * once ended with every withdrawal REQUESTED and both workers alive and silent. A pass that runs
+ * past `stallAlertMs` is reported once, as an ALERT naming the stage and tenant it is stuck in.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Environment, ETH, startEnvironment } from './environment.ts';
+
+let env: Environment;
+beforeAll(async () => {
+  env = await startEnvironment();
+});
+afterAll(() => env.close());
+
+const stalledAlerts = () =>
+  env.logLines
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.msg === 'ALERT worker pass stalled');
+
+describe('a worker pass that never ends', () => {
+  it('is reported once as an ALERT with its stage and tenant, and not before stallAlertMs', async () => {
+    await env.withdraw(ETH / 20n);
+    let reachedSigner = false;
+    let release: () => void = () => {};
+    // The send path's probe does not return once the signer has answered: the dispatch stage hangs
+    // until the end of the test.
+    const worker = env.worker({
+      stallAlertMs: 400,
+      probe: (step) => {
+        if (step !== 'signer-answered') return Promise.resolve();
+        reachedSigner = true;
+        return new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      },
+    });
+    worker.start(50);
+    const deadline = Date.now() + 10_000;
+    while (!reachedSigner && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(reachedSigner).toBe(true);
+    expect(stalledAlerts()).toEqual([]);
+
+    while (stalledAlerts().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 500));
+    const alerts = stalledAlerts();
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]).toMatchObject({ alert: true, stage: 'dispatch', tenantId: env.tenantId });
+    expect(alerts[0]?.runningForMs).toBeGreaterThanOrEqual(400);
+    release();
+    await worker.stop();
+  });
+});
