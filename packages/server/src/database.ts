@@ -59,8 +59,7 @@ export async function openConfiguredDatabase(
 
 /**
  * The submission batching the environment asks for (IDEM_BATCHING and IDEM_BATCH_*). Without
- * IDEM_BATCH_CONCURRENCY, openDatabase picks it from the connections it has (the pool, at most 4;
- * one on PGlite).
+ * IDEM_BATCH_CONCURRENCY, openDatabase takes DEFAULT_BATCHING's (one batch of a tenant in flight).
  */
 export function batchingFromEnv(env: Env): Partial<BatchingOptions> | false {
   if (env.IDEM_BATCHING === 'off') return false;

@@ -57,14 +57,14 @@ const envSchema = z.object({
   IDEM_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(20),
   /**
    * Gathering of concurrent withdrawal submissions into one statement (issue 17): on (the default),
-   * a submission goes out at once while fewer than IDEM_BATCH_CONCURRENCY batches are being
-   * written, else it waits at most IDEM_BATCH_MAX_WAIT_MS or until IDEM_BATCH_MAX_ITEMS of its
-   * tenant are waiting. Off: every submission is its own statement, as before.
+   * a submission goes out at once while fewer than IDEM_BATCH_CONCURRENCY batches of its tenant are
+   * being written, else it waits at most IDEM_BATCH_MAX_WAIT_MS or until IDEM_BATCH_MAX_ITEMS of its
+   * tenant are waiting. Tenants never wait on each other. Off: every submission is its own statement, as before.
    */
   IDEM_BATCHING: z.enum(['on', 'off']).default('on'),
   IDEM_BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(1_000).default(64),
   IDEM_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(1_000).default(2),
-  /** Batches written at once before submissions gather (default: IDEM_DB_POOL_MAX, at most 4). */
+  /** Batches of one tenant written at once before its submissions gather (default 1). */
   IDEM_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).optional(),
   /** Apply migrations when the server starts (off when the app role cannot run DDL). */
   IDEM_MIGRATE_ON_START: flag.default(true),

@@ -6,7 +6,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import type { BatchingOptions } from '../operations/withdrawal-batcher.ts';
+import { type BatchingOptions, DEFAULT_BATCHING } from '../operations/withdrawal-batcher.ts';
 import { parseConnectionString } from './connection-string.ts';
 
 /** Either driver behind one type: core code never knows which PostgreSQL it runs on. */
@@ -46,7 +46,8 @@ export interface OpenOptions {
   connectTimeoutSeconds?: number;
   /**
    * Gathering of concurrent `submitWithdrawal` calls into one statement (issue 17); `false` sends
-   * each alone. Unset fields take the defaults; `concurrency` defaults to the pool size, at most 4.
+   * each alone. Unset fields take the defaults (DEFAULT_BATCHING: one batch of a tenant in flight
+   * at a time, the next gathering behind it).
    */
   batching?: Partial<BatchingOptions> | false;
 }
@@ -73,9 +74,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseH
     const db = drizzlePostgres(preparing(client)) as unknown as Database;
     batching.set(
       db,
-      options.batching === false
-        ? false
-        : { concurrency: Math.min(options.maxConnections ?? 10, 4), ...options.batching },
+      options.batching === false ? false : { concurrency: DEFAULT_BATCHING.concurrency, ...options.batching },
     );
     return {
       db,
@@ -92,8 +91,10 @@ export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseH
   const client = options.dataDir ? new PGlite(options.dataDir) : new PGlite();
   await client.waitReady;
   const db = drizzlePglite(client) as unknown as Database;
-  // One connection: one batch at a time, the others gathering behind it.
-  batching.set(db, options.batching === false ? false : { concurrency: 1, ...options.batching });
+  batching.set(
+    db,
+    options.batching === false ? false : { concurrency: DEFAULT_BATCHING.concurrency, ...options.batching },
+  );
   return {
     db,
     kind: 'pglite',

@@ -253,7 +253,7 @@ function batcherOf(db: Database): SubmissionBatcher<PreparedSubmission, Identity
       settings === false
         ? null
         : new SubmissionBatcher<PreparedSubmission, IdentityClaim>(
-            { ...DEFAULT_BATCHING, concurrency: 1, ...settings },
+            { ...DEFAULT_BATCHING, ...settings },
             (submission) => `${submission.tenantId}/${submission.actor}`,
             (submissions) => createPrepared(db, submissions),
           );

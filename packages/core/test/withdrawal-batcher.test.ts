@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type BatchingOptions,
+  type Settled,
+  SubmissionBatcher,
+} from '../src/operations/withdrawal-batcher.ts';
+
+/**
+ * When the batcher sends a submission (issue 17): at once while its group has a batch slot free,
+ * else gathered behind the batch being written, until a slot frees, `maxItems` of the group wait,
+ * or the oldest has waited `maxWaitMs`. A group is one tenant and actor; groups never wait on each
+ * other. The writer here is a stand-in that records each batch and is finished by the test, so
+ * the timing is the test's, not a database's.
+ */
+interface Item {
+  group: string;
+  n: number;
+}
+
+function harness(options: BatchingOptions) {
+  const batches: { items: Item[]; finish(): void }[] = [];
+  const batcher = new SubmissionBatcher<Item, string>(
+    options,
+    (item) => item.group,
+    (items) =>
+      new Promise<Settled<string>[]>((resolve) => {
+        batches.push({
+          items,
+          finish: () => resolve(items.map((item) => ({ ok: true, claim: `${item.group}${item.n}` }))),
+        });
+      }),
+  );
+  const sent = () => batches.map((batch) => batch.items.map((item) => `${item.group}${item.n}`).join(','));
+  return { batcher, batches, sent };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the submission batcher', () => {
+  it('I17 an idle group sends a submission at once, alone', async () => {
+    const { batcher, batches, sent } = harness({ maxItems: 64, maxWaitMs: 60_000, concurrency: 1 });
+    const answer = batcher.submit({ group: 'a', n: 1 });
+    expect(sent()).toEqual(['a1']);
+    batches[0]?.finish();
+    expect(await answer).toBe('a1');
+  });
+
+  it('I17 while a group has a batch in flight, its next submissions gather and go together when it commits', async () => {
+    const { batcher, batches, sent } = harness({ maxItems: 64, maxWaitMs: 60_000, concurrency: 1 });
+    const answers = [1, 2, 3, 4].map((n) => batcher.submit({ group: 'a', n }));
+    expect(sent()).toEqual(['a1']);
+    batches[0]?.finish();
+    await settle();
+    expect(sent()).toEqual(['a1', 'a2,a3,a4']);
+    batches[1]?.finish();
+    expect(await Promise.all(answers)).toEqual(['a1', 'a2', 'a3', 'a4']);
+  });
+
+  it("I17 another tenant's submission does not wait behind a group's batch in flight", async () => {
+    const { batcher, batches, sent } = harness({ maxItems: 64, maxWaitMs: 60_000, concurrency: 1 });
+    const first = batcher.submit({ group: 'a', n: 1 });
+    const waiting = batcher.submit({ group: 'a', n: 2 });
+    const other = batcher.submit({ group: 'b', n: 1 });
+    // b1 could never share a statement with a's items: it goes out beside a1, a2 keeps waiting.
+    expect(sent()).toEqual(['a1', 'b1']);
+    batches[1]?.finish();
+    expect(await other).toBe('b1');
+    expect(sent()).toEqual(['a1', 'b1']);
+    batches[0]?.finish();
+    await settle();
+    expect(sent()).toEqual(['a1', 'b1', 'a2']);
+    batches[2]?.finish();
+    expect(await Promise.all([first, waiting])).toEqual(['a1', 'a2']);
+  });
+
+  it('I17 a waiting submission goes out after maxWaitMs even while its group has no slot free', async () => {
+    const { batcher, batches, sent } = harness({ maxItems: 64, maxWaitMs: 5, concurrency: 1 });
+    void batcher.submit({ group: 'a', n: 1 });
+    const late = batcher.submit({ group: 'a', n: 2 });
+    expect(sent()).toEqual(['a1']);
+    await sleep(30);
+    expect(sent()).toEqual(['a1', 'a2']);
+    batches[1]?.finish();
+    expect(await late).toBe('a2');
+  });
+
+  it('I17 maxItems waiting submissions of a group go out at once as one batch', async () => {
+    const { batcher, sent } = harness({ maxItems: 3, maxWaitMs: 60_000, concurrency: 1 });
+    for (const n of [1, 2, 3, 4, 5, 6]) void batcher.submit({ group: 'a', n });
+    // a1 went alone; a2..a4 filled a batch the moment a4 arrived; a5 and a6 wait for a slot.
+    expect(sent()).toEqual(['a1', 'a2,a3,a4']);
+    void batcher.submit({ group: 'a', n: 7 });
+    expect(sent()).toEqual(['a1', 'a2,a3,a4', 'a5,a6,a7']);
+  });
+
+  it('I17 with concurrency 2 a group writes two batches at once before it gathers', async () => {
+    const { batcher, batches, sent } = harness({ maxItems: 64, maxWaitMs: 60_000, concurrency: 2 });
+    for (const n of [1, 2, 3, 4]) void batcher.submit({ group: 'a', n });
+    expect(sent()).toEqual(['a1', 'a2']);
+    batches[1]?.finish();
+    await settle();
+    expect(sent()).toEqual(['a1', 'a2', 'a3,a4']);
+  });
+});
