@@ -210,12 +210,19 @@ async function main() {
           sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
         ),
       ).map((row) => row.pid);
-    /** CPU seconds so far of the server, its database backends and this process (the clients). */
+    /** CPU seconds so far of the server, each of its database backends, and this process (the clients). */
     const cpuNow = async (serverPid: number) => ({
       server: processCpuSeconds(serverPid),
-      postgres: (await backends()).reduce((sum, pid) => sum + processCpuSeconds(pid), 0),
+      postgres: new Map((await backends()).map((pid) => [pid, processCpuSeconds(pid)] as const)),
       clients: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     });
+    /**
+     * The backends' CPU during a phase: each backend alive at its end, from 0 if it started during
+     * it. A backend that exited during the phase is left out (its last reading is gone): subtracting
+     * it, as a sum of sums did, once printed a negative figure.
+     */
+    const backendsDelta = (before: Map<number, number>, after: Map<number, number>) =>
+      [...after].reduce((sum, [pid, seconds]) => sum + seconds - (before.get(pid) ?? 0), 0);
     /** Transactions committed in the scratch database so far (PostgreSQL's statistics, flushed within a second). */
     const commitsNow = async () =>
       Number(
@@ -237,10 +244,14 @@ async function main() {
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       const commits = (await commitsNow()) - commitsBefore;
       const calls = Math.max(1, tally.created + tally.errors);
-      const per = (key: keyof typeof before) => Math.round(((after[key] - before[key]) / calls) * 1e6) / 1e3;
+      const per = (seconds: number) => Math.round((seconds / calls) * 1e6) / 1e3;
       return {
         tally,
-        cpu: { serverMs: per('server'), postgresMs: per('postgres'), clientsMs: per('clients') },
+        cpu: {
+          serverMs: per(after.server - before.server),
+          postgresMs: per(backendsDelta(before.postgres, after.postgres)),
+          clientsMs: per(after.clients - before.clients),
+        },
         // How many created withdrawals each COMMIT held: the batches' mean size (the bench's own
         // few reads count too, so slightly under).
         createdPerCommit: commits > 0 ? Math.round((tally.created / commits) * 100) / 100 : undefined,
