@@ -50,6 +50,11 @@ const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
 const BATCH_CONCURRENCY = process.env.IDEM_BATCH_CONCURRENCY;
 const BATCH_MAX_WAIT_MS = process.env.IDEM_BATCH_MAX_WAIT_MS;
 const TARGET_P99_MS = 25;
+/** The open-loop phase's arrivals per second (default: half the 16-client closed loop's rate). */
+const OPEN_RATE = process.env.BENCH_OPEN_RATE ? Number(process.env.BENCH_OPEN_RATE) : undefined;
+if (OPEN_RATE !== undefined && !(Number.isInteger(OPEN_RATE) && OPEN_RATE > 0)) {
+  throw new Error('BENCH_OPEN_RATE must be a positive whole number of calls per second');
+}
 /** `BENCH_ONLY=rest,bulk` runs only those phases (trpc16, trpc64, rest, hot, open, bulk, one, floor): for profiling one path. */
 const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const runs = (phase: string) => !ONLY || ONLY.includes(phase);
@@ -291,8 +296,12 @@ async function main() {
       const tally: Tally = { samples: [], created: 0, errors: 0 };
       const interval = 1000 / perSecond;
       const started = performance.now();
+      // A warm-up as the closed loops have: run alone (BENCH_OPEN_RATE), a cold server's first
+      // calls (JIT, connections, plans) would otherwise be the phase's p99.
+      const warmupEnds = started + Math.min(2_000, SECONDS * 200);
+      const ends = warmupEnds + SECONDS * 1000;
       const calls: Promise<void>[] = [];
-      for (let n = 0; n * interval < SECONDS * 1000; n += 1) {
+      for (let n = 0; started + n * interval < ends; n += 1) {
         const due = started + n * interval;
         const wait = due - performance.now();
         if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -301,7 +310,7 @@ async function main() {
             (outcome) => {
               if (outcome === 'CREATED') tally.created += 1;
               // From when the call was due: a late send counts against the system, not for it.
-              tally.samples.push(performance.now() - due);
+              if (due >= warmupEnds) tally.samples.push(performance.now() - due);
             },
             () => {
               tally.errors += 1;
@@ -413,8 +422,10 @@ async function main() {
           { clients: 16 },
         );
       // Half the closed-loop maximum, arriving on a schedule: an idle-ish system's latency.
-      if (trpc16 && runs('open')) {
-        const rate = Math.max(1, Math.round(trpc16.opsPerSec / 2));
+      // BENCH_OPEN_RATE fixes the rate, to compare settings (batching on and off) at one load.
+      const openRate = OPEN_RATE ?? (trpc16 ? Math.max(1, Math.round(trpc16.opsPerSec / 2)) : undefined);
+      if (openRate !== undefined && runs('open')) {
+        const rate = openRate;
         judge(
           `http tRPC (SDK), open loop at ${rate}/s`,
           await measured(() => openLoop('o', rate, sdkClient())),
