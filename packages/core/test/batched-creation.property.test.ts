@@ -26,7 +26,7 @@ beforeAll(async () => {
   t = await createTestDatabase({ maxConnections: 8 });
   // A small pool and one batch at a time, so single calls really gather (PGlite has one connection).
   gathered = t.url
-    ? await openDatabase({ url: t.url, maxConnections: 3, batching: { concurrency: 1 } })
+    ? await openDatabase({ url: t.url, maxConnections: 3, batching: { concurrency: 1, gatherFrom: 1 } })
     : null;
 });
 afterAll(async () => {

@@ -204,7 +204,7 @@ describe('one statement for many submissions (issue 17)', () => {
     const amountMinor = ((ETH * 8n) / 10n).toString();
     // A pool of 2 and one batch at a time: the other submissions must gather behind it.
     const handle = t.url
-      ? await openDatabase({ url: t.url, maxConnections: 2, batching: { concurrency: 1 } })
+      ? await openDatabase({ url: t.url, maxConnections: 2, batching: { concurrency: 1, gatherFrom: 1 } })
       : null;
     const db = handle?.db ?? t.db;
     try {

@@ -17,7 +17,9 @@ interface Item {
   n: number;
 }
 
-function harness(options: BatchingOptions) {
+function harness(settings: Omit<BatchingOptions, 'gatherFrom'> & { gatherFrom?: number }) {
+  // Gathering from the second submission unless a test says otherwise: the rules below, not the light-load one.
+  const options: BatchingOptions = { gatherFrom: 1, ...settings };
   const batches: { items: Item[]; finish(): void }[] = [];
   const batcher = new SubmissionBatcher<Item, string>(
     options,
@@ -92,6 +94,32 @@ describe('the submission batcher', () => {
     expect(sent()).toEqual(['a1', 'a2,a3,a4']);
     void batcher.submit({ group: 'a', n: 7 });
     expect(sent()).toEqual(['a1', 'a2,a3,a4', 'a5,a6,a7']);
+  });
+
+  it('I17 under light load (fewer than gatherFrom in flight and waiting) a submission goes at once even with no slot free', async () => {
+    const { batcher, batches, sent } = harness({
+      maxItems: 64,
+      maxWaitMs: 60_000,
+      concurrency: 1,
+      gatherFrom: 4,
+    });
+    const answers = [1, 2, 3].map((n) => batcher.submit({ group: 'a', n }));
+    // Three of the group in flight and waiting: a batch would cost more than the calls alone.
+    expect(sent()).toEqual(['a1', 'a2', 'a3']);
+    // The fourth has company enough: it waits for a slot, and the ones after it gather with it.
+    void batcher.submit({ group: 'a', n: 4 });
+    void batcher.submit({ group: 'a', n: 5 });
+    expect(sent()).toEqual(['a1', 'a2', 'a3']);
+    // a1 done: a2, a3 in flight and a4, a5 waiting are still four, so they keep waiting.
+    batches[0]?.finish();
+    await settle();
+    expect(sent()).toEqual(['a1', 'a2', 'a3']);
+    // a2 done: three left in all, too few for a batch to pay, so the two waiting go now, together.
+    batches[1]?.finish();
+    await settle();
+    expect(sent()).toEqual(['a1', 'a2', 'a3', 'a4,a5']);
+    for (const batch of batches.slice(2)) batch.finish();
+    expect(await Promise.all(answers)).toEqual(['a1', 'a2', 'a3']);
   });
 
   it('I17 with concurrency 2 a group writes two batches at once before it gathers', async () => {

@@ -45,10 +45,11 @@ const REST_TARGET_RATIO = 0.4;
 const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
 /**
  * The server's batching settings: the product's defaults unless IDEM_BATCH_CONCURRENCY or
- * IDEM_BATCH_MAX_WAIT_MS is set (README, Benchmarks, compares concurrency 1 and 5 ms).
+ * IDEM_BATCH_MAX_WAIT_MS or IDEM_BATCH_GATHER_FROM is set (README, Benchmarks, compares settings).
  */
 const BATCH_CONCURRENCY = process.env.IDEM_BATCH_CONCURRENCY;
 const BATCH_MAX_WAIT_MS = process.env.IDEM_BATCH_MAX_WAIT_MS;
+const BATCH_GATHER_FROM = process.env.IDEM_BATCH_GATHER_FROM;
 const TARGET_P99_MS = 25;
 /** The open-loop phase's arrivals per second (default: half the 16-client closed loop's rate). */
 const OPEN_RATE = process.env.BENCH_OPEN_RATE ? Number(process.env.BENCH_OPEN_RATE) : undefined;
@@ -188,6 +189,7 @@ async function main() {
         ...(process.env.IDEM_BATCHING ? { IDEM_BATCHING: process.env.IDEM_BATCHING } : {}),
         ...(BATCH_CONCURRENCY ? { IDEM_BATCH_CONCURRENCY: BATCH_CONCURRENCY } : {}),
         ...(BATCH_MAX_WAIT_MS ? { IDEM_BATCH_MAX_WAIT_MS: BATCH_MAX_WAIT_MS } : {}),
+        ...(BATCH_GATHER_FROM ? { IDEM_BATCH_GATHER_FROM: BATCH_GATHER_FROM } : {}),
         LOG_LEVEL: 'warn',
         IDEM_RATE_LIMIT_PER_SECOND: '1000000',
         NODE_ENV: 'production',
@@ -540,6 +542,7 @@ async function main() {
       serverPool: SERVER_POOL,
       batchConcurrency: BATCH_CONCURRENCY ? Number(BATCH_CONCURRENCY) : 'default',
       batchMaxWaitMs: BATCH_MAX_WAIT_MS ? Number(BATCH_MAX_WAIT_MS) : 'default',
+      batchGatherFrom: BATCH_GATHER_FROM ? Number(BATCH_GATHER_FROM) : 'default',
       batching: process.env.IDEM_BATCHING ?? 'on',
       seconds: SECONDS,
       cpus: cpus().length,

@@ -66,6 +66,7 @@ export function batchingFromEnv(env: Env): Partial<BatchingOptions> | false {
   return {
     maxItems: env.IDEM_BATCH_MAX_ITEMS,
     maxWaitMs: env.IDEM_BATCH_MAX_WAIT_MS,
+    gatherFrom: env.IDEM_BATCH_GATHER_FROM,
     ...(env.IDEM_BATCH_CONCURRENCY === undefined ? {} : { concurrency: env.IDEM_BATCH_CONCURRENCY }),
   };
 }

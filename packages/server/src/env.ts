@@ -66,6 +66,11 @@ const envSchema = z.object({
   IDEM_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(1_000).default(2),
   /** Batches of one tenant written at once before its submissions gather (default 1). */
   IDEM_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).optional(),
+  /**
+   * A submission is gathered only when at least this many of its tenant's (itself included) are
+   * being written or waiting; fewer go at once (light load: a small batch costs more than its calls).
+   */
+  IDEM_BATCH_GATHER_FROM: z.coerce.number().int().min(1).max(1_000).default(4),
   /** Apply migrations when the server starts (off when the app role cannot run DDL). */
   IDEM_MIGRATE_ON_START: flag.default(true),
   /** Request bodies above this are refused with PAYLOAD_TOO_LARGE before they are read in full. */

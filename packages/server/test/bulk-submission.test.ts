@@ -429,10 +429,11 @@ describe.skipIf(!onPostgres)(
       };
       try {
         // One batch of a tenant in flight whatever the pool: the next gathers behind it.
-        expect(await opened({})).toEqual({ maxItems: 64, maxWaitMs: 2, concurrency: 1 });
+        expect(await opened({})).toEqual({ maxItems: 64, maxWaitMs: 2, gatherFrom: 4, concurrency: 1 });
         expect(await opened({ IDEM_DB_POOL_MAX: '3' })).toEqual({
           maxItems: 64,
           maxWaitMs: 2,
+          gatherFrom: 4,
           concurrency: 1,
         });
         expect(
@@ -440,11 +441,13 @@ describe.skipIf(!onPostgres)(
             IDEM_BATCH_MAX_ITEMS: '16',
             IDEM_BATCH_MAX_WAIT_MS: '5',
             IDEM_BATCH_CONCURRENCY: '8',
+            IDEM_BATCH_GATHER_FROM: '2',
           }),
-        ).toEqual({ maxItems: 16, maxWaitMs: 5, concurrency: 8 });
+        ).toEqual({ maxItems: 16, maxWaitMs: 5, gatherFrom: 2, concurrency: 8 });
         expect(await opened({ IDEM_BATCHING: 'off' })).toBe(false);
         expect(() => readEnv({ IDEM_BATCHING: 'maybe' })).toThrow(/IDEM_BATCHING/);
         expect(() => readEnv({ IDEM_BATCH_MAX_ITEMS: '0' })).toThrow(/IDEM_BATCH_MAX_ITEMS/);
+        expect(() => readEnv({ IDEM_BATCH_GATHER_FROM: '0' })).toThrow(/IDEM_BATCH_GATHER_FROM/);
       } finally {
         await database.dispose();
       }

@@ -12,7 +12,7 @@ const items = JSON.parse(itemsJson) as { key: string; request: unknown }[];
 
 // Two connections and one batch at a time: the first submission goes alone, the rest gather into
 // one statement behind it.
-const handle = await openDatabase({ url, maxConnections: 2, batching: { concurrency: 1 } });
+const handle = await openDatabase({ url, maxConnections: 2, batching: { concurrency: 1, gatherFrom: 1 } });
 // Report the size of each batch statement as it is sent (the test checks one gathered several).
 const db = handle.db as unknown as {
   execute(query: unknown): Promise<unknown>;
