@@ -6,7 +6,12 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { addressBudgetOf, keysOf, takeSignInAttempt } from '../src/auth/sign-in-throttle.ts';
+import {
+  addressBudgetOf,
+  keysOf,
+  PasswordCheckCap,
+  takeSignInAttempt,
+} from '../src/auth/sign-in-throttle.ts';
 import { readEnv } from '../src/env.ts';
 import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
@@ -264,11 +269,7 @@ describe('sign-in throttle with a cap of one password check at a time', () => {
     const emails = Array.from({ length: 8 }, (_, i) => `burst-${i}@throttle.invalid`);
     const tenant = await staffTenant(database.db, emails);
     const answers = await Promise.all(
-      emails.map(async (email) => {
-        const started = performance.now();
-        const answer = await signIn(base, tenant.tenantId, email, 'a wrong guess');
-        return { ...answer, ms: performance.now() - started };
-      }),
+      emails.map((email) => signIn(base, tenant.tenantId, email, 'a wrong guess')),
     );
     const refused = answers.filter((answer) => answer.status === 429);
     const checked = answers.filter((answer) => answer.status === 401);
@@ -280,10 +281,9 @@ describe('sign-in throttle with a cap of one password check at a time', () => {
       expect(answer.retryAfterMs).toBeGreaterThan(0);
       expect(answer.retryAfterHeader).toMatch(/^\d+$/);
     }
-    // Refused without waiting for the check in progress (nothing queued behind it).
-    expect(Math.max(...refused.map((answer) => answer.ms))).toBeLessThan(
-      Math.max(...checked.map((answer) => answer.ms)),
-    );
+    // That a refusal does not queue behind the check in progress is the cap's own contract
+    // ('the password-check cap' below); comparing the answers' latencies here failed on a loaded
+    // machine (132 ms against 130) without any queueing, so this test no longer times them.
     // Once the burst is over, the right password works: the refusals counted no failure.
     const after = await signIn(base, tenant.tenantId, emails[0] ?? '', PASSWORD);
     expect(after.status).toBe(200);
@@ -347,6 +347,27 @@ describe.skipIf(!onPostgres)('sign-in throttle across two server processes (real
       code: 'RATE_LIMITED',
     });
   }, 120_000);
+});
+
+describe('the password-check cap', () => {
+  it('I11-F7 beyond the cap a check is refused at once, not queued; a release frees its slot once', () => {
+    const cap = new PasswordCheckCap(2);
+    const first = cap.tryAcquire();
+    const second = cap.tryAcquire();
+    expect(first).toBeTypeOf('function');
+    expect(second).toBeTypeOf('function');
+    // Synchronous null: the caller answers RATE_LIMITED without waiting for a slot.
+    expect(cap.tryAcquire()).toBeNull();
+    first?.();
+    first?.();
+    // Releasing twice frees one slot, not two.
+    const third = cap.tryAcquire();
+    expect(third).toBeTypeOf('function');
+    expect(cap.tryAcquire()).toBeNull();
+    second?.();
+    third?.();
+    expect(cap.tryAcquire()).toBeTypeOf('function');
+  });
 });
 
 describe('the unit an address budget covers', () => {
