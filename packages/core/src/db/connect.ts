@@ -52,11 +52,16 @@ export interface OpenOptions {
   batching?: Partial<BatchingOptions> | false;
 }
 
-const batching = new WeakMap<Database, Partial<BatchingOptions> | false>();
+const batching = new WeakMap<Database, BatchingOptions | false>();
 
-/** The submission batching `openDatabase` was given for this database (withdrawal-batcher.ts). */
-export function batchingOf(db: Database): Partial<BatchingOptions> | false {
-  return batching.get(db) ?? {};
+/** The submission batching `openDatabase` settled for this database (withdrawal-batcher.ts). */
+export function batchingOf(db: Database): BatchingOptions | false {
+  return batching.get(db) ?? DEFAULT_BATCHING;
+}
+
+/** The given settings over the defaults, resolved once here for both drivers. */
+function batchingSettings(options: OpenOptions): BatchingOptions | false {
+  return options.batching === false ? false : { ...DEFAULT_BATCHING, ...options.batching };
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseHandle> {
@@ -72,10 +77,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseH
       types: {},
     });
     const db = drizzlePostgres(preparing(client)) as unknown as Database;
-    batching.set(
-      db,
-      options.batching === false ? false : { concurrency: DEFAULT_BATCHING.concurrency, ...options.batching },
-    );
+    batching.set(db, batchingSettings(options));
     return {
       db,
       kind: 'postgres',
@@ -91,10 +93,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<DatabaseH
   const client = options.dataDir ? new PGlite(options.dataDir) : new PGlite();
   await client.waitReady;
   const db = drizzlePglite(client) as unknown as Database;
-  batching.set(
-    db,
-    options.batching === false ? false : { concurrency: DEFAULT_BATCHING.concurrency, ...options.batching },
-  );
+  batching.set(db, batchingSettings(options));
   return {
     db,
     kind: 'pglite',

@@ -19,7 +19,7 @@ import { assets, tenants } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
 import { answerForHolder, type IdentityClaim } from './claim-identity.ts';
 import { operationFromRow } from './operation-row.ts';
-import { DEFAULT_BATCHING, type Settled, SubmissionBatcher } from './withdrawal-batcher.ts';
+import { type Settled, SubmissionBatcher } from './withdrawal-batcher.ts';
 
 /**
  * Points of creation where a fault-injection probe may run: after validation (nothing written
@@ -253,7 +253,7 @@ function batcherOf(db: Database): SubmissionBatcher<PreparedSubmission, Identity
       settings === false
         ? null
         : new SubmissionBatcher<PreparedSubmission, IdentityClaim>(
-            { ...DEFAULT_BATCHING, ...settings },
+            settings,
             (submission) => `${submission.tenantId}/${submission.actor}`,
             (submissions) => createPrepared(db, submissions),
           );

@@ -56,10 +56,8 @@ interface Waiting<I, T> {
 
 export class SubmissionBatcher<I, T> {
   private readonly waiting: Waiting<I, T>[] = [];
-  /** Batches being written, per group; a group with none is absent. */
-  private readonly inFlight = new Map<string, number>();
-  /** Submissions in the batches being written, per group. */
-  private readonly itemsInFlight = new Map<string, number>();
+  /** Batches being written and the submissions in them, per group; a group with none is absent. */
+  private readonly inFlight = new Map<string, { batches: number; items: number }>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -100,12 +98,13 @@ export class SubmissionBatcher<I, T> {
     for (const entry of this.waiting) {
       if (seen.has(entry.group)) continue;
       seen.add(entry.group);
+      const writing = this.inFlight.get(entry.group) ?? { batches: 0, items: 0 };
+      const waiting = waitingOf.get(entry.group) ?? 0;
       if (
-        (this.inFlight.get(entry.group) ?? 0) < this.options.concurrency ||
+        writing.batches < this.options.concurrency ||
         now - entry.since >= this.options.maxWaitMs ||
-        (waitingOf.get(entry.group) ?? 0) >= this.options.maxItems ||
-        (waitingOf.get(entry.group) ?? 0) + (this.itemsInFlight.get(entry.group) ?? 0) <
-          this.options.gatherFrom
+        waiting >= this.options.maxItems ||
+        waiting + writing.items < this.options.gatherFrom
       ) {
         return entry.group;
       }
@@ -140,8 +139,10 @@ export class SubmissionBatcher<I, T> {
   }
 
   private send(group: string, batch: Waiting<I, T>[]): void {
-    this.inFlight.set(group, (this.inFlight.get(group) ?? 0) + 1);
-    this.itemsInFlight.set(group, (this.itemsInFlight.get(group) ?? 0) + batch.length);
+    const writing = this.inFlight.get(group) ?? { batches: 0, items: 0 };
+    writing.batches += 1;
+    writing.items += batch.length;
+    this.inFlight.set(group, writing);
     this.write(batch.map((entry) => entry.item))
       .then(
         (outcomes) => {
@@ -157,15 +158,9 @@ export class SubmissionBatcher<I, T> {
         },
       )
       .finally(() => {
-        const left = (this.inFlight.get(group) ?? 1) - 1;
-        const items = (this.itemsInFlight.get(group) ?? batch.length) - batch.length;
-        if (left > 0) {
-          this.inFlight.set(group, left);
-          this.itemsInFlight.set(group, items);
-        } else {
-          this.inFlight.delete(group);
-          this.itemsInFlight.delete(group);
-        }
+        writing.batches -= 1;
+        writing.items -= batch.length;
+        if (writing.batches === 0) this.inFlight.delete(group);
         this.pump();
       });
   }
