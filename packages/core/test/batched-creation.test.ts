@@ -157,6 +157,53 @@ describe('one statement for many submissions (issue 17)', () => {
     expect(await balanceOf(t.db, tenantId, 'acct-1')).toEqual({ available: ETH, held: 0n });
   });
 
+  it('I17 the batch statement answers every item itself, so no answer depends on the retry alone', async () => {
+    // createPrepared sends an item again alone when its row is NULL; a statement that returned NULL
+    // for replays or rejections would still give right answers above. Here the rows are read raw.
+    const tenantId = await newTenant(t.db);
+    await fund(t.db, tenantId, 'acct-1', 'ETH', 1_500n);
+    const item = (n: number, key: string, reference: string, amount: number, policyVersion = 1) => ({
+      item: n,
+      operation_id: crypto.randomUUID(),
+      idempotency_key: key,
+      reference,
+      account_ref: 'acct-1',
+      asset_code: 'ETH',
+      network: 'ethereum',
+      destination: evmAddress(),
+      memo: null,
+      amount_minor: String(amount),
+      fee_cap_minor: null,
+      policy_version: policyVersion,
+      payload_hash: 'ab'.repeat(32),
+    });
+    const items = [
+      item(0, 'k-a', 'w-a', 1_000), // created, held
+      item(1, 'k-b', 'w-b', 1_000), // created, then REJECTED: 500 left
+      item(2, 'k-a', 'w-c', 1), // the key of item 0: answered by its holder
+      item(3, 'k-d', 'w-a', 1), // the withdrawal id of item 0: answered by its holder
+      item(4, 'k-e', 'w-e', 1, 99), // a stale policy version: NULLs, written alone by the caller
+    ];
+    const rows = rowsOf<{
+      idempotency_key: string | null;
+      state: string | null;
+      rejection_code: string | null;
+    }>(
+      await t.db.execute(
+        sql`select idempotency_key, state, rejection_code from idem_create_withdrawals(${tenantId}::uuid, ${JSON.stringify(items)}::jsonb, 'test')`,
+      ),
+    );
+    expect(rows).toEqual([
+      { idempotency_key: 'k-a', state: 'REQUESTED', rejection_code: null },
+      { idempotency_key: 'k-b', state: 'REJECTED', rejection_code: 'INSUFFICIENT_FUNDS' },
+      { idempotency_key: 'k-a', state: 'REQUESTED', rejection_code: null },
+      { idempotency_key: 'k-a', state: 'REQUESTED', rejection_code: null },
+      { idempotency_key: null, state: null, rejection_code: null },
+    ]);
+    expect(await balanceOf(t.db, tenantId, 'acct-1')).toEqual({ available: 500n, held: 1_000n });
+    await expectLedgerInvariants(t.db, tenantId);
+  });
+
   it('I17 an item hashed with a stale policy version is written alone with the current one', async () => {
     const tenantId = await newTenant(t.db);
     await fund(t.db, tenantId, 'acct-1', 'ETH', ETH);
