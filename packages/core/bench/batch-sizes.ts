@@ -17,7 +17,7 @@ export interface BatchSizeFigure {
   backendCpuMsPerItem: number | null;
 }
 
-export const BATCH_SIZES = [1, 4, 16, 64, 256] as const;
+export const BATCH_SIZES = [1, 2, 3, 4, 16, 64, 256] as const;
 const CALLS = 2_048;
 
 function backendCpuMs(pid: number): number | null {
