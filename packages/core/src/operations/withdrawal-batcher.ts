@@ -22,10 +22,10 @@ export interface BatchingOptions {
   /**
    * A submission waits to be gathered only when at least this many of its group's submissions,
    * itself included, are being written or waiting (default 4); with fewer it goes at once, as
-   * PostgreSQL's commit_siblings does for commit_delay. A statement costs about as much as three
-   * single creations before its items' own work (docs/SERIALIZATION.md), so a batch of two or three
-   * would cost PostgreSQL more than the calls alone and make a lightly loaded system's callers wait
-   * behind each other for nothing.
+   * PostgreSQL's commit_siblings does for commit_delay. A batch of two costs PostgreSQL about what
+   * its two calls cost alone (docs/SERIALIZATION.md), and gathering makes a lightly loaded system's
+   * callers wait behind each other: gathering from the second (with a 10 ms wait) raised p50 at
+   * 400 calls/s from about 3.3 to 4.6 ms on the bench.
    */
   gatherFrom: number;
 }
