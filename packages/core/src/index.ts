@@ -112,11 +112,13 @@ export { type BalanceView, getBalances } from './journal/balances.ts';
 export { type Posting, type PostResult, postEntry, SYSTEM_ACCOUNTS } from './journal/post-entry.ts';
 export { claimIdentity, type IdentityClaim, IN_FLIGHT_RETRY_AFTER_MS } from './operations/claim-identity.ts';
 export {
+  type BatchObserver,
   type CreateWithdrawalInput,
   type CreationStep,
   createWithdrawal,
   type ItemOutcome,
   MAX_BATCH_ITEMS,
+  observeBatches,
   submitWithdrawal,
   submitWithdrawals,
 } from './operations/create-withdrawal.ts';

@@ -122,6 +122,30 @@ describe('the submission batcher', () => {
     expect(await Promise.all(answers)).toEqual(['a1', 'a2', 'a3']);
   });
 
+  it('I17 each batch is reported once it is answered: its size and its time from send to answer', async () => {
+    const reported: [number, number][] = [];
+    const finishers: (() => void)[] = [];
+    const batcher = new SubmissionBatcher<Item, string>(
+      { maxItems: 64, maxWaitMs: 60_000, concurrency: 1, gatherFrom: 1 },
+      (item) => item.group,
+      (items) =>
+        new Promise<Settled<string>[]>((resolve) => {
+          finishers.push(() => resolve(items.map((item) => ({ ok: true, claim: `${item.group}${item.n}` }))));
+        }),
+      (items, seconds) => reported.push([items, seconds]),
+    );
+    const answers = [1, 2, 3].map((n) => batcher.submit({ group: 'a', n }));
+    expect(reported).toEqual([]);
+    await sleep(20);
+    finishers[0]?.();
+    await settle();
+    finishers[1]?.();
+    await Promise.all(answers);
+    await settle();
+    expect(reported.map(([items]) => items)).toEqual([1, 2]);
+    expect(reported[0]?.[1]).toBeGreaterThanOrEqual(0.015);
+  });
+
   it('I17 with concurrency 2 a group writes two batches at once before it gathers', async () => {
     const { batcher, batches, sent } = harness({ maxItems: 64, maxWaitMs: 60_000, concurrency: 2 });
     for (const n of [1, 2, 3, 4]) void batcher.submit({ group: 'a', n });

@@ -1,5 +1,5 @@
 import { inboxOutcomes, operationStates } from '@idem/contracts';
-import { type Database, operationStats, settledOperationStats } from '@idem/core';
+import { type Database, observeBatches, operationStats, settledOperationStats } from '@idem/core';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -38,6 +38,24 @@ export function createMetrics(db: Database, options: { cacheMs: number; settledC
     registers: [registry],
   });
   for (const outcome of inboxOutcomes) webhookDeliveries.inc({ outcome }, 0);
+  // The gathering of withdrawal submissions (issue 17): what IDEM_BATCH_* comes to under the
+  // real load, items per statement and each statement's time.
+  const batchItems = new Histogram({
+    name: 'idem_withdrawal_batch_items',
+    help: 'Withdrawal submissions gathered into one statement (1: sent alone; the bulk API is not counted)',
+    buckets: [1, 2, 3, 4, 8, 16, 32, 64, 128, 256],
+    registers: [registry],
+  });
+  const batchSeconds = new Histogram({
+    name: 'idem_withdrawal_batch_seconds',
+    help: 'From a gathered batch being sent to its answer (after COMMIT), waiting for a connection included',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  observeBatches(db, (items, seconds) => {
+    batchItems.observe(items);
+    batchSeconds.observe(seconds);
+  });
 
   // prom-client collects every metric of a scrape at once, so the three gauges below, and
   // concurrent scrapes, share one read: whichever collects first starts it, the others await the

@@ -77,3 +77,19 @@ describe('I14-LIST /metrics at a long history', () => {
     expect(seen).toBe(before + 1);
   });
 });
+
+describe('I17 /metrics shows how withdrawal submissions were gathered', () => {
+  it('I17 every gathered submission is counted once in the batch-size histogram, and each batch once in its time', async () => {
+    const metrics = createMetrics(t.db, { cacheMs: 0 });
+    // Six at once: the first ones go alone, the rest gather behind them (the default settings).
+    await Promise.all([101, 102, 103, 104, 105, 106].map((n) => withdraw(n)));
+    const text = await metrics.registry.metrics();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(value('idem_withdrawal_batch_items_sum')).toBe(6);
+    const batches = value('idem_withdrawal_batch_items_count');
+    expect(batches).toBeGreaterThanOrEqual(1);
+    expect(batches).toBeLessThanOrEqual(6);
+    expect(value('idem_withdrawal_batch_seconds_count')).toBe(batches);
+    expect(value('idem_withdrawal_batch_seconds_sum')).toBeGreaterThan(0);
+  });
+});

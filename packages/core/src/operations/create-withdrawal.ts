@@ -244,6 +244,26 @@ async function callCreateMany(
 
 const batchers = new WeakMap<Database, SubmissionBatcher<PreparedSubmission, IdentityClaim> | null>();
 
+/** What the gatherer reports of each batch it sent: its size (1: a submission sent alone) and time. */
+export type BatchObserver = (items: number, seconds: number) => void;
+
+const observers = new WeakMap<Database, Set<BatchObserver>>();
+
+/**
+ * Calls `observer` for each batch of gathered submissions on this database once it is answered
+ * (the server's metrics: an operator tuning IDEM_BATCH_* sees the sizes that come of it). The
+ * bulk API's calls are not gathered and not reported. Returns the unsubscribe.
+ */
+export function observeBatches(db: Database, observer: BatchObserver): () => void {
+  let set = observers.get(db);
+  if (!set) {
+    set = new Set();
+    observers.set(db, set);
+  }
+  set.add(observer);
+  return () => set.delete(observer);
+}
+
 /** The database's submission batcher, made on first use from its `openDatabase` settings. */
 function batcherOf(db: Database): SubmissionBatcher<PreparedSubmission, IdentityClaim> | null {
   let batcher = batchers.get(db);
@@ -256,6 +276,9 @@ function batcherOf(db: Database): SubmissionBatcher<PreparedSubmission, Identity
             settings,
             (submission) => `${submission.tenantId}/${submission.actor}`,
             (submissions) => createPrepared(db, submissions),
+            (items, seconds) => {
+              for (const observer of observers.get(db) ?? []) observer(items, seconds);
+            },
           );
     batchers.set(db, batcher);
   }

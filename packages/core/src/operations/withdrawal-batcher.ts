@@ -66,6 +66,8 @@ export class SubmissionBatcher<I, T> {
     private readonly groupOf: (item: I) => string,
     /** Writes one group's items in one statement; one outcome per item, in order. */
     private readonly write: (items: I[]) => Promise<Settled<T>[]>,
+    /** Told of each batch once it is answered: its size and the seconds from send to answer. */
+    private readonly observe?: (items: number, seconds: number) => void,
   ) {}
 
   submit(item: I): Promise<T> {
@@ -139,6 +141,7 @@ export class SubmissionBatcher<I, T> {
   }
 
   private send(group: string, batch: Waiting<I, T>[]): void {
+    const sentAt = performance.now();
     const writing = this.inFlight.get(group) ?? { batches: 0, items: 0 };
     writing.batches += 1;
     writing.items += batch.length;
@@ -158,6 +161,7 @@ export class SubmissionBatcher<I, T> {
         },
       )
       .finally(() => {
+        this.observe?.(batch.length, (performance.now() - sentAt) / 1000);
         writing.batches -= 1;
         writing.items -= batch.length;
         if (writing.batches === 0) this.inFlight.delete(group);
