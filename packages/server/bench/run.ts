@@ -124,6 +124,53 @@ function processCpuSeconds(pid: number): number {
   }
 }
 
+/** The bench's own bearer token for the server's /metrics. */
+const METRICS_TOKEN = randomBytes(18).toString('base64url');
+
+/** The server's gathering histograms so far (idem_withdrawal_batch_*), as /metrics reports them. */
+interface GatheringCounts {
+  batches: number;
+  items: number;
+  alone: number;
+  seconds: number;
+}
+
+async function gatheringNow(baseUrl: string): Promise<GatheringCounts | null> {
+  const response = await fetch(`${baseUrl}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
+  if (!response.ok) return null;
+  const text = await response.text();
+  const value = (pattern: string) => Number(new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    batches: value('idem_withdrawal_batch_items_count'),
+    items: value('idem_withdrawal_batch_items_sum'),
+    alone: value('idem_withdrawal_batch_items_bucket\\{le="1"\\}'),
+    seconds: value('idem_withdrawal_batch_seconds_sum'),
+  };
+}
+
+/** How a phase's submissions were gathered: batches, the share sent alone, a batch's mean time. */
+interface Gathering {
+  batches: number;
+  aloneShare: number;
+  meanBatchMs: number;
+}
+
+function gatheringDuring(
+  before: GatheringCounts | null,
+  after: GatheringCounts | null,
+): Gathering | undefined {
+  if (!before || !after) return undefined;
+  const batches = after.batches - before.batches;
+  if (batches <= 0) return undefined;
+  return {
+    batches,
+    aloneShare: Math.round(((after.alone - before.alone) / batches) * 100) / 100,
+    meanBatchMs: Math.round(((after.seconds - before.seconds) / batches) * 1e5) / 100,
+  };
+}
+
 /** Where the CPU went during a phase, per call: the server process, its PostgreSQL backends, the clients. */
 interface CpuSplit {
   serverMs: number;
@@ -191,6 +238,7 @@ async function main() {
         ...(BATCH_MAX_WAIT_MS ? { IDEM_BATCH_MAX_WAIT_MS: BATCH_MAX_WAIT_MS } : {}),
         ...(BATCH_GATHER_FROM ? { IDEM_BATCH_GATHER_FROM: BATCH_GATHER_FROM } : {}),
         LOG_LEVEL: 'warn',
+        IDEM_METRICS_TOKEN: METRICS_TOKEN,
         IDEM_RATE_LIMIT_PER_SECOND: '1000000',
         NODE_ENV: 'production',
       },
@@ -242,11 +290,14 @@ async function main() {
     /** Runs a phase and attributes its CPU time per call (the warm-up included, as is its share of calls). */
     let profiled = 0;
     const measured = async (phase: () => Promise<Tally>, serverPid = server.pid) => {
+      // Read first: the scrape's own work (a statistics read) stays out of the phase's figures.
+      const gatheringBefore = serverPid === server.pid ? await gatheringNow(server.baseUrl) : null;
       const before = await cpuNow(serverPid);
       const commitsBefore = await commitsNow();
       profiled += 1;
       const tally = await profileClients(`phase-${profiled}`, phase);
       const after = await cpuNow(serverPid);
+      const gatheringAfter = serverPid === server.pid ? await gatheringNow(server.baseUrl) : null;
       // The statistics reach pg_stat_database within a second of a commit.
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       const commits = (await commitsNow()) - commitsBefore;
@@ -262,6 +313,8 @@ async function main() {
         // How many created withdrawals each COMMIT held: the batches' mean size (the bench's own
         // few reads count too, so slightly under).
         createdPerCommit: commits > 0 ? Math.round((tally.created / commits) * 100) / 100 : undefined,
+        // The server's own account of its gathering (the bulk API's calls are not gathered).
+        gathering: gatheringDuring(gatheringBefore, gatheringAfter),
       };
     };
 
@@ -365,6 +418,7 @@ async function main() {
 
     type Phase = Figures & {
       createdPerCommit?: number;
+      gathering?: Gathering;
       clients?: number;
       target?: number;
       met?: boolean;
@@ -374,7 +428,12 @@ async function main() {
     const phases: Record<string, Phase> = {};
     const judge = (
       name: string,
-      { tally, cpu, createdPerCommit }: { tally: Tally; cpu: CpuSplit; createdPerCommit?: number },
+      {
+        tally,
+        cpu,
+        createdPerCommit,
+        gathering,
+      }: { tally: Tally; cpu: CpuSplit; createdPerCommit?: number; gathering?: Gathering },
       target: number | null,
       extra: Record<string, unknown> = {},
     ) => {
@@ -382,6 +441,7 @@ async function main() {
       phases[name] = {
         ...figures,
         ...(createdPerCommit === undefined ? {} : { createdPerCommit }),
+        ...(gathering === undefined ? {} : { gathering }),
         ...extra,
         ...(target === null ? {} : { target }),
       };
@@ -389,6 +449,9 @@ async function main() {
         `${name}: ${figures.opsPerSec} ops/s, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms` +
           `; CPU ms per call: server ${cpu.serverMs}, PostgreSQL ${cpu.postgresMs}, clients ${cpu.clientsMs}` +
           (createdPerCommit === undefined ? '' : `; ${createdPerCommit} created per commit`) +
+          (gathering === undefined
+            ? ''
+            : `; ${gathering.batches} batches, ${Math.round(gathering.aloneShare * 100)}% sent alone, ${gathering.meanBatchMs} ms each`) +
           (tally.errors ? `, ${tally.errors} errors` : ''),
       );
       return figures;
