@@ -130,7 +130,6 @@ const METRICS_TOKEN = randomBytes(18).toString('base64url');
 /** The server's gathering histograms so far (idem_withdrawal_batch_*), as /metrics reports them. */
 interface GatheringCounts {
   batches: number;
-  items: number;
   alone: number;
   seconds: number;
 }
@@ -144,7 +143,6 @@ async function gatheringNow(baseUrl: string): Promise<GatheringCounts | null> {
   const value = (pattern: string) => Number(new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   return {
     batches: value('idem_withdrawal_batch_items_count'),
-    items: value('idem_withdrawal_batch_items_sum'),
     alone: value('idem_withdrawal_batch_items_bucket\\{le="1"\\}'),
     seconds: value('idem_withdrawal_batch_seconds_sum'),
   };
@@ -297,10 +295,11 @@ async function main() {
       profiled += 1;
       const tally = await profileClients(`phase-${profiled}`, phase);
       const after = await cpuNow(serverPid);
-      const gatheringAfter = serverPid === server.pid ? await gatheringNow(server.baseUrl) : null;
       // The statistics reach pg_stat_database within a second of a commit.
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       const commits = (await commitsNow()) - commitsBefore;
+      // After the commits are counted: the scrape's own statistics read is not the phase's.
+      const gatheringAfter = serverPid === server.pid ? await gatheringNow(server.baseUrl) : null;
       const calls = Math.max(1, tally.created + tally.errors);
       const per = (seconds: number) => Math.round((seconds / calls) * 1e6) / 1e3;
       return {

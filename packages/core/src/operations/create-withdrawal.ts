@@ -251,17 +251,13 @@ const observers = new WeakMap<Database, Set<BatchObserver>>();
 
 /**
  * Calls `observer` for each batch of gathered submissions on this database once it is answered
- * (the server's metrics: an operator tuning IDEM_BATCH_* sees the sizes that come of it). The
- * bulk API's calls are not gathered and not reported. Returns the unsubscribe.
+ * (the server's metrics: an operator tuning IDEM_BATCH_* sees the sizes that come of it), for the
+ * database's life. The bulk API's calls are not gathered and not reported.
  */
-export function observeBatches(db: Database, observer: BatchObserver): () => void {
-  let set = observers.get(db);
-  if (!set) {
-    set = new Set();
-    observers.set(db, set);
-  }
+export function observeBatches(db: Database, observer: BatchObserver): void {
+  const set = observers.get(db) ?? new Set<BatchObserver>();
   set.add(observer);
-  return () => set.delete(observer);
+  observers.set(db, set);
 }
 
 /** The database's submission batcher, made on first use from its `openDatabase` settings. */
