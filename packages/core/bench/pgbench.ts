@@ -14,10 +14,14 @@ export interface PgbenchResult {
 }
 
 /**
- * The yardstick: pgbench's TPC-B-like script (scale 10, 8 clients, 2 threads) on the same server,
- * in its own scratch database. Per-transaction logs (`-l`) give p50/p99 comparable to ours.
+ * The yardstick: pgbench's TPC-B-like script (scale 10, 8 clients by default, 2 threads) on the same
+ * server, in its own scratch database. Per-transaction logs (`-l`) give p50/p99 comparable to ours;
+ * run at a phase's own client count, they show what PostgreSQL's latency is at that concurrency.
  */
-export async function runPgbench(seconds: number): Promise<PgbenchResult> {
+export async function runPgbench(
+  seconds: number,
+  options: { clients?: number } = {},
+): Promise<PgbenchResult> {
   const binary = process.env.PGBENCH || 'pgbench';
   const scratch = await createScratchDatabase('idem_bench_pgbench');
   const logDir = await mkdtemp(join(tmpdir(), 'idem-pgbench-'));
@@ -25,7 +29,17 @@ export async function runPgbench(seconds: number): Promise<PgbenchResult> {
     await run(binary, ['-i', '-s', '10', '-q', scratch.url], { maxBuffer: 16 << 20 });
     const { stdout } = await run(
       binary,
-      ['-c', '8', '-j', '2', '-T', String(seconds), '-l', `--log-prefix=${join(logDir, 'tx')}`, scratch.url],
+      [
+        '-c',
+        String(options.clients ?? 8),
+        '-j',
+        '2',
+        '-T',
+        String(seconds),
+        '-l',
+        `--log-prefix=${join(logDir, 'tx')}`,
+        scratch.url,
+      ],
       { maxBuffer: 16 << 20 },
     );
     return { tps: parseTps(stdout), latency: await readLatencies(logDir) };
