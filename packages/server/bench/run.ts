@@ -53,9 +53,9 @@ const TARGET_P99_MS = 25;
 const PHASE_WARMUP_MS = Math.min(2_000, SECONDS * 200);
 /**
  * The server's warm-up before the first phase (BENCH_WARMUP_SECONDS, 0 to skip): 16 SDK clients
- * whose calls count in no phase. A new server and database take about 12 s of such load to reach
- * their steady rate (on 2026-12-02 the rate climbed from 333 to about 1,400 calls a second over the
- * first 16 s), and that ramp is not what a long-running server does; each run prints it.
+ * whose calls count in no phase. A new server's rate climbs for its first 5 to 20 s of such load
+ * (docs/SERIALIZATION.md, "The server's start-up ramp"), which a long-running server does not do;
+ * each run prints its ramp, a second at a time, so a reader sees whether the warm-up was enough.
  */
 const SERVER_WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);
 if (!(Number.isInteger(SERVER_WARMUP_SECONDS) && SERVER_WARMUP_SECONDS >= 0)) {
@@ -475,7 +475,7 @@ async function main() {
           perSecond,
         });
         console.log(
-          `warm-up, 16 SDK clients for ${SERVER_WARMUP_SECONDS} s (in no phase), calls answered each second: ${Array.from(perSecond, (n) => n ?? 0).join(', ')}`,
+          `warm-up, 16 SDK clients for ${SERVER_WARMUP_SECONDS} s (in no phase), calls answered each second: ${Array.from({ length: SERVER_WARMUP_SECONDS }, (_, second) => perSecond[second] ?? 0).join(', ')}`,
         );
       }
       const trpc16 = runs('trpc16')
