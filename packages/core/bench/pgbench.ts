@@ -22,29 +22,35 @@ export async function runPgbench(
   seconds: number,
   options: { clients?: number } = {},
 ): Promise<PgbenchResult> {
+  const logDir = await mkdtemp(join(tmpdir(), 'idem-pgbench-'));
+  try {
+    const tps = await runScript(seconds, options.clients ?? 8, ['-l', `--log-prefix=${join(logDir, 'tx')}`]);
+    return { tps, latency: await readLatencies(logDir) };
+  } finally {
+    await rm(logDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The same script's rate alone, without per-transaction logs (writing them costs pgbench a little):
+ * the yardstick for ratios that need no latencies, as the server bench's have always been taken.
+ */
+export async function pgbenchTps(seconds: number, options: { clients?: number } = {}): Promise<number> {
+  return runScript(seconds, options.clients ?? 8, []);
+}
+
+async function runScript(seconds: number, clients: number, logArgs: string[]): Promise<number> {
   const binary = process.env.PGBENCH || 'pgbench';
   const scratch = await createScratchDatabase('idem_bench_pgbench');
-  const logDir = await mkdtemp(join(tmpdir(), 'idem-pgbench-'));
   try {
     await run(binary, ['-i', '-s', '10', '-q', scratch.url], { maxBuffer: 16 << 20 });
     const { stdout } = await run(
       binary,
-      [
-        '-c',
-        String(options.clients ?? 8),
-        '-j',
-        '2',
-        '-T',
-        String(seconds),
-        '-l',
-        `--log-prefix=${join(logDir, 'tx')}`,
-        scratch.url,
-      ],
+      ['-c', String(clients), '-j', '2', '-T', String(seconds), ...logArgs, scratch.url],
       { maxBuffer: 16 << 20 },
     );
-    return { tps: parseTps(stdout), latency: await readLatencies(logDir) };
+    return parseTps(stdout);
   } finally {
-    await rm(logDir, { recursive: true, force: true });
     await scratch.drop();
   }
 }

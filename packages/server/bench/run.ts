@@ -6,7 +6,7 @@ import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApiKey, createTenant, openDatabase, rowsOf } from '@idem/core';
-import { runPgbench } from '@idem/core/pgbench';
+import { pgbenchTps, runPgbench } from '@idem/core/pgbench';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { sql } from 'drizzle-orm';
 import { Client as UndiciClient } from 'undici';
@@ -70,11 +70,6 @@ if (OPEN_RATE !== undefined && !(Number.isInteger(OPEN_RATE) && OPEN_RATE > 0)) 
 const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const runs = (phase: string) => !ONLY || ONLY.includes(phase);
 const RESULTS = fileURLToPath(new URL('../../../bench-results/', import.meta.url));
-
-/** pgbench's TPC-B rate at its yardstick setting (-c 8 -j 2), on a scratch database of its own. */
-async function pgbenchTps(): Promise<number> {
-  return (await runPgbench(SECONDS)).tps;
-}
 
 function percentile(sorted: Float64Array, q: number): number {
   if (sorted.length === 0) return 0;
@@ -213,7 +208,7 @@ async function main() {
   // pgbench runs before and after the phases and the ratios use the mean: this machine's speed
   // drifts by a quarter over minutes, and one pgbench run alone moved the ratios as much.
   console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
-  const tpsBefore = await pgbenchTps();
+  const tpsBefore = await pgbenchTps(SECONDS);
   console.log(`pgbench before the phases: ${tpsBefore.toFixed(0)} tps`);
 
   const scratch = await scratchDatabase('idem_bench_http');
@@ -602,7 +597,7 @@ async function main() {
       total.errors === 0;
     failed = !correct;
 
-    const tpsAfter = await pgbenchTps();
+    const tpsAfter = await pgbenchTps(SECONDS);
     const tps = (tpsBefore + tpsAfter) / 2;
     console.log(
       `pgbench after the phases: ${tpsAfter.toFixed(0)} tps; the ratios use the mean, ${tps.toFixed(0)} tps`,
