@@ -43,7 +43,7 @@ const REST_TARGET_RATIO = 0.4;
 const SERVER_POOL = Number(process.env.BENCH_SERVER_POOL ?? 3);
 /**
  * The server's batching settings: the product's defaults unless IDEM_BATCH_CONCURRENCY or
- * IDEM_BATCH_MAX_WAIT_MS or IDEM_BATCH_GATHER_FROM is set (README, Benchmarks, compares settings).
+ * IDEM_BATCH_MAX_WAIT_MS or IDEM_BATCH_GATHER_FROM is set (docs/BENCHMARKS.md compares settings).
  */
 const BATCH_CONCURRENCY = process.env.IDEM_BATCH_CONCURRENCY;
 const BATCH_MAX_WAIT_MS = process.env.IDEM_BATCH_MAX_WAIT_MS;
@@ -54,7 +54,7 @@ const PHASE_WARMUP_MS = Math.min(2_000, SECONDS * 200);
 /**
  * The server's warm-up before the first phase (BENCH_WARMUP_SECONDS, 0 to skip): 16 SDK clients
  * whose calls count in no phase. A new server's rate climbs for its first 5 to 20 s of such load
- * (docs/SERIALIZATION.md, "The server's start-up ramp"), which a long-running server does not do;
+ * (docs/BENCHMARKS.md, "The server's start-up ramp"), which a long-running server does not do;
  * each run prints its ramp, a second at a time, so a reader sees whether the warm-up was enough.
  */
 const SERVER_WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 15);

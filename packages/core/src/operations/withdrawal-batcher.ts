@@ -23,7 +23,7 @@ export interface BatchingOptions {
    * A submission waits to be gathered only when at least this many of its group's submissions,
    * itself included, are being written or waiting (default 4); with fewer it goes at once, as
    * PostgreSQL's commit_siblings does for commit_delay. A batch of two costs PostgreSQL about what
-   * its two calls cost alone (docs/SERIALIZATION.md), and gathering makes a lightly loaded system's
+   * its two calls cost alone (docs/BENCHMARKS.md), and gathering makes a lightly loaded system's
    * callers wait behind each other: gathering from the second (with a 10 ms wait) raised p50 at
    * 400 calls/s from about 3.3 to 4.6 ms on the bench.
    */
@@ -34,7 +34,7 @@ export interface BatchingOptions {
  * One batch of a group in flight: the next one forms while it commits, so batches grow with the
  * load (against one per pooled connection on the server bench: 12% to 20% more calls per second at
  * 16 clients, about twice the items per commit). Gathering from four: below that a lightly loaded
- * server answered slower than without batching (README, Benchmarks).
+ * server answered slower than without batching (docs/BENCHMARKS.md).
  */
 export const DEFAULT_BATCHING: BatchingOptions = {
   maxItems: 64,
