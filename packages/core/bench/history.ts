@@ -13,7 +13,7 @@ import {
   rowsOf,
   withTenant,
 } from '../src/index.ts';
-import { withdrawalPayload } from '../src/operations/create-withdrawal.ts';
+import { withdrawalPayload } from '../src/operations/prepare-withdrawal.ts';
 import { encodeCursor } from '../src/queries/page-cursor.ts';
 import { LatencyRecorder, type LatencySummary } from './latency.ts';
 import { fundedTenant } from './workload.ts';

@@ -4,11 +4,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
-import {
-  type ItemOutcome,
-  submitWithdrawal,
-  submitWithdrawals,
-} from '../src/operations/create-withdrawal.ts';
+import { type ItemOutcome, submitWithdrawals } from '../src/operations/batched-creation.ts';
+import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { fund, newTenant } from './fixtures.ts';
 import { createTestDatabase, type TestDatabase } from './harness.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';

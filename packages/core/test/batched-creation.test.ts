@@ -5,12 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
-import {
-  type ItemOutcome,
-  MAX_BATCH_ITEMS,
-  submitWithdrawal,
-  submitWithdrawals,
-} from '../src/operations/create-withdrawal.ts';
+import { type ItemOutcome, MAX_BATCH_ITEMS, submitWithdrawals } from '../src/operations/batched-creation.ts';
+import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
 import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
 import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';

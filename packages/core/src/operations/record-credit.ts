@@ -13,7 +13,7 @@ import { assets, tenants } from '../db/schema/index.ts';
 import { postEntry, SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 import { recordTransition } from '../state-machine/transition.ts';
 import { claimIdentity, type IdentityClaim } from './claim-identity.ts';
-import { parseOrThrow, validation } from './create-withdrawal.ts';
+import { parseOrThrow, validation } from './input-validation.ts';
 
 export const depositInputSchema = z.strictObject({
   /** The deposit's own reference: chain tx hash and log index, or the custodian's event id. */

@@ -5,7 +5,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { errorCodes } from '../db/error-codes.ts';
 import { proposals } from '../db/schema/index.ts';
-import { parseOrThrow } from '../operations/create-withdrawal.ts';
+import { parseOrThrow } from '../operations/input-validation.ts';
 import { PROPOSAL_RULES } from './kinds.ts';
 import { type ProposalRecord, proposalHash } from './record.ts';
 

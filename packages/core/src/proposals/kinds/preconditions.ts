@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm';
 import type { Tx } from '../../db/connect.ts';
 import { assets } from '../../db/schema/index.ts';
-import { validation } from '../../operations/create-withdrawal.ts';
+import { validation } from '../../operations/input-validation.ts';
 
 /** The key and reference of the operation an approved proposal creates: one proposal, one operation. */
 export function proposalOperationKey(proposalId: string): string {
