@@ -15,7 +15,7 @@ export const errorCodes = {
   NOT_FOUND: 'No such object for this tenant. Another tenant’s objects are NOT_FOUND too, never FORBIDDEN.',
   UNAUTHORIZED: 'The credential is missing, unknown or revoked.',
   FORBIDDEN:
-    'The signed-in staff member’s role does not allow this action, a browser mutation lacks its CSRF token or comes from another origin, or a team change would lock out its own admin or leave the team without one. Nothing was written.',
+    'The signed-in staff member’s role does not allow this action, the staff member asked for the withdrawal or proposal they are deciding on (four eyes), a browser mutation lacks its CSRF token or comes from another origin, or a team change would lock out its own admin or leave the team without one. Nothing was written.',
   ORGANISATION_REQUIRED:
     'A staff sign-in without an organisation named an e-mail that belongs to more than one organisation. Sign in again with the organisation’s slug; the answer never says which organisations exist.',
   MFA_REQUIRED:

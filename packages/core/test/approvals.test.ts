@@ -95,7 +95,7 @@ describe('four-eyes approval bound to the payload hash', () => {
   it('C24 the requester cannot approve their own withdrawal', async () => {
     const op = await requested('500', 'staff:carol');
     const refused = await refusal(decide(op, 'staff:carol'));
-    expect(refused.code).toBe('UNAUTHORIZED');
+    expect(refused.code).toBe('FORBIDDEN');
     const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     expect(stored.state).toBe('REQUESTED');
   });
@@ -124,7 +124,7 @@ describe('staff-initiated withdrawals', () => {
     const op = await requested('50', 'staff:ops');
     expect([op.state, op.approvalsRequired]).toEqual(['REQUESTED', 2]);
     expect(op.riskFlags).toEqual(['staff_initiated']);
-    expect((await refusal(decide(op, 'staff:ops'))).code).toBe('UNAUTHORIZED');
+    expect((await refusal(decide(op, 'staff:ops'))).code).toBe('FORBIDDEN');
     expect((await decide(op, 'staff:alice')).operation.state).toBe('REQUESTED');
     expect((await decide(op, 'staff:bob')).operation.state).toBe('APPROVED');
   });

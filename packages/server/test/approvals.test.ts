@@ -192,7 +192,7 @@ describe('I11-F3 a staff-initiated withdrawal needs other staff members', () => 
     });
 
     const self = await decide('admin', created.operationId, view.operation.payloadHash);
-    expect(self.status).toBe(401);
+    expect(self.status).toBe(403);
     expect(self.body.error?.data.detail).toContain('requester');
     const other = await decide('approver1', created.operationId, view.operation.payloadHash);
     expect(dataOf<Decided>(other)).toEqual({ state: 'APPROVED', approvalsGiven: 1, approvalsRequired: 1 });

@@ -260,7 +260,7 @@ describe('roles are enforced by the server', () => {
       session: admin,
       input: { operationId, payloadHash: view.operation.payloadHash, decision: 'approve' },
     });
-    expect(self.status).toBe(401);
+    expect(self.status).toBe(403);
     expect(self.body.error?.data.detail).toContain('requester');
   });
 });

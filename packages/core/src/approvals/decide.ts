@@ -5,6 +5,7 @@ import { approvals, operations } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
 import { reviewWithdrawal } from '../risk/review.ts';
 import { transition } from '../state-machine/transition.ts';
+import { assertFirstDecision, assertFourEyes } from './four-eyes.ts';
 import { requesterOf } from './requester.ts';
 
 export { requesterOf };
@@ -29,8 +30,8 @@ export interface DecisionResult {
 /**
  * Records one staff decision on a withdrawal under review. Approval is bound to the payload hash
  * shown to the approver: a hash that is not the stored one is refused (C02, C24). The requester
- * can never approve their own withdrawal, and one person counts once (four eyes). The last
- * required approval moves the withdrawal to APPROVED; a rejection moves it to REJECTED and
+ * can never approve their own withdrawal, and one person counts once (four eyes, ./four-eyes.ts).
+ * The last required approval moves the withdrawal to APPROVED; a rejection moves it to REJECTED and
  * releases the hold. Both go through the same transition function as everything else.
  *
  * Decisions on one withdrawal are serialised by a lock on its row, taken first (I11-F2): under
@@ -58,16 +59,15 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
   if (required === null || required < 1) {
     throw new Error(`withdrawal ${op.operationId} awaits approval without a reviewed approval count`);
   }
-  if (input.payloadHash !== op.payloadHash) {
-    throw new IdemError(
-      'PAYLOAD_MISMATCH',
-      'the approved hash is not the stored payload hash; nothing was recorded',
-    );
-  }
-  const requester = await requesterOf(tx, op);
-  if (requester === input.staffId) {
-    throw new IdemError('UNAUTHORIZED', 'the requester of a withdrawal cannot decide on it');
-  }
+  assertFourEyes(
+    {
+      kind: 'withdrawal',
+      requestedBy: await requesterOf(tx, op),
+      requestedByRole: 'requester',
+      payloadHash: op.payloadHash,
+    },
+    input,
+  );
   const inserted = await tx
     .insert(approvals)
     .values({
@@ -80,9 +80,7 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
     })
     .onConflictDoNothing()
     .returning();
-  if (inserted.length === 0) {
-    throw new IdemError('IDEMPOTENCY_CONFLICT', 'this staff member has already decided on this withdrawal');
-  }
+  assertFirstDecision(inserted, 'withdrawal');
   const given = await approvalsGiven(tx, op);
   if (input.decision === 'reject') {
     const rejected = await transition(tx, op, 'REJECTED', {

@@ -1,5 +1,6 @@
 import { IdemError } from '@idem/contracts';
 import { and, count, eq, ne, sql } from 'drizzle-orm';
+import { assertFirstDecision, assertFourEyes } from '../approvals/four-eyes.ts';
 import type { Tx } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
 import { PROPOSAL_RULES } from './kinds.ts';
@@ -25,10 +26,10 @@ export interface ProposalDecisionResult {
 }
 
 /**
- * Records one staff member's decision on a proposal, four eyes: the proposer never decides, each
- * person counts once, and the decision binds the hash shown. Decisions are serialised on the
- * proposal row (FOR UPDATE), so two approvers at the same moment cannot both miss the last
- * approval. The last approval runs the action in this same transaction; if the action is refused
+ * Records one staff member's decision on a proposal, four eyes (../approvals/four-eyes.ts): the
+ * proposer never decides, each person counts once, and the decision binds the hash shown.
+ * Decisions are serialised on the proposal row (FOR UPDATE), so two approvers at the same moment
+ * cannot both miss the last approval. The last approval runs the action in this same transaction; if the action is refused
  * (funds gone, evidence not there), everything rolls back, the decision included.
  */
 export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<ProposalDecisionResult> {
@@ -42,15 +43,15 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
   if (proposal.state !== 'PENDING') {
     throw new IdemError('INVALID_TRANSITION', `the proposal is ${proposal.state}, not awaiting approval`);
   }
-  if (input.payloadHash !== proposal.payloadHash) {
-    throw new IdemError(
-      'PAYLOAD_MISMATCH',
-      'the hash shown is not the proposal’s hash; nothing was recorded',
-    );
-  }
-  if (input.staffId === proposal.proposedBy) {
-    throw new IdemError('FORBIDDEN', 'the proposer cannot decide on their own proposal (four eyes)');
-  }
+  assertFourEyes(
+    {
+      kind: 'proposal',
+      requestedBy: proposal.proposedBy,
+      requestedByRole: 'proposer',
+      payloadHash: proposal.payloadHash,
+    },
+    input,
+  );
   const inserted = await tx
     .insert(proposalDecisions)
     .values({
@@ -63,9 +64,7 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
     })
     .onConflictDoNothing()
     .returning();
-  if (inserted.length === 0) {
-    throw new IdemError('IDEMPOTENCY_CONFLICT', 'this staff member has already decided on this proposal');
-  }
+  assertFirstDecision(inserted, 'proposal');
   const required = proposal.approvalsRequired;
   if (input.decision === 'reject') {
     const rejected = await finish(tx, proposal, 'REJECTED', {
