@@ -1,5 +1,6 @@
--- Trigger proposals_guard_update: a proposal leaves PENDING once, and becomes EXECUTED only with
--- enough distinct approvals, none of them the proposer's, each bound to the stored hash.
+-- Trigger proposals_guard_update: what was proposed (payload, evidence, hash, proposer) never
+-- changes; a proposal leaves PENDING once, and becomes EXECUTED only with enough distinct
+-- approvals, none of them the proposer's, each bound to the stored hash.
 CREATE OR REPLACE FUNCTION public.idem_guard_proposal_update()
  RETURNS trigger
  LANGUAGE plpgsql
