@@ -5,7 +5,7 @@ const { operations, assets } = schema;
 
 /**
  * The tenants that have work, found without reading across tenants: a SECURITY DEFINER function
- * returns tenant ids only (migration 0005), called under the application role.
+ * returns tenant ids only (core/sql/idem_tenants_with_work.sql), called under the application role.
  */
 export async function tenantsWithWork(db: Database, reorgWindowSeconds: number): Promise<string[]> {
   return db.transaction(async (tx) => {

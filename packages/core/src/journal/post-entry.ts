@@ -38,7 +38,7 @@ export const SYSTEM_ACCOUNTS = {
 export type PostResult = { ok: true; entryId: string } | { ok: false; code: 'INSUFFICIENT_FUNDS' };
 
 /**
- * Writes one balanced journal entry in one round trip (`idem_post_entry`, migration 0015). The
+ * Writes one balanced journal entry in one round trip (`idem_post_entry`, core/sql/idem_post_entry.sql). The
  * database applies its customer postings to the balance projection itself (a trigger on postings,
  * the only writer of `balances`): each account's change is a conditional write that keeps both
  * buckets non-negative, so the data store refuses an overspend (C08). A refused entry returns

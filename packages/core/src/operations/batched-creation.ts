@@ -44,8 +44,9 @@ export async function submitWithdrawals(
 
 /**
  * Writes many prepared submissions of one tenant in one statement, `idem_create_withdrawals`
- * (migration 0052), and answers each as `submitAlone` would have: CREATED (held, or stored REJECTED
- * for insufficient funds), REPLAYED, or its own IDEMPOTENCY_CONFLICT / IN_FLIGHT. An item hashed
+ * (core/sql/idem_create_withdrawals.sql), and answers each as `submitAlone` would have: CREATED
+ * (held, or stored REJECTED for insufficient funds), REPLAYED, or its own IDEMPOTENCY_CONFLICT /
+ * IN_FLIGHT. An item hashed
  * with a stale context was not written; it is sent again alone. When the statement fails as a
  * whole with an error that proves it rolled back (a deadlock between batches whose keys and
  * withdrawal ids cross, for instance), every item is sent again alone; any other failure, such as a

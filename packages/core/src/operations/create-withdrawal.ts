@@ -23,7 +23,7 @@ export interface CreateWithdrawalInput extends WithdrawalSubmissionInput {
 /**
  * Creates a withdrawal operation, or replays the one this key already created, in the caller's
  * tenant transaction. Validation and the payload hash happen here; the writes are one statement,
- * `idem_create_withdrawal` (migrations 0006, 0013, 0014, 0015): claim the identity (C01, C03, C04),
+ * `idem_create_withdrawal` (core/sql/idem_create_withdrawal.sql): claim the identity (C01, C03, C04),
  * write the history row, the journal entry and the work items, and place the hold last (its
  * postings, which the database applies to the balance by a conditional UPDATE, C08), all in this
  * transaction (C10). Insufficient funds is stored as a REJECTED operation so that a replay returns

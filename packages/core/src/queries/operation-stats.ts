@@ -13,7 +13,7 @@ export interface OperationStats {
 /**
  * Counts per state of the operations still in flight (IN_FLIGHT_STATES), across all tenants, for
  * metrics. It runs as the restricted role, which cannot read another tenant's rows;
- * `idem_operation_stats()` (migrations 0003, 0049) returns aggregates only, read from the partial
+ * `idem_operation_stats()` (core/sql/idem_operation_stats.sql) returns aggregates only, read from the partial
  * index of in-flight states, so its cost follows the work in progress, not the history.
  */
 export async function operationStats(db: Database): Promise<OperationStats[]> {
@@ -34,7 +34,7 @@ export async function operationStats(db: Database): Promise<OperationStats[]> {
 
 /**
  * Counts per settled state (REJECTED, CONFIRMED, VERIFIED_NOT_SENT, REVERSED), across all tenants.
- * This one reads the whole history (`idem_settled_operation_stats()`, migration 0049): a caller
+ * This one reads the whole history (core/sql/idem_settled_operation_stats.sql): a caller
  * reads it seldom (the server: once per IDEM_METRICS_SETTLED_CACHE_MS), never on every scrape.
  */
 export async function settledOperationStats(db: Database): Promise<{ state: string; operations: number }[]> {

@@ -82,7 +82,7 @@ export interface CustodianAccountLedger {
 
 /**
  * Reads the ledgers of all tenants that share a custodian account as per-asset sums, through the
- * SECURITY DEFINER function `idem_custodian_account_ledger` (migration recon_balance_integrity):
+ * SECURITY DEFINER function `idem_custodian_account_ledger` (core/sql/idem_custodian_account_ledger.sql):
  * the caller runs as the application role with no tenant bound and never sees a tenant's row.
  */
 export async function custodianAccountLedger(

@@ -128,7 +128,7 @@ export async function reviewWithdrawal(tx: Tx, op: Operation): Promise<Operation
 /**
  * Sets a tenant's rules for one asset, as `actor`. A real change bumps the tenant's policy version
  * and records the rules before and after in `policy_history`, in this transaction: the database
- * does both (trigger `risk_policies_versioned`, migration policy_history_integrity), attributing
+ * does both (trigger `risk_policies_versioned`, core/sql/idem_record_policy_change.sql), attributing
  * the change to the transaction-local `app.actor` set here. Setting the rules already in force
  * writes nothing and leaves the version alone.
  */

@@ -161,7 +161,8 @@ async function applyLedgerEffect(tx: Tx, op: Operation, effect: LedgerEffect): P
 /**
  * The gas paid for a confirmed withdrawal: custody gave it up (what we hold on chain fell by it)
  * and the tenant's network-fee expense took it. Once per confirmation: the database refuses a
- * second fee entry for an operation that has not been reversed (migration network_fees_integrity).
+ * second fee entry for an operation that has not been reversed
+ * (core/sql/idem_check_network_fee_entry.sql).
  */
 async function postNetworkFee(
   tx: Tx,

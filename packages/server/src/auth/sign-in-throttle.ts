@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
  * Bounds password guessing (I11-F7). Every attempt is counted in PostgreSQL, before its password is
  * checked, against two budgets shared by all server processes: per (tenant, e-mail), 10 per 15
  * minutes, and per client address across tenants, 100 per 15 minutes (the limits live in the
- * idem_sign_in_take function, migration sign_in_throttle_functions). A correct password clears the
+ * idem_sign_in_take function, core/sql/idem_sign_in_take.sql). A correct password clears the
  * account's counter and gives the address its attempt back. Windows end by time only; nothing
  * resets them wholesale. Only SHA-256 digests reach the database, never an e-mail or an address.
  */

@@ -115,7 +115,8 @@ export const withdrawalsRouter = router({
         ctx.idempotencyKeyHeaderRequired === true,
       );
       // One statement, its own transaction: the database function binds the tenant and the
-      // restricted role itself (migration 0014), like `inTenant` does for every other procedure.
+      // restricted role itself (core/sql/idem_create_withdrawal.sql), like `inTenant` does for
+      // every other procedure.
       const claim = await submitWithdrawal(ctx.db, {
         tenantId: ctx.tenantId,
         request: input.request,

@@ -19,7 +19,7 @@ import { tenantPolicy } from './tenant-policy.ts';
  * (the same bytes as operations.signed_artifact, which stay immutable), later ones are fee bumps
  * ('replacement') or a zero-value transfer to the hot wallet itself ('cancel'). All attempts share
  * the operation's chain_nonce, so at most one of them can ever be mined. Recorded before the
- * attempt is broadcast, fenced by the lease generation (trigger in the integrity migration).
+ * attempt is broadcast, fenced by the lease generation (core/sql/idem_guard_signed_attempt.sql).
  */
 export const signedAttempts = pgTable(
   'signed_attempts',

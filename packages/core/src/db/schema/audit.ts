@@ -15,7 +15,7 @@ import { tenants } from './tenants.ts';
 /**
  * What staff did, one row per action: sign-ins (failed ones too), decisions, resolutions,
  * escalations, configuration changes, exports. Append-only: the application role may insert and
- * read, and a trigger refuses every update, delete and truncate (migration audit_log_integrity).
+ * read, and a trigger refuses every update, delete and truncate (core/sql/idem_refuse_change.sql).
  */
 export const auditLog = pgTable(
   'audit_log',

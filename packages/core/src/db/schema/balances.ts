@@ -16,8 +16,8 @@ import { assets } from './tenants.ts';
 /**
  * The projection of customer postings per (tenant, account, asset). numeric(78,0) because an
  * 18-decimal asset overflows bigint. Both buckets are kept non-negative by the database (C08);
- * they are written only by the database's trigger on postings (migration 0015), never by the
- * application role, so they always equal the postings that explain them.
+ * they are written only by the database's trigger on postings (core/sql/idem_apply_postings.sql),
+ * never by the application role, so they always equal the postings that explain them.
  */
 export const balances = pgTable(
   'balances',

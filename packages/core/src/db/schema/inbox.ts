@@ -15,7 +15,8 @@ import { tenantPolicy } from './tenant-policy.ts';
 /**
  * Every verified inbound event, once: unique on (tenant, source, event id), with the SHA-256 of the
  * raw body so a redelivery can be told from a different event under the same id (C18, C19). Its
- * work item commits in the same transaction. The body and its hash never change (migration 0003).
+ * work item commits in the same transaction. The body and its hash never change
+ * (core/sql/idem_guard_inbox_event_update.sql).
  */
 export const inboxEvents = pgTable(
   'inbox_events',
@@ -104,7 +105,7 @@ export type InboxRejectionReason = (typeof inboxRejectionReasons)[number];
  * minute (I11-F9): an unauthenticated sender can make the count grow, never the number of rows
  * (at most one per endpoint, reason and minute). Minimal metadata only, never a body, since an
  * unverified body is attacker-controlled. A bucket only counts up, one at a time: its key and first
- * sighting never change and it is never deleted (trigger, migration inbox_rejection_buckets_integrity).
+ * sighting never change and it is never deleted (core/sql/idem_guard_inbox_rejection_bucket.sql).
  */
 export const inboxRejectionBuckets = pgTable(
   'inbox_rejection_buckets',

@@ -37,8 +37,9 @@ const inFlightList = sql.raw(IN_FLIGHT_STATES.map((state) => `'${state}'`).join(
 
 /**
  * One row per intent. Identity (tenant, key, reference) and the approved payload are immutable:
- * a trigger refuses any UPDATE of them (see migration 0001). The payload is kept as discrete
- * columns so that a signer can recompute the hash from what is actually stored (C02).
+ * a trigger refuses any UPDATE of them (core/sql/idem_guard_operation_update.sql). The payload is
+ * kept as discrete columns so that a signer can recompute the hash from what is actually stored
+ * (C02).
  */
 export const operations = pgTable(
   'operations',
@@ -130,7 +131,7 @@ export const operations = pgTable(
     // Partial: a withdrawal has no hash when it is created, so creation does not maintain this index
     // (issue 17); `tx_hash = $1` implies the predicate, so the search still uses it.
     index('operations_tx_hash').on(t.tenantId, t.txHash).where(sql`tx_hash is not null`),
-    // The /metrics aggregate (idem_operation_stats, migration 0049): counts and oldest age of the
+    // The /metrics aggregate (core/sql/idem_operation_stats.sql): counts and oldest age of the
     // states still in flight, across tenants, read from this index alone: O(in flight), not O(history).
     index('operations_in_flight').on(t.state, t.updatedAt).where(sql`state in (${inFlightList})`),
     check('operations_kind_known', sql`${t.kind} in ('withdrawal', 'deposit', 'adjustment')`),

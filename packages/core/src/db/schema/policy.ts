@@ -4,8 +4,8 @@ import { tenantPolicy } from './tenant-policy.ts';
 
 /**
  * Every change of a tenant's risk or approval rules, one row per policy version it produced.
- * Written only by the database itself (a trigger on `risk_policies`, migration
- * policy_history_integrity), never updated or deleted: the record of which rules each payload's
+ * Written only by the database itself (a trigger on `risk_policies`,
+ * core/sql/idem_record_policy_change.sql), never updated or deleted: the record of which rules each payload's
  * `policy_version` stood for, and who changed them.
  */
 export const policyHistory = pgTable(

@@ -18,8 +18,8 @@ import { tenantPolicy } from './tenant-policy.ts';
  * One staff member proposes an action that moves or releases money (a manual resolution, an
  * adjustment, a manual credit); other staff members approve it. The approval covers the hash of the
  * exact payload and the evidence the system gathered when it was proposed: what was approved is
- * what runs. Payload, evidence, hash and proposer are immutable (trigger in the integrity
- * migration); the state only moves from PENDING to a final state, once.
+ * what runs. Payload, evidence, hash and proposer are immutable
+ * (core/sql/idem_guard_proposal_update.sql); the state only moves from PENDING to a final state, once.
  */
 export const proposals = pgTable(
   'proposals',

@@ -6,7 +6,8 @@ import { tenantPolicy } from './tenant-policy.ts';
  * Failed staff sign-ins per (tenant, e-mail), shared by every server process (I11-F7). The e-mail
  * is stored only as the SHA-256 of tenant and normalised address (personal data). A window ends at
  * `expires_at`; only a row past it is ever cleaned up. Written and read only through the
- * idem_sign_in_* functions (custom migration), never by the application role directly.
+ * idem_sign_in_* functions (core/sql/idem_sign_in_take.sql, idem_sign_in_succeeded.sql), never
+ * by the application role directly.
  */
 export const signInFailures = pgTable(
   'sign_in_failures',
