@@ -11,6 +11,7 @@ export * from './overview.ts';
 export * from './proposals.ts';
 export * from './reconciliation.ts';
 export * from './redaction.ts';
+export * from './staff-roles.ts';
 export * from './team.ts';
 export * from './web.ts';
 export * from './webhooks.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { staffRoleSchema } from './web.ts';
+import { staffRoleSchema } from './staff-roles.ts';
 
 /**
  * Shapes of staff MFA (TOTP, RFC 6238) and of the Team screen (issue 14), shared by the server's

@@ -3,15 +3,12 @@ import { amountMinorSchema } from './amount.ts';
 import { referenceSchema } from './key.ts';
 import { networkSchema } from './network.ts';
 import { memoSchema, operationStateSchema, operationViewSchema, submitOutcomeSchema } from './operation.ts';
+import { staffRoleSchema } from './staff-roles.ts';
 
 /**
  * The shapes of the web screens' procedures (staff and customer), shared by the server's
  * `.input()`/`.output()` and the web app.
  */
-
-export const staffRoles = ['support', 'approver', 'operator', 'admin'] as const;
-export const staffRoleSchema = z.enum(staffRoles);
-export type StaffRoleName = z.infer<typeof staffRoleSchema>;
 
 const uuid = z.uuid();
 const cursor = z.string().min(1).max(200).optional();

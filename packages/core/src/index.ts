@@ -256,11 +256,6 @@ export {
   createStaffUser,
   findStaffForSignIn,
   normalizeEmail,
-  type Permission,
-  ROLE_PERMISSIONS,
-  roleAllows,
-  STAFF_ROLES,
-  type StaffRole,
   type StaffUser,
   staffActor,
 } from './staff/users.ts';

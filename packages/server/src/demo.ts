@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { StaffRole } from '@idem/contracts';
 import {
   CUSTOMER_LINK_MS_DEFAULT,
   createApiKey,
@@ -10,7 +11,6 @@ import {
   recordDeposit,
   registerHotWallet,
   rowsOf,
-  type StaffRole,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';

@@ -1,4 +1,5 @@
-import { type StaffRole, setRiskPolicy, withTenant } from '@idem/core';
+import type { StaffRole } from '@idem/contracts';
+import { setRiskPolicy, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient } from '@idem/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
+import type { StaffRole } from '@idem/contracts';
 import {
   createStaffUser,
   createWithdrawal,
@@ -7,7 +8,6 @@ import {
   getOperation,
   type Operation,
   registerHotWallet,
-  type StaffRole,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';

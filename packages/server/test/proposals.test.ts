@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import type { StaffRole } from '@idem/contracts';
 import {
   claim,
   createStaffUser,
@@ -8,7 +9,6 @@ import {
   recordSigned,
   registerHotWallet,
   rowsOf,
-  type StaffRole,
   transition,
   withTenant,
 } from '@idem/core';

@@ -2,14 +2,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import type { ReconciliationRunDetail, SignedRunReport } from '@idem/contracts';
+import type { ReconciliationRunDetail, SignedRunReport, StaffRole } from '@idem/contracts';
 import {
   createOutboundEndpoint,
   createStaffUser,
   createTenant,
   recordDeposit,
   registerHotWallet,
-  type StaffRole,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';

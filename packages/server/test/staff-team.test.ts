@@ -4,7 +4,8 @@
  * (I14-MFA), and the admin's team procedures with invitations (I14-TEAM). Codes come from otplib,
  * computed from the secret the enrolment shows, as an authenticator app would.
  */
-import { createStaffUser, createTenant, rowsOf, type StaffRole, withTenant } from '@idem/core';
+import type { StaffRole } from '@idem/contracts';
+import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
 import { sql } from 'drizzle-orm';
 import { generate } from 'otplib';

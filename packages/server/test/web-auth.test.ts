@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { createStaffUser, type StaffRole, setRiskPolicy, withTenant } from '@idem/core';
+import type { StaffRole } from '@idem/contracts';
+import { createStaffUser, setRiskPolicy, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient } from '@idem/sdk';
 import { sql } from 'drizzle-orm';

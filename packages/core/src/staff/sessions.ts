@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { IdemError } from '@idem/contracts';
+import { IdemError, type StaffRole } from '@idem/contracts';
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { customerSessionLinks, staffUsers, tenants, webSessions } from '../db/schema/index.ts';
-import type { StaffRole, StaffUser } from './users.ts';
+import type { StaffUser } from './users.ts';
 
 /**
  * A session or link token is `<tenant id>.<43 base64url chars = 256 random bits>`. The tenant part

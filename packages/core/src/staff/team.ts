@@ -1,9 +1,9 @@
-import { IdemError } from '@idem/contracts';
+import { IdemError, type StaffRole } from '@idem/contracts';
 import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { staffInvitations, staffUsers, webSessions } from '../db/schema/index.ts';
 import { hashToken, mintToken, openWebSession, type ParsedToken, STAFF_SESSION_MS } from './sessions.ts';
-import { createStaffUser, type StaffRole, type StaffUser } from './users.ts';
+import { createStaffUser, type StaffUser } from './users.ts';
 
 /**
  * The Team screen's operations (issue 14, I14-TEAM): list, invite, change role, disable. An invited

@@ -1,34 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { IdemError } from '@idem/contracts';
+import { IdemError, type StaffRole } from '@idem/contracts';
 import { and, eq, isNull } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { staffUsers } from '../db/schema/index.ts';
-
-export const STAFF_ROLES = ['support', 'approver', 'operator', 'admin'] as const;
-export type StaffRole = (typeof STAFF_ROLES)[number];
 
 export interface StaffUser {
   tenantId: string;
   userId: string;
   email: string;
   role: StaffRole;
-}
-
-/** What each role may do beyond reading; the server checks these, the database checks the role set. */
-export const ROLE_PERMISSIONS = {
-  /** Read queues, history, inbox, breaks; search. */
-  read: ['support', 'approver', 'operator', 'admin'],
-  /** Approve or reject a withdrawal under review (four-eyes, bound to the payload hash). */
-  decide: ['approver', 'admin'],
-  /** Runbook actions: assign an owner, resolve with evidence, close breaks, create manual withdrawals. */
-  operate: ['operator', 'admin'],
-  /** Branding and staff accounts. */
-  administer: ['admin'],
-} as const satisfies Record<string, readonly StaffRole[]>;
-export type Permission = keyof typeof ROLE_PERMISSIONS;
-
-export function roleAllows(role: StaffRole, permission: Permission): boolean {
-  return (ROLE_PERMISSIONS[permission] as readonly StaffRole[]).includes(role);
 }
 
 /** The actor recorded in an operation's history for a staff member's action. */

@@ -1,12 +1,10 @@
 import type { StaffMfaStatus } from '@idem/contracts';
-import { IdemError } from '@idem/contracts';
+import { IdemError, type Permission, roleAllows } from '@idem/contracts';
 import {
   authenticateCustomerSession,
   authenticateStaffSession,
-  type Permission,
   parseWebToken,
   recordAudit,
-  roleAllows,
   type StaffSessionUser,
   staffActor,
   type Tx,

@@ -1,4 +1,10 @@
-import { IdemError, listProposalsInputSchema, proposalStateSchema } from '@idem/contracts';
+import {
+  IdemError,
+  listProposalsInputSchema,
+  type Permission,
+  proposalStateSchema,
+  roleAllows,
+} from '@idem/contracts';
 import {
   cancelProposal,
   type Database,
@@ -6,10 +12,8 @@ import {
   findStaffForSignIn,
   getProposal,
   listProposals,
-  type Permission,
   propose,
   recordAudit,
-  roleAllows,
   type StaffUser,
   staffActor,
   type Tx,

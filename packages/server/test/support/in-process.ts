@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { createStaffUser, type Database, type StaffRole, withTenant } from '@idem/core';
+import type { StaffRole } from '@idem/contracts';
+import { createStaffUser, type Database, withTenant } from '@idem/core';
 import type { TestDatabase } from '@idem/core/testing';
 import { type RunningServer, startServer } from '../../src/app.ts';
 import { readEnv } from '../../src/env.ts';

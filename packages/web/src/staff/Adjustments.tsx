@@ -1,4 +1,4 @@
-import { type ProposalView, parseDisplayAmount } from '@idem/contracts';
+import { type ProposalView, parseDisplayAmount, roleAllows } from '@idem/contracts';
 import {
   Button,
   Loader,
@@ -16,7 +16,7 @@ import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { ProposalReview } from './ProposalReview.tsx';
 import { useStaff } from './StaffApp.tsx';
-import { staffMay, useStaffAssets } from './shared.tsx';
+import { useStaffAssets } from './shared.tsx';
 
 /**
  * Proposing an adjustment or a manual credit (operators and admins). Nothing moves until another
@@ -34,7 +34,7 @@ export function Adjustments() {
         Each is a proposal: it is recorded with you as the proposer and changes no balance until another
         person who may decide approves it on the Proposals screen.
       </Text>
-      {staffMay(me.role, 'operate') ? (
+      {roleAllows(me.role, 'operate') ? (
         <>
           <ProposalForm kind="adjustment" onMade={setMade} />
           <ProposalForm kind="manual_credit" onMade={setMade} />

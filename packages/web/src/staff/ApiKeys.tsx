@@ -1,3 +1,4 @@
+import { roleAllows } from '@idem/contracts';
 import { Badge, Button, Code, Group, Loader, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -13,7 +14,7 @@ import { useStaff } from './StaffApp.tsx';
  */
 export function ApiKeys() {
   const me = useStaff();
-  const admin = me.role === 'admin';
+  const admin = roleAllows(me.role, 'administer');
   const queryClient = useQueryClient();
   const [label, setLabel] = useState('');
   const [shown, setShown] = useState<{ label: string; apiKey: string } | null>(null);

@@ -1,4 +1,4 @@
-import type { StaffOperationView } from '@idem/contracts';
+import { roleAllows, type StaffOperationView } from '@idem/contracts';
 import {
   Badge,
   Button,
@@ -19,7 +19,6 @@ import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { useStaff } from './StaffApp.tsx';
-import { staffMay } from './shared.tsx';
 
 const GWEI = 1_000_000_000n;
 
@@ -65,7 +64,7 @@ export function Attempts({ operation }: { operation: StaffOperationView }) {
       </Text>
     );
   }
-  const mayOperate = staffMay(me.role, 'operate');
+  const mayOperate = roleAllows(me.role, 'operate');
   return (
     <Paper withBorder p="sm" component="section" aria-label="Signed attempts">
       <Stack gap="xs">

@@ -1,3 +1,4 @@
+import { roleAllows } from '@idem/contracts';
 import { Alert, Button, ColorSwatch, Group, Loader, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
@@ -71,12 +72,12 @@ export function BrandingSettings() {
               Saved. Customer screens show it from their next page load.
             </Alert>
           ) : null}
-          <Button type="submit" loading={save.isPending} disabled={me.role !== 'admin'}>
+          <Button type="submit" loading={save.isPending} disabled={!roleAllows(me.role, 'administer')}>
             Save branding
           </Button>
         </Stack>
       </form>
-      <ExplorerSettings canEdit={me.role === 'admin'} />
+      <ExplorerSettings canEdit={roleAllows(me.role, 'administer')} />
     </Stack>
   );
 }

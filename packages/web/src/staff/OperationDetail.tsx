@@ -1,4 +1,4 @@
-import type { ProposalView, StaffOperationView } from '@idem/contracts';
+import { type ProposalView, roleAllows, type StaffOperationView, type StaffRole } from '@idem/contracts';
 import {
   Badge,
   Button,
@@ -230,7 +230,7 @@ function ManualResolution({ operation }: { operation: StaffOperationView }) {
     );
   }
   if (!stuck) return <ProblemAlert error={proposals.error} />;
-  if (me.role !== 'operator' && me.role !== 'admin') {
+  if (!roleAllows(me.role, 'operate')) {
     return (
       <Text size="sm" c="dimmed">
         No resolution is proposed. An operator proposes one; another staff member with the approver role
@@ -324,7 +324,7 @@ function ResolutionProposal({
 }: {
   proposal: ProposalView;
   actor: string;
-  role: string;
+  role: StaffRole;
   onDone: () => void;
 }) {
   const payload = proposal.payload as { toState?: string; summary?: string; txHash?: string };
@@ -343,7 +343,7 @@ function ResolutionProposal({
       }),
     onSuccess: onDone,
   });
-  const mayDecide = (role === 'approver' || role === 'admin') && actor !== proposal.proposedBy;
+  const mayDecide = roleAllows(role, 'decide') && actor !== proposal.proposedBy;
   return (
     <Paper
       withBorder

@@ -1,4 +1,4 @@
-import type { ProposalView } from '@idem/contracts';
+import { type ProposalView, roleAllows } from '@idem/contracts';
 import { Badge, Button, Card, Code, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
@@ -7,7 +7,7 @@ import { api } from '../api.ts';
 import { type AssetInfo, displayAmount, formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { useStaff } from './StaffApp.tsx';
-import { staffMay, useStaffAssets } from './shared.tsx';
+import { useStaffAssets } from './shared.tsx';
 
 const KIND_LABELS: Record<ProposalView['kind'], string> = {
   adjustment: 'Adjustment',
@@ -138,7 +138,7 @@ export function ProposalReview({
             ) : null}
           </Table.Tbody>
         </Table>
-        {pending && staffMay(me.role, 'decide') && !mine ? (
+        {pending && roleAllows(me.role, 'decide') && !mine ? (
           <>
             <TextInput
               label="Reason (recorded with your decision)"

@@ -1,4 +1,4 @@
-import type { ReconciliationRunDetail, RunHistoryPoint } from '@idem/contracts';
+import { type ReconciliationRunDetail, type RunHistoryPoint, roleAllows } from '@idem/contracts';
 import { LineChart } from '@mantine/charts';
 import { Badge, Button, Code, Group, Loader, Select, Stack, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -35,7 +35,7 @@ export function Reconciliation() {
       void queryClient.invalidateQueries({ queryKey: ['staff', 'reconciliation'] });
     },
   });
-  const canRun = me.role === 'operator' || me.role === 'admin';
+  const canRun = roleAllows(me.role, 'operate');
   return (
     <Stack>
       <Title order={1} size="h2">

@@ -1,4 +1,4 @@
-import { formatMinor } from '@idem/contracts';
+import { formatMinor, roleAllows } from '@idem/contracts';
 import {
   Button,
   Code,
@@ -32,7 +32,7 @@ function inUnits(minor: string, decimals: number, asset: string): string {
  */
 export function RiskRules() {
   const me = useStaff();
-  const admin = me.role === 'admin';
+  const admin = roleAllows(me.role, 'administer');
   const queryClient = useQueryClient();
   const rules = useQuery({
     queryKey: ['staff', 'risk-rules'],

@@ -1,4 +1,4 @@
-import type { StaffOperationView } from '@idem/contracts';
+import { roleAllows, type StaffOperationView } from '@idem/contracts';
 import { Button, Group, Paper, Stack, Text, Textarea, Title } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
@@ -23,7 +23,7 @@ export function StopWithdrawal({ operation }: { operation: StaffOperationView })
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['staff'] }),
   });
   if (operation.kind !== 'withdrawal' || operation.state !== 'APPROVED') return null;
-  if (me.role === 'support') return null;
+  if (!roleAllows(me.role, 'decide') && !roleAllows(me.role, 'operate')) return null;
   return (
     <Paper withBorder p="sm" component="section" aria-label="Stop before signing">
       <form

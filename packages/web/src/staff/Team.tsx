@@ -1,4 +1,4 @@
-import { type StaffRoleName, staffRoles, type TeamMember } from '@idem/contracts';
+import { type StaffRole, staffRoles, type TeamMember } from '@idem/contracts';
 import {
   Alert,
   Badge,
@@ -66,7 +66,7 @@ export function Team() {
 
 function Invite({ onInvited }: { onInvited(): void }) {
   const [email, setEmail] = useState('');
-  const [role, setRole] = useState<StaffRoleName>('approver');
+  const [role, setRole] = useState<StaffRole>('approver');
   const invite = useMutation({
     mutationFn: () => api.staffTeam.invite.mutate({ email: email.trim(), role }),
     onSuccess: () => {
@@ -97,7 +97,7 @@ function Invite({ onInvited }: { onInvited(): void }) {
               label="Role"
               data={roleOptions}
               value={role}
-              onChange={(value) => value && setRole(value as StaffRoleName)}
+              onChange={(value) => value && setRole(value as StaffRole)}
               allowDeselect={false}
             />
             <Button type="submit" loading={invite.isPending}>
@@ -134,7 +134,7 @@ function Invite({ onInvited }: { onInvited(): void }) {
 function MemberRow({ member, onChanged }: { member: TeamMember; onChanged(): void }) {
   const me = useStaff();
   const setRole = useMutation({
-    mutationFn: (role: StaffRoleName) => api.staffTeam.setRole.mutate({ userId: member.userId, role }),
+    mutationFn: (role: StaffRole) => api.staffTeam.setRole.mutate({ userId: member.userId, role }),
     onSuccess: onChanged,
   });
   const disable = useMutation({
@@ -150,7 +150,7 @@ function MemberRow({ member, onChanged }: { member: TeamMember; onChanged(): voi
           aria-label={`Role of ${member.email}`}
           data={roleOptions}
           value={member.role}
-          onChange={(value) => value && value !== member.role && setRole.mutate(value as StaffRoleName)}
+          onChange={(value) => value && value !== member.role && setRole.mutate(value as StaffRole)}
           allowDeselect={false}
           disabled={disabled}
           size="xs"

@@ -1,4 +1,4 @@
-import type { EndpointDirection } from '@idem/contracts';
+import { type EndpointDirection, roleAllows } from '@idem/contracts';
 import {
   Anchor,
   Badge,
@@ -38,7 +38,7 @@ interface Lifecycle {
  */
 export function WebhookEndpoints() {
   const me = useStaff();
-  const admin = me.role === 'admin';
+  const admin = roleAllows(me.role, 'administer');
   const queryClient = useQueryClient();
   const [source, setSource] = useState('');
   const [url, setUrl] = useState('');

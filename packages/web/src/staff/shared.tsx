@@ -1,20 +1,10 @@
-import type { OperationView, StaffOperationView, StaffRoleName } from '@idem/contracts';
+import type { OperationView, StaffOperationView } from '@idem/contracts';
 import { Badge, Button, Code, Group, Table } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
-
-/**
- * Whether a role may take an action, to show or hide its buttons; the server decides (core's
- * ROLE_PERMISSIONS, FORBIDDEN otherwise), this only follows it.
- */
-export function staffMay(role: StaffRoleName, permission: 'decide' | 'operate'): boolean {
-  return permission === 'decide'
-    ? role === 'approver' || role === 'admin'
-    : role === 'operator' || role === 'admin';
-}
 
 export function useStaffAssets() {
   return useQuery({ queryKey: ['staff', 'assets'], queryFn: () => api.staffConsole.assets.query() });

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { StaffRole } from '@idem/contracts';
 import {
   createApiKey,
   createStaffUser,
@@ -14,7 +15,6 @@ import {
   recordDeposit,
   registerHotWallet,
   reviewWithdrawal,
-  type StaffRole,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+
+/**
+ * Staff roles and what each may do: one table read by the server (which refuses with FORBIDDEN),
+ * the CLI and the web screens (which only show the buttons a role may use). The database checks
+ * the role set itself.
+ */
+export const staffRoles = ['support', 'approver', 'operator', 'admin'] as const;
+export const staffRoleSchema = z.enum(staffRoles);
+export type StaffRole = (typeof staffRoles)[number];
+
+/** What each role may do beyond reading. */
+export const ROLE_PERMISSIONS = {
+  /** Read queues, history, inbox, breaks; search. */
+  read: ['support', 'approver', 'operator', 'admin'],
+  /** Approve or reject a withdrawal under review (four-eyes, bound to the payload hash). */
+  decide: ['approver', 'admin'],
+  /** Runbook actions: assign an owner, resolve with evidence, close breaks, create manual withdrawals. */
+  operate: ['operator', 'admin'],
+  /** Branding and staff accounts. */
+  administer: ['admin'],
+} as const satisfies Record<string, readonly StaffRole[]>;
+export type Permission = keyof typeof ROLE_PERMISSIONS;
+
+export function roleAllows(role: StaffRole, permission: Permission): boolean {
+  return (ROLE_PERMISSIONS[permission] as readonly StaffRole[]).includes(role);
+}
