@@ -58,6 +58,7 @@ export {
   submitWebWithdrawal,
 } from './customer/account.ts';
 export { type InProgressDuplicate, refuseUnconfirmedDuplicate } from './customer/duplicates.ts';
+export { APP_ROLE, actAsAppRole, withAppRole } from './db/app-role.ts';
 export type { Database, DatabaseHandle, Executor, OpenOptions, Tx } from './db/connect.ts';
 export { batchingOf, migrationsFolder, openDatabase } from './db/connect.ts';
 export {
@@ -70,7 +71,7 @@ export {
 export { errorCodes } from './db/error-codes.ts';
 export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';
-export { APP_ROLE, withTenant } from './db/tenant-scope.ts';
+export { withTenant } from './db/tenant-scope.ts';
 export {
   activeOutboundEndpoints,
   createOutboundEndpoint,

@@ -3,6 +3,7 @@ import { IdemError } from '@idem/contracts';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  actAsAppRole,
   authenticateApiKey,
   createApiKey,
   createWebhookEndpoint,
@@ -15,6 +16,7 @@ import {
   rowsOf,
   schema,
   tenantOfEndpoint,
+  withAppRole,
   withTenant,
 } from '../src/index.ts';
 import { fund, newTenant, submit, withdrawal } from './fixtures.ts';
@@ -205,7 +207,7 @@ describe('inbox', () => {
     // the per-delivery table.
     const asApp = <T>(work: (tx: Parameters<Parameters<typeof withTenant>[2]>[0]) => Promise<T>) =>
       withTenant(database.db, e.tenantId, async (tx) => {
-        await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+        await actAsAppRole(tx);
         return work(tx);
       });
     for (let i = 0; i < 2; i += 1) {
@@ -265,8 +267,7 @@ describe('queries', () => {
     const stats = await operationStats(database.db);
     expect(stats.find((s) => s.state === 'REQUESTED')?.operations).toBeGreaterThanOrEqual(5);
     // The application role itself still cannot read across tenants.
-    const visible = await database.db.transaction(async (tx) => {
-      await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+    const visible = await withAppRole(database.db, async (tx) => {
       return rowsOf(await tx.execute(sql`select * from operations`));
     });
     expect(visible).toEqual([]);

@@ -2,6 +2,7 @@ import { IdemError } from '@idem/contracts';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APP_ROLE } from '../src/db/app-role.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
@@ -352,7 +353,7 @@ describe('one statement for many submissions (issue 17)', () => {
       try {
         await other.begin(async (tx) => {
           await tx`set local deadlock_timeout = '10s'`;
-          await tx`select set_config('app.tenant_id', ${tenantId}, true), set_config('role', 'idem_app', true)`;
+          await tx`select set_config('app.tenant_id', ${tenantId}, true), set_config('role', ${APP_ROLE}, true)`;
           const claim = (key: string, reference: string) => tx`
           insert into operations (tenant_id, operation_id, kind, idempotency_key, reference, account_ref, asset_code,
                                   network, destination, amount_minor, policy_version, payload_hash, state)

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withAppRole } from '../src/db/app-role.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { fund, newTenant, submit, withdrawal } from './fixtures.ts';
@@ -109,8 +110,7 @@ describe('the schema can be distributed by tenant and isolates tenants', () => {
   });
 
   it('without a tenant scope the application role sees nothing', async () => {
-    const seen = await t.db.transaction(async (tx) => {
-      await tx.execute(sql`set local role idem_app`);
+    const seen = await withAppRole(t.db, async (tx) => {
       return rowsOf(await tx.execute(sql`select * from operations`));
     });
     expect(seen).toEqual([]);

@@ -1,4 +1,4 @@
-import { type Database, type Operation, rowsOf, schema, type Tx, withTenant } from '@idem/core';
+import { type Database, type Operation, rowsOf, schema, type Tx, withAppRole, withTenant } from '@idem/core';
 import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 
 const { operations, assets } = schema;
@@ -8,8 +8,7 @@ const { operations, assets } = schema;
  * returns tenant ids only (core/sql/idem_tenants_with_work.sql), called under the application role.
  */
 export async function tenantsWithWork(db: Database, reorgWindowSeconds: number): Promise<string[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', 'idem_app', true)`);
+  return withAppRole(db, async (tx) => {
     const rows = rowsOf<{ tenant_id: string }>(
       await tx.execute(sql`select tenant_id::text from idem_tenants_with_work(${reorgWindowSeconds})`),
     );

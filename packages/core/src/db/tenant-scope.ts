@@ -1,12 +1,9 @@
 import { IdemError } from '@idem/contracts';
-import { sql } from 'drizzle-orm';
 import { z } from 'zod';
+import { actAsAppRole } from './app-role.ts';
 import type { Database, Tx } from './connect.ts';
 
 const tenantIdSchema = z.uuid();
-
-/** The restricted role row-level security binds: neither superuser nor table owner. */
-export const APP_ROLE = 'idem_app';
 
 /**
  * Runs `work` in one transaction scoped to one tenant: the transaction switches to the restricted
@@ -22,9 +19,7 @@ export async function withTenant<T>(
     throw new IdemError('UNAUTHORIZED', 'tenant id is not a valid identifier');
   }
   return db.transaction(async (tx) => {
-    await tx.execute(
-      sql`select set_config('app.tenant_id', ${tenantId}, true), set_config('role', ${APP_ROLE}, true)`,
-    );
+    await actAsAppRole(tx, tenantId);
     return work(tx);
   });
 }

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { withAppRole } from '../db/app-role.ts';
 import type { Database } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
-import { APP_ROLE } from '../db/tenant-scope.ts';
 
 export interface OperationStats {
   state: string;
@@ -17,8 +17,7 @@ export interface OperationStats {
  * index of in-flight states, so its cost follows the work in progress, not the history.
  */
 export async function operationStats(db: Database): Promise<OperationStats[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+  return withAppRole(db, async (tx) => {
     const result = await tx.execute(
       sql`select state, operations, oldest_seconds from idem_operation_stats()`,
     );
@@ -38,8 +37,7 @@ export async function operationStats(db: Database): Promise<OperationStats[]> {
  * reads it seldom (the server: once per IDEM_METRICS_SETTLED_CACHE_MS), never on every scrape.
  */
 export async function settledOperationStats(db: Database): Promise<{ state: string; operations: number }[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+  return withAppRole(db, async (tx) => {
     const result = await tx.execute(sql`select state, operations from idem_settled_operation_stats()`);
     return rowsOf<{ state: string; operations: string | number }>(result).map((row) => ({
       state: row.state,

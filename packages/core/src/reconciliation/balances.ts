@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { withAppRole } from '../db/app-role.ts';
 import type { Database, Tx } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
-import { APP_ROLE } from '../db/tenant-scope.ts';
 import { SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 
 /** Withdrawals whose money may have left (or be leaving) custody while the ledger still holds it. */
@@ -90,8 +90,7 @@ export async function custodianAccountLedger(
   account: string,
   custodianNetworks: readonly string[],
 ): Promise<CustodianAccountLedger[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+  return withAppRole(db, async (tx) => {
     const rows = rowsOf<{
       asset_code: string;
       available: string;
@@ -116,8 +115,7 @@ export async function custodianAccountLedger(
 
 /** Every tenant id, idle or not (the scheduler's function returns ids only). */
 export async function allTenantIds(db: Database): Promise<string[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+  return withAppRole(db, async (tx) => {
     return rowsOf<{ tenant_id: string }>(
       await tx.execute(sql`select tenant_id::text from idem_all_tenants()`),
     ).map((row) => row.tenant_id);

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { withAppRole } from '../db/app-role.ts';
 import type { Database } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
-import { APP_ROLE } from '../db/tenant-scope.ts';
 
 /**
  * The two cross-tenant look-ups staff sign-in needs (issue 14, I14-SIGNIN), each through a narrow
@@ -11,8 +11,7 @@ import { APP_ROLE } from '../db/tenant-scope.ts';
 
 /** The tenant of an organisation slug, or null. */
 export async function tenantForSlug(db: Database, slug: string): Promise<string | null> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+  return withAppRole(db, async (tx) => {
     const [row] = rowsOf<{ tenant_id: string | null }>(
       await tx.execute(sql`select idem_tenant_for_slug(${slug})::text as tenant_id`),
     );
@@ -22,8 +21,7 @@ export async function tenantForSlug(db: Database, slug: string): Promise<string 
 
 /** The tenants where the e-mail is active staff: at most two, which is all sign-in needs to know. */
 export async function staffTenantsForEmail(db: Database, email: string): Promise<string[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('role', ${APP_ROLE}, true)`);
+  return withAppRole(db, async (tx) => {
     return rowsOf<{ tenant_id: string }>(
       await tx.execute(sql`select tenant_id::text from idem_staff_tenants_for_email(${email})`),
     ).map((row) => row.tenant_id);

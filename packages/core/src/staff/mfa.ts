@@ -1,9 +1,9 @@
 import { IdemError } from '@idem/contracts';
 import { and, eq, isNull, sql } from 'drizzle-orm';
+import { actAsAppRole } from '../db/app-role.ts';
 import type { Database, Tx } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
 import { staffUsers, webSessions } from '../db/schema/index.ts';
-import { APP_ROLE } from '../db/tenant-scope.ts';
 
 /**
  * The stored side of staff TOTP (issue 14, I14-MFA). The server computes and checks codes (it owns
@@ -166,9 +166,7 @@ async function markSessionVerified(tx: Tx, input: { tenantId: string; sessionHas
  */
 export async function recordMfaFailure(db: Database, tenantId: string, userId: string): Promise<void> {
   await db.transaction(async (tx) => {
-    await tx.execute(
-      sql`select set_config('app.tenant_id', ${tenantId}, true), set_config('role', ${APP_ROLE}, true)`,
-    );
+    await actAsAppRole(tx, tenantId);
     await tx.execute(sql`
       update staff_users set
         mfa_failures = case when mfa_failures_reset_at is null or mfa_failures_reset_at <= now()
