@@ -111,6 +111,7 @@ export {
 } from './inbox/record-event.ts';
 export { type BalanceView, getBalances } from './journal/balances.ts';
 export { type Posting, type PostResult, postEntry, SYSTEM_ACCOUNTS } from './journal/post-entry.ts';
+export { balancesDifferingFromPostings, networkFeesExpensed } from './journal/queries.ts';
 export { type ItemOutcome, MAX_BATCH_ITEMS, submitWithdrawals } from './operations/batched-creation.ts';
 export { type BatchObserver, observeBatches } from './operations/batcher-registry.ts';
 export { claimIdentity, type IdentityClaim, IN_FLIGHT_RETRY_AFTER_MS } from './operations/claim-identity.ts';

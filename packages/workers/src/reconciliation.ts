@@ -1,14 +1,15 @@
 import {
   attemptsByOperation,
   type BreakClass,
+  balancesDifferingFromPostings,
   closeBreak,
   getHotWallet,
+  networkFeesExpensed,
   type Operation,
   openBreak,
   openBreaksOfClass,
   type ReconciliationBreak,
   rowsOf,
-  SYSTEM_ACCOUNTS,
   schema,
   withTenant,
 } from '@idem/core';
@@ -467,19 +468,13 @@ async function postedNetworkFees(
   ops: Operation[],
 ): Promise<Map<string, bigint>> {
   if (ops.length === 0) return new Map();
-  const ids = `{${ops.map((op) => op.operationId).join(',')}}`;
-  const rows = await withTenant(ctx.db, tenantId, async (tx) =>
-    rowsOf<{ operation_id: string; expensed: string }>(
-      await tx.execute(sql`
-        select e.operation_id::text, (-sum(p.amount))::text as expensed
-          from journal_entries e
-          join postings p on p.tenant_id = e.tenant_id and p.entry_id = e.entry_id
-         where e.tenant_id = ${tenantId}::uuid and e.operation_id = any(${ids}::uuid[])
-           and p.account = ${SYSTEM_ACCOUNTS.networkFees}
-         group by e.operation_id`),
+  return withTenant(ctx.db, tenantId, (tx) =>
+    networkFeesExpensed(
+      tx,
+      tenantId,
+      ops.map((op) => op.operationId),
     ),
   );
-  return new Map(rows.map((row) => [row.operation_id, BigInt(row.expensed)]));
 }
 
 function observedTransfer(
@@ -501,22 +496,12 @@ function observedTransfer(
 /** The ledger against itself: these must never differ; if they do, a person must know at once. */
 async function checkLedgerItself(ctx: WorkerContext, tenantId: string): Promise<Finding[]> {
   return withTenant(ctx.db, tenantId, async (tx) => {
-    const mismatched = rowsOf<{ account_ref: string; asset_code: string }>(
-      await tx.execute(sql`
-        select b.account_ref, b.asset_code from balances b
-          left join (select account, asset_code,
-                            sum(amount) filter (where bucket = 'available') as available,
-                            sum(amount) filter (where bucket = 'held') as held
-                       from postings where bucket <> 'control' group by account, asset_code) p
-            on p.account = b.account_ref and p.asset_code = b.asset_code
-         where b.available <> coalesce(p.available, 0) or b.held <> coalesce(p.held, 0)
-         limit 100`),
-    );
+    const mismatched = await balancesDifferingFromPostings(tx);
     return mismatched.map((row) => ({
       breakClass: 'genuine_variance' as const,
-      subject: `ledger:${row.account_ref}:${row.asset_code}`,
+      subject: `ledger:${row.accountRef}:${row.assetCode}`,
       reason: 'a balance differs from the sum of its postings',
-      assetCode: row.asset_code,
+      assetCode: row.assetCode,
     }));
   });
 }
