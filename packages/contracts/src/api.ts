@@ -7,6 +7,7 @@ import {
   submitOutcomeSchema,
   withdrawalRequestSchema,
 } from './operation.ts';
+import { cursorSchema } from './paging.ts';
 
 /**
  * The API's request and response shapes, shared by the server's procedures (`.input()`/`.output()`)
@@ -92,7 +93,7 @@ export const getWithdrawalInputSchema = z.strictObject({ withdrawalId: reference
 export const LIST_PAGE_SIZE_MAX = 100;
 export const listWithdrawalsInputSchema = z.strictObject({
   state: operationStateSchema.optional(),
-  cursor: z.string().min(1).max(200).optional(),
+  cursor: cursorSchema.optional(),
   limit: z.number().int().min(1).max(LIST_PAGE_SIZE_MAX).default(50),
 });
 export type ListWithdrawalsInput = z.input<typeof listWithdrawalsInputSchema>;
@@ -111,7 +112,7 @@ export const getWithdrawalByKeyInputSchema = z.strictObject({ idempotencyKey: id
 /** Deposits credited to the tenant's accounts, newest first, optionally for one account. */
 export const listDepositsInputSchema = z.strictObject({
   accountId: referenceSchema.optional(),
-  cursor: z.string().min(1).max(200).optional(),
+  cursor: cursorSchema.optional(),
   limit: z.number().int().min(1).max(LIST_PAGE_SIZE_MAX).default(50),
 });
 export type ListDepositsInput = z.input<typeof listDepositsInputSchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cursorSchema } from './paging.ts';
 
 /** One staff action in the audit log, as the staff screens and exports show it. */
 export const auditEntrySchema = z.object({
@@ -19,7 +20,7 @@ export const auditListInputSchema = z.strictObject({
   outcome: z.string().min(1).max(50).optional(),
   from: z.iso.datetime({ offset: true }).optional(),
   to: z.iso.datetime({ offset: true }).optional(),
-  cursor: z.string().min(1).max(200).optional(),
+  cursor: cursorSchema.optional(),
   limit: z.number().int().min(1).max(500).default(100),
 });
 export type AuditListInput = z.input<typeof auditListInputSchema>;

@@ -1,5 +1,6 @@
 export * from './amount.ts';
 export * from './api.ts';
+export * from './asset-code.ts';
 export * from './attempts.ts';
 export * from './audit.ts';
 export * from './config.ts';
@@ -8,6 +9,7 @@ export * from './key.ts';
 export * from './network.ts';
 export * from './operation.ts';
 export * from './overview.ts';
+export * from './paging.ts';
 export * from './proposals.ts';
 export * from './reconciliation.ts';
 export * from './redaction.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
+import { assetCodeSchema } from './asset-code.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
 import { feeCapProblem, networkSchema } from './network.ts';
 
@@ -25,6 +26,12 @@ export const operationKinds = ['withdrawal', 'deposit', 'adjustment'] as const;
 export const operationKindSchema = z.enum(operationKinds);
 export type OperationKind = z.infer<typeof operationKindSchema>;
 
+/**
+ * The hex SHA-256 of an operation's or a proposal's approved payload (C02), as shown to an approver
+ * and sent back with the decision. Computed by ./payload-hash.ts (Node only).
+ */
+export const payloadHashSchema = z.string().regex(/^[0-9a-f]{64}$/);
+
 export const memoSchema = z.string().max(128, { error: 'memo is longer than 128 characters' });
 
 /** What an integrator submits. The tenant never comes from here: it comes from the credential. */
@@ -32,7 +39,7 @@ export const withdrawalRequestSchema = z
   .strictObject({
     withdrawalId: referenceSchema,
     accountId: referenceSchema,
-    asset: z.string().regex(/^[A-Z0-9]{2,12}$/, { error: 'asset must be an asset code such as ETH' }),
+    asset: assetCodeSchema,
     /** Optional; when given it must be the asset's network, so a caller's mistaken assumption is caught. */
     network: networkSchema.optional(),
     destination: z.string().min(1).max(128),

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { amountMinorSchema, signedAmountMinorSchema } from './amount.ts';
+import { assetCodeSchema } from './asset-code.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
+import { payloadHashSchema } from './operation.ts';
+import { cursorSchema } from './paging.ts';
 
 /**
  * Proposals: one staff member proposes an action that moves or releases money, another approves
@@ -21,14 +24,13 @@ export const proposalStates = ['PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED'] a
 export const proposalStateSchema = z.enum(proposalStates);
 export type ProposalState = z.infer<typeof proposalStateSchema>;
 
-const assetCode = z.string().regex(/^[A-Z0-9]{2,12}$/);
 /** Why, in words an auditor can read. It lands in immutable history: no personal data. */
 const auditReason = z.string().trim().min(10, { error: 'say why, in at least 10 characters' }).max(128);
 
 /** A correction of an account's available balance against the adjustments account. */
 export const adjustmentProposalSchema = z.strictObject({
   accountId: referenceSchema,
-  asset: assetCode,
+  asset: assetCodeSchema,
   /** Signed: a negative adjustment debits available funds, and only if they are there. */
   amountMinor: signedAmountMinorSchema,
   reason: auditReason,
@@ -38,7 +40,7 @@ export type AdjustmentProposal = z.infer<typeof adjustmentProposalSchema>;
 /** A credit for money that arrived outside the watched paths (custody control against the account). */
 export const manualCreditProposalSchema = z.strictObject({
   accountId: referenceSchema,
-  asset: assetCode,
+  asset: assetCodeSchema,
   amountMinor: amountMinorSchema,
   /** Where the money is seen: the chain transaction, the custodian's record, the bank reference. */
   reference: referenceSchema,
@@ -143,7 +145,7 @@ export const proposeOutputSchema = z.object({
 export const decideProposalInputSchema = z.strictObject({
   proposalId: z.uuid(),
   /** The hash the approver was shown; a different one is refused (PAYLOAD_MISMATCH). */
-  payloadHash: z.string().regex(/^[0-9a-f]{64}$/),
+  payloadHash: payloadHashSchema,
   decision: z.enum(['approve', 'reject']),
   reason: z.string().trim().max(500).optional(),
 });
@@ -151,7 +153,7 @@ export const decideProposalInputSchema = z.strictObject({
 export const listProposalsInputSchema = z.strictObject({
   state: proposalStateSchema.optional(),
   targetOperationId: z.uuid().optional(),
-  cursor: z.string().min(1).max(200).optional(),
+  cursor: cursorSchema.optional(),
   limit: z.number().int().min(1).max(100).default(25),
 });
 

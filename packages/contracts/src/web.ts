@@ -1,8 +1,16 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
+import { assetCodeSchema } from './asset-code.ts';
 import { referenceSchema } from './key.ts';
 import { networkSchema } from './network.ts';
-import { memoSchema, operationStateSchema, operationViewSchema, submitOutcomeSchema } from './operation.ts';
+import {
+  memoSchema,
+  operationStateSchema,
+  operationViewSchema,
+  payloadHashSchema,
+  submitOutcomeSchema,
+} from './operation.ts';
+import { cursorSchema } from './paging.ts';
 import { staffRoleSchema } from './staff-roles.ts';
 
 /**
@@ -11,8 +19,13 @@ import { staffRoleSchema } from './staff-roles.ts';
  */
 
 const uuid = z.uuid();
-const cursor = z.string().min(1).max(200).optional();
+const cursor = cursorSchema.optional();
 const pageLimit = z.number().int().min(1).max(100).default(25);
+
+/** A brand's primary colour, a 6-digit hex such as #1c7ed6 (the database checks the same). */
+export const primaryColorSchema = z
+  .string()
+  .regex(/^#[0-9a-fA-F]{6}$/, { error: 'colour must look like #1c7ed6' });
 
 /** A tenant's brand. The colour is a 6-digit hex; the logo must be served over https. */
 export const brandingSchema = z.strictObject({
@@ -22,7 +35,7 @@ export const brandingSchema = z.strictObject({
     .max(500)
     .regex(/^https:\/\/[^\s"'<>]+$/, { error: 'logo URL must be an https:// address' })
     .nullable(),
-  primaryColor: z.string().regex(/^#[0-9a-fA-F]{6}$/, { error: 'colour must look like #1c7ed6' }),
+  primaryColor: primaryColorSchema,
 });
 export type BrandingView = z.infer<typeof brandingSchema>;
 
@@ -100,7 +113,7 @@ export const exchangeCustomerLinkInputSchema = z.strictObject({ token: z.string(
  */
 export const customerWithdrawInputSchema = z.strictObject({
   intentId: uuid,
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   destination: z.string().trim().min(1).max(128),
   memo: memoSchema.optional(),
   amountMinor: amountMinorSchema,
@@ -231,7 +244,7 @@ export const attentionQueuePageSchema = z.object({
 
 export const decideInputSchema = z.strictObject({
   operationId: uuid,
-  payloadHash: z.string().regex(/^[0-9a-f]{64}$/),
+  payloadHash: payloadHashSchema,
   decision: z.enum(['approve', 'reject']),
   reason: z.string().trim().max(500).optional(),
 });
@@ -273,7 +286,7 @@ export const stopWithdrawalInputSchema = z.strictObject({
 export const staffWithdrawInputSchema = z.strictObject({
   intentId: uuid,
   accountId: referenceSchema,
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   destination: z.string().trim().min(1).max(128),
   memo: memoSchema.optional(),
   amountMinor: amountMinorSchema,

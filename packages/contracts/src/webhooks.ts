@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { amountMinorSchema } from './amount.ts';
+import { assetCodeSchema } from './asset-code.ts';
 import { referenceSchema } from './key.ts';
+import { cursorSchema } from './paging.ts';
 
 /**
  * Inbound webhooks follow the Standard Webhooks envelope: the event id travels in the
@@ -17,7 +19,7 @@ export const inboundEnvelopeSchema = z.object({
 const custodianTransferSchema = z.object({
   id: z.string().min(1).max(128),
   externalReference: z.string().min(1).max(128),
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   amountMinor: amountMinorSchema,
   /** Where the custodian sends (or sent) the money: it must be the approved destination (issue 13). */
   destination: z.string().min(1).max(128),
@@ -32,7 +34,7 @@ export const inboundEventDataSchemas = {
   'deposit.confirmed': z.strictObject({
     reference: referenceSchema,
     accountId: referenceSchema,
-    asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+    asset: assetCodeSchema,
     amountMinor: amountMinorSchema,
     txHash: z.string().max(128).optional(),
   }),
@@ -124,7 +126,7 @@ export const deliveryListInputSchema = z.strictObject({
   status: z.enum(deliveryStatuses).optional(),
   endpointId: z.uuid().optional(),
   operationId: z.uuid().optional(),
-  cursor: z.string().min(1).max(200).optional(),
+  cursor: cursorSchema.optional(),
   limit: z.number().int().min(1).max(200).default(50),
 });
 export type DeliveryListInput = z.input<typeof deliveryListInputSchema>;

@@ -1,5 +1,6 @@
 import {
   amountMinorSchema,
+  assetCodeSchema,
   IdemError,
   idempotencyKeySchema,
   memoSchema,
@@ -19,14 +20,14 @@ export const depositInputSchema = z.strictObject({
   /** The deposit's own reference: chain tx hash and log index, or the custodian's event id. */
   reference: referenceSchema,
   accountId: referenceSchema,
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   amountMinor: amountMinorSchema,
 });
 
 export const adjustmentInputSchema = z.strictObject({
   reference: referenceSchema,
   accountId: referenceSchema,
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   /** Signed: a negative adjustment debits available funds, and only if they are there. */
   amountMinor: signedAmountMinorSchema,
   /** Why, in words an auditor can read. Not personal data: it lands in the immutable core. */

@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { IdemError, networkSchema, organisationSlugSchema } from '@idem/contracts';
+import { assetCodeSchema, IdemError, networkSchema, organisationSlugSchema } from '@idem/contracts';
 import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Database } from '../db/connect.ts';
 import { assets, tenantSlugs, tenants } from '../db/schema/index.ts';
 
 export const assetConfigSchema = z.strictObject({
-  code: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  code: assetCodeSchema,
   network: networkSchema,
   decimals: z.number().int().min(0).max(36),
   confirmations: z.number().int().min(1).max(10_000),

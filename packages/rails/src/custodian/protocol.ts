@@ -3,7 +3,7 @@
  * typical provider shape (create a transfer with the caller's reference, look it up, receive
  * signed status webhooks). Both sides parse with these schemas, so a drift fails loudly.
  */
-import { amountMinorSchema } from '@idem/contracts';
+import { amountMinorSchema, assetCodeSchema, referenceSchema } from '@idem/contracts';
 import { z } from 'zod';
 
 /** Our reference: the operation id we send. Opaque to the provider; at most 128 printable characters. */
@@ -15,7 +15,7 @@ export const externalReferenceSchema = z
 
 export const createTransferBodySchema = z.strictObject({
   externalReference: externalReferenceSchema,
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   amountMinor: amountMinorSchema,
   destination: z.string().min(1).max(128),
   memo: z.string().max(256).optional(),
@@ -67,7 +67,7 @@ export const accountBalancesSchema = z.object({
   data: z
     .array(
       z.object({
-        asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+        asset: assetCodeSchema,
         amountMinor: z.string().regex(/^(0|-?[1-9][0-9]{0,77})$/),
       }),
     )
@@ -81,11 +81,11 @@ export type AccountBalances = z.infer<typeof accountBalancesSchema>;
  */
 export const custodianDepositSchema = z.object({
   /** The provider's durable id: our deposit reference. */
-  id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
+  id: referenceSchema,
   network: z.string().min(1).max(32),
   address: z.string().min(1).max(128),
   accountId: z.string().min(1).max(128),
-  asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+  asset: assetCodeSchema,
   amountMinor: amountMinorSchema,
   txHash: z.string().max(128).optional(),
   status: z.literal('confirmed'),
@@ -171,16 +171,14 @@ export const controlBodySchema = z.strictObject({
     })
     .optional(),
   /** Adds to the account's holdings of an asset (money arriving at the custodian: a deposit, a top-up). */
-  fund: z
-    .strictObject({ asset: z.string().regex(/^[A-Z0-9]{2,12}$/), amountMinor: amountMinorSchema })
-    .optional(),
+  fund: z.strictObject({ asset: assetCodeSchema, amountMinor: amountMinorSchema }).optional(),
   /**
    * Misreport the balance of an asset by this signed amount from now on (GET /v1/balances only;
    * the holdings themselves are untouched). Null clears every misreport.
    */
   misreportBalance: z
     .strictObject({
-      asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+      asset: assetCodeSchema,
       deltaMinor: z.string().regex(/^-?[0-9]{1,78}$/),
     })
     .nullable()
@@ -191,7 +189,7 @@ export const controlBodySchema = z.strictObject({
       network: z.string().min(1).max(32),
       address: z.string().min(1).max(128),
       accountId: z.string().min(1).max(128),
-      asset: z.string().regex(/^[A-Z0-9]{2,12}$/),
+      asset: assetCodeSchema,
       amountMinor: amountMinorSchema,
       /** Backdates the deposit (a provider that indexes late); default now. */
       confirmedAt: z.iso.datetime().optional(),

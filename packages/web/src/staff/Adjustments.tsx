@@ -1,4 +1,4 @@
-import { type ProposalView, parseDisplayAmount, roleAllows } from '@idem/contracts';
+import { type ProposalView, parseDisplayAmount, referenceSchema, roleAllows } from '@idem/contracts';
 import {
   Button,
   Loader,
@@ -75,7 +75,7 @@ function ProposalForm({
   const asset = assets.data?.find((candidate) => candidate.code === assetCode);
   const amountMinor = asset ? parseDisplayAmount(amount.trim(), asset.decimals) : null;
   const errors = {
-    accountId: /^[A-Za-z0-9._:-]{1,128}$/.test(accountId) ? null : 'Enter the account reference',
+    accountId: referenceSchema.safeParse(accountId).success ? null : 'Enter the account reference',
     amount: !asset
       ? 'Choose an asset'
       : amountMinor === null
@@ -84,7 +84,7 @@ function ProposalForm({
           ? 'The amount must be more than zero'
           : null,
     reference:
-      kind === 'adjustment' || /^[A-Za-z0-9._:-]{1,128}$/.test(reference)
+      kind === 'adjustment' || referenceSchema.safeParse(reference).success
         ? null
         : 'Enter where the money is seen (letters, digits and . _ : -)',
     reason: reason.trim().length >= 10 ? null : 'Say why, in at least 10 characters',

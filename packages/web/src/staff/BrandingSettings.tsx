@@ -1,4 +1,4 @@
-import { roleAllows } from '@idem/contracts';
+import { primaryColorSchema, roleAllows } from '@idem/contracts';
 import { Alert, Button, ColorSwatch, Group, Loader, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
@@ -62,7 +62,7 @@ export function BrandingSettings() {
               required
               placeholder="#1c7ed6"
             />
-            {/^#[0-9a-fA-F]{6}$/.test(primaryColor) ? (
+            {primaryColorSchema.safeParse(primaryColor).success ? (
               <ColorSwatch color={primaryColor} role="img" aria-label={`Preview of ${primaryColor}`} />
             ) : null}
           </Group>

@@ -1,4 +1,4 @@
-import { formatMinor, roleAllows } from '@idem/contracts';
+import { formatMinor, limitMinorSchema, roleAllows } from '@idem/contracts';
 import {
   Button,
   Code,
@@ -21,7 +21,7 @@ import { useStaff } from './StaffApp.tsx';
 /** What a typed minor-unit amount is in the asset's units, exactly, or why it is not one. */
 function inUnits(minor: string, decimals: number, asset: string): string {
   if (minor === '') return `In minor units (${decimals} decimals)`;
-  if (!/^(0|[1-9][0-9]*)$/.test(minor)) return 'Whole minor units only, without sign or decimals';
+  if (!limitMinorSchema.safeParse(minor).success) return 'Whole minor units only, without sign or decimals';
   return `= ${formatMinor(minor, decimals)} ${asset}`;
 }
 

@@ -5,6 +5,7 @@ import {
   type OperationView,
   operationStateSchema,
   parseDisplayAmount,
+  referenceSchema,
   type SubmitOutcome,
 } from '@idem/contracts';
 import {
@@ -342,7 +343,7 @@ function WithdrawForm({
   const amountMinor = asset ? parseDisplayAmount(amount.trim(), asset.decimals) : null;
   const errors = {
     accountId:
-      fixedAccountId || /^[A-Za-z0-9._:-]{1,128}$/.test(accountId) ? null : 'Enter the account reference',
+      fixedAccountId || referenceSchema.safeParse(accountId).success ? null : 'Enter the account reference',
     destination:
       destination.trim() === ''
         ? 'Enter the destination address'
