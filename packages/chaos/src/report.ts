@@ -1,4 +1,5 @@
-import type { ChaosReport, TimelineSample } from './run.ts';
+import type { ChaosReport } from './run.ts';
+import type { TimelineSample } from './timeline.ts';
 
 /** The human report: what was done, what it did to the system, and what the invariants found. */
 export function formatText(report: ChaosReport): string {

@@ -19,9 +19,9 @@ import { type Hex, keccak256 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanChain } from '../src/chain.ts';
 import { newDepositLog } from '../src/deposits.ts';
+import { workerLinesAbout } from '../src/evidence.ts';
 import { newIntegratorLog } from '../src/integrators.ts';
 import { type CheckResult, checkInvariants } from '../src/invariants.ts';
-import { workerLinesAbout } from '../src/run.ts';
 import {
   CHAIN_ID,
   GWEI,
