@@ -24,7 +24,16 @@ export const referenceSchema = z
   .max(128, { error: 'reference is longer than 128 characters' })
   .regex(/^[A-Za-z0-9._:-]+$/, { error: 'reference may contain letters, digits and . _ : - only' });
 
-/** The stable key for a withdrawal: one key per withdrawal, never per attempt (seed 002). */
-export function withdrawalKey(withdrawalId: string): string {
-  return `withdrawal-${withdrawalId}`;
+/**
+ * The key for one withdrawal: `withdrawal-<your withdrawal id>`, one key per withdrawal, never per
+ * attempt (seed 002). Derive it from the id you already store, so every retry, restart and redeploy
+ * sends the same key. Refuses an empty or blank id, which would make unrelated withdrawals share a
+ * key. The SDK exports this same function.
+ */
+export function withdrawalKey(withdrawalId: string | number | bigint): string {
+  const id = String(withdrawalId);
+  if (id.trim() === '' || id !== id.trim()) {
+    throw new TypeError('withdrawalKey: the withdrawal id must be non-empty, without surrounding whitespace');
+  }
+  return `withdrawal-${id}`;
 }

@@ -19,10 +19,10 @@ import {
   submitWithdrawalOutputSchema,
   submitWithdrawalsOutputSchema,
   type WithdrawalRequest,
+  withdrawalKey,
 } from '@idem/contracts';
 import type { z } from 'zod';
 import { IdemApiError, IdemTransportError, isRetryableCode } from './errors.ts';
-import { withdrawalKey } from './key.ts';
 import { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 import { type LinkFetch, undiciTransport } from './transport.ts';
 import { type Procedure, ProcedureError, procedureCaller } from './wire.ts';

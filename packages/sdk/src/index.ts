@@ -15,10 +15,9 @@ export type {
   WithdrawalBatchResult,
   WithdrawalRequest,
 } from '@idem/contracts';
-export { type OperationWebhook, operationWebhookSchema } from '@idem/contracts';
+export { type OperationWebhook, operationWebhookSchema, withdrawalKey } from '@idem/contracts';
 export { createIdemClient, type IdemClient, type IdemClientOptions, PROCEDURES } from './client.ts';
 export { IdemApiError, IdemTransportError } from './errors.ts';
-export { withdrawalKey } from './key.ts';
 export { backoffMs, DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 export { type LinkFetch, undiciTransport } from './transport.ts';
 export { verifyWebhook } from './webhooks.ts';
