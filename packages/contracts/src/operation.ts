@@ -90,3 +90,11 @@ export type OperationView = z.infer<typeof operationViewSchema>;
 
 export const submitOutcomeSchema = z.enum(['CREATED', 'REPLAYED']);
 export type SubmitOutcome = z.infer<typeof submitOutcomeSchema>;
+
+/** The answer to a withdrawal made on a screen (customer or staff): created now, or the earlier one. */
+export const withdrawOutputSchema = z.object({
+  outcome: submitOutcomeSchema,
+  withdrawal: operationViewSchema,
+});
+
+export const operationIdInputSchema = z.strictObject({ operationId: z.uuid() });

@@ -6,3 +6,9 @@ import { z } from 'zod';
  * first page.
  */
 export const cursorSchema = z.string().min(1).max(200);
+
+/** Rows per page of a screen's list: up to 100, 25 by default. */
+export const pageLimitSchema = z.number().int().min(1).max(100).default(25);
+
+/** A page of a screen's list: the cursor from the previous page (none for the first) and its size. */
+export const pageInputSchema = z.strictObject({ cursor: cursorSchema.optional(), limit: pageLimitSchema });

@@ -3,7 +3,7 @@ import { amountMinorSchema, signedAmountMinorSchema } from './amount.ts';
 import { assetCodeSchema } from './asset-code.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
 import { payloadHashSchema } from './operation.ts';
-import { cursorSchema } from './paging.ts';
+import { cursorSchema, pageLimitSchema } from './paging.ts';
 
 /**
  * Proposals: one staff member proposes an action that moves or releases money, another approves
@@ -154,7 +154,7 @@ export const listProposalsInputSchema = z.strictObject({
   state: proposalStateSchema.optional(),
   targetOperationId: z.uuid().optional(),
   cursor: cursorSchema.optional(),
-  limit: z.number().int().min(1).max(100).default(25),
+  limit: pageLimitSchema,
 });
 
 export const proposalPageSchema = z.object({
