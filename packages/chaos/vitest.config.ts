@@ -1,11 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { defineIdemConfig } from '@idem/testing/vitest';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    // A chaos run starts a dozen processes and waits for convergence: minutes, not seconds.
-    testTimeout: 240_000,
-    hookTimeout: 60_000,
-    fileParallelism: false,
-  },
-});
+// A chaos run starts a dozen processes and waits for convergence: minutes, not seconds.
+export default defineIdemConfig({ testTimeout: 240_000, hookTimeout: 60_000 });

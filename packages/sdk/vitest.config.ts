@@ -1,11 +1,3 @@
-import { defineConfig } from 'vitest/config';
+import { defineIdemConfig } from '@idem/testing/vitest';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
-    // Files share one PostgreSQL server; concurrency tests open many connections each.
-    fileParallelism: false,
-  },
-});
+export default defineIdemConfig({ testTimeout: 120_000 });

@@ -1,12 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { defineIdemConfig } from '@idem/testing/vitest';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
-    // Files share one PostgreSQL server; concurrency tests open many connections each.
-    fileParallelism: false,
-  },
-});
+// Files share one PostgreSQL server; concurrency tests open many connections each.
+export default defineIdemConfig({ testTimeout: 120_000, globalSetup: ['test/support/global-setup.ts'] });

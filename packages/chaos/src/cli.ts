@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startFormation } from '@idem/core/testing';
+import { startFormation } from '@idem/testing/formation';
 import { z } from 'zod';
 import { formatHtml, formatJsonLine, formatText } from './report.ts';
 import { type ChaosOptions, type ChaosReport, runChaos } from './run.ts';

@@ -1,6 +1,6 @@
 /**
  * The failover drill inside a chaos run (issue 16): the run's database lives on a pg_auto_failover
- * formation (a monitor, a primary, a synchronous standby; @idem/core/testing's startFormation) and
+ * formation (a monitor, a primary, a synchronous standby; @idem/testing/formation's startFormation) and
  * the servers and workers connect with its multi-host, read-write connection string. Mid-run the
  * primary's postgres is SIGKILLed, or a planned switchover is performed; nobody restarts anything.
  *
@@ -8,7 +8,7 @@
  * the first successful commit after the event give the write-unavailability window, and every row
  * it saw acknowledged must be on the promoted primary afterwards.
  */
-import type { Formation, FormationNode } from '@idem/core/testing';
+import type { Formation, FormationNode } from '@idem/testing/formation';
 import postgres, { type Sql } from 'postgres';
 import type { CheckResult } from './invariants.ts';
 

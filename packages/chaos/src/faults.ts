@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { AnvilInstance } from '@idem/rails';
-import type { ActiveRule } from '@idem/rails/testing';
+import type { ActiveRule } from '@idem/testing/chain';
 import type { Sql } from 'postgres';
 import type { createPublicClient, Hex } from 'viem';
 import { sleep } from './integrators.ts';

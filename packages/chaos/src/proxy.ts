@@ -1,6 +1,6 @@
 /**
  * A fault-injecting HTTP proxy for any upstream (the API server, the custodian, the chain node).
- * Unlike @idem/rails/testing's JSON-RPC proxy it forwards every method and path, its upstream can
+ * Unlike @idem/testing/chain's JSON-RPC proxy it forwards every method and path, its upstream can
  * move (a restarted server listens on a new port), and faults are queued: each one hits the next
  * `times` requests that match it. Every "after-forward" fault lets the upstream do the work first,
  * so only the answer is lost: the case idempotency and the UNKNOWN state exist for.

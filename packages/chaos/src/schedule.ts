@@ -15,7 +15,7 @@ export type CustodianSubmitFault =
   | 'ok-without-reference'
   | 'ok-id-only';
 export type WebhookDeliveryFault = 'duplicate' | 'late' | 'out-of-order' | 'conflicting-body';
-/** How the node misbehaves on a call (`@idem/rails/testing`'s JSON-RPC rules): nothing is forwarded on 429 and hang. */
+/** How the node misbehaves on a call (`@idem/testing/chain`'s JSON-RPC rules): nothing is forwarded on 429 and hang. */
 export type NodeFaultMode = '429' | 'hang' | 'lag';
 /** Which JSON-RPC calls a node fault hits: chain reads, the send, or any call. */
 export type NodeMethods = 'reads' | 'send' | 'any';

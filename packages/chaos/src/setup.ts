@@ -16,7 +16,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
-import { type initSoftHsmToken, tokenKey } from '@idem/rails/testing';
+import { type initSoftHsmToken, tokenKey } from '@idem/testing/signer';
 import postgres from 'postgres';
 import { type createPublicClient, getAddress, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';

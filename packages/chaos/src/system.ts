@@ -4,7 +4,8 @@
  * (processes -> chainProxy -> nodeFaults -> anvil).
  */
 import type { AnvilInstance } from '@idem/rails';
-import { type FaultProxy, type SimulatorProcess, spawnSimulator, startFaultProxy } from '@idem/rails/testing';
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
 import { type ChaosProxy, startChaosProxy } from './proxy.ts';
 import { CHAIN_ID, type Cleanups, OPENING_BTC, type RunWorld, type SoftHsmToken } from './setup.ts';

@@ -8,7 +8,7 @@
  * Needs a real PostgreSQL server (the check reads it with postgres.js as the chaos run does).
  */
 
-import { serverUrl } from '@idem/core/testing';
+import { serverUrl } from '@idem/testing/database';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import type { Hex } from 'viem';

@@ -9,7 +9,7 @@
  *
  * Needs a real PostgreSQL server (the processes share it); on PGlite it is skipped and says why.
  */
-import { serverUrl } from '@idem/core/testing';
+import { serverUrl } from '@idem/testing/database';
 import { describe, expect, it } from 'vitest';
 import { formatJsonLine, formatText } from '../src/report.ts';
 import { runChaos } from '../src/run.ts';

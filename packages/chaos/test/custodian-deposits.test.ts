@@ -14,7 +14,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createTenant, recordDeposit, withTenant } from '@idem/core';
-import { createTestDatabase, serverUrl } from '@idem/core/testing';
+import { createTestDatabase, serverUrl } from '@idem/testing/database';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';

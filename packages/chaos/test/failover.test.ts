@@ -10,7 +10,7 @@
  *
  * Skipped, and says why, where pg_auto_failover is not installed (.ci/run installs it).
  */
-import { type Formation, formationAvailable, startFormation } from '@idem/core/testing';
+import { type Formation, formationAvailable, startFormation } from '@idem/testing/formation';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatJsonLine, formatText } from '../src/report.ts';
 import { runChaos } from '../src/run.ts';

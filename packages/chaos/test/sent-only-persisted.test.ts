@@ -12,8 +12,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverUrl } from '@idem/core/testing';
-import type { FaultProxy } from '@idem/rails/testing';
+import type { FaultProxy } from '@idem/testing/chain';
+import { serverUrl } from '@idem/testing/database';
 import type { Sql } from 'postgres';
 import { type Hex, keccak256 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

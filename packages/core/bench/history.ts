@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Network } from '@idem/contracts';
 import { payloadHash } from '@idem/contracts/payload';
+import { LatencyRecorder, type LatencySummary } from '@idem/testing/bench';
 import { sql } from 'drizzle-orm';
 import { listAccountWithdrawals } from '../src/customer/account.ts';
 import {
@@ -15,7 +16,6 @@ import {
 } from '../src/index.ts';
 import { withdrawalPayload } from '../src/operations/prepare-withdrawal.ts';
 import { encodeCursor } from '../src/queries/page-cursor.ts';
-import { LatencyRecorder, type LatencySummary } from './latency.ts';
 import { fundedTenant } from './workload.ts';
 
 const ACCOUNTS = 10_000;

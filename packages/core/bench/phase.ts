@@ -1,4 +1,4 @@
-import { LatencyRecorder, type LatencySummary } from './latency.ts';
+import { LatencyRecorder, type LatencySummary } from '@idem/testing/bench';
 
 export interface TimedResult {
   /** Every successful call, warm-up included: what the database must now contain. */

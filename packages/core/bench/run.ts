@@ -1,11 +1,10 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { createScratchDatabase, runPgbench } from '@idem/testing/bench';
 import { openDatabase } from '../src/index.ts';
 import { type BatchSizeFigure, batchSizePhase } from './batch-sizes.ts';
 import { HISTORY_P99_TARGET_MS, type HistoryOutcome, historyPhase } from './history.ts';
-import { runPgbench } from './pgbench.ts';
 import { printTable, publish, type Row, round } from './report.ts';
-import { createScratchDatabase } from './scratch.ts';
 import { creationPhase, fundedTenant, stormPhase } from './workload.ts';
 
 /**

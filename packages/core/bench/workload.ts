@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { LatencyRecorder, type LatencySummary } from '@idem/testing/bench';
 import { sql } from 'drizzle-orm';
 import { getAddress } from 'viem';
 import {
@@ -10,7 +11,6 @@ import {
   submitWithdrawal,
   withTenant,
 } from '../src/index.ts';
-import { LatencyRecorder, type LatencySummary } from './latency.ts';
 import { runTimed, type TimedResult } from './phase.ts';
 
 const ASSET = 'ETH';

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { IdemError } from '@idem/contracts';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -19,8 +21,6 @@ import {
   withAppRole,
   withTenant,
 } from '../src/index.ts';
-import { fund, newTenant, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let database: TestDatabase;
 beforeAll(async () => {

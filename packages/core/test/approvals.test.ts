@@ -1,3 +1,5 @@
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, evmAddress, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideWithdrawal } from '../src/approvals/decide.ts';
@@ -6,8 +8,6 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
-import { balanceOf, evmAddress, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

@@ -1,4 +1,6 @@
 import { payloadHash } from '@idem/contracts/payload';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -17,8 +19,6 @@ import { decideProposal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

@@ -1,10 +1,10 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { fund, newTenant, strandWithdrawal, submit, withdrawal } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import type { Operation } from '../src/operations/operation-record.ts';
 import { listAttentionQueue } from '../src/staff/queries.ts';
 import { assignOwner } from '../src/state-machine/assign-owner.ts';
-import { fund, newTenant, strandWithdrawal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

@@ -1,4 +1,6 @@
 import { IdemError } from '@idem/contracts';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { fund, newTenant } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,8 +8,6 @@ import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { type ItemOutcome, submitWithdrawals } from '../src/operations/batched-creation.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
-import { fund, newTenant } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**

@@ -1,4 +1,6 @@
 import { IdemError } from '@idem/contracts';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,8 +11,6 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { type ItemOutcome, MAX_BATCH_ITEMS, submitWithdrawals } from '../src/operations/batched-creation.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
-import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**

@@ -1,10 +1,4 @@
-import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allocateNonce, registerHotWallet } from '../src/boundary/hot-wallets.ts';
-import { withTenant } from '../src/db/tenant-scope.ts';
-import { recordDeposit } from '../src/operations/record-credit.ts';
-import { reverseDeposit } from '../src/operations/reverse-deposit.ts';
-import { closeBreak, listBreaks, openBreak } from '../src/reconciliation/breaks.ts';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import {
   balanceOf,
   databaseRefusal,
@@ -13,8 +7,14 @@ import {
   refusal,
   submit,
   withdrawal,
-} from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
+} from '@idem/testing/tenants';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allocateNonce, registerHotWallet } from '../src/boundary/hot-wallets.ts';
+import { withTenant } from '../src/db/tenant-scope.ts';
+import { recordDeposit } from '../src/operations/record-credit.ts';
+import { reverseDeposit } from '../src/operations/reverse-deposit.ts';
+import { closeBreak, listBreaks, openBreak } from '../src/reconciliation/breaks.ts';
 
 let t: TestDatabase;
 let tenantId: string;

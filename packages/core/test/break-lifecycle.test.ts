@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { databaseRefusal, newTenant } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { closeBreak, escalateBreak, listBreaks, openBreak } from '../src/reconciliation/breaks.ts';
-import { databaseRefusal, newTenant } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 /**
  * Issue 13, "breaks that cannot hide" (C21): a timing break never blocks a later genuine variance

@@ -1,8 +1,8 @@
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, ETH, fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../src/db/schema/index.ts';
-import { balanceOf, ETH, fund, newTenant, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 /**
  * Concurrency evidence runs on real PostgreSQL with many real connections (the pool below), so

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { newTenant } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
 import { workItems } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
-import { newTenant } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

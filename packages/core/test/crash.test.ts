@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
 import { journalEntries, operations, workItems } from '../src/db/schema/index.ts';
 import type { CreationStep } from '../src/operations/create-withdrawal.ts';
-import { balanceOf, fund, newTenant, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 const script = fileURLToPath(new URL('./processes/create-until-killed.ts', import.meta.url));

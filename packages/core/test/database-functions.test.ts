@@ -1,8 +1,8 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { functionBody, functionFileNames, readFunctionFile } from '../scripts/database-functions.ts';
 import { rowsOf } from '../src/db/rows.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 /**
  * Each database function has one readable source, packages/core/sql/<function>.sql (sql/README.md).

@@ -1,4 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, databaseRefusal, ETH, fund, newTenant, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,8 +9,6 @@ import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { postEntry } from '../src/journal/post-entry.ts';
 import { createWithdrawal, submitWithdrawal } from '../src/operations/create-withdrawal.ts';
-import { balanceOf, databaseRefusal, ETH, fund, newTenant, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 /**
  * Issue 11, finding 8: the database's own guards hold against a session that has the

@@ -8,10 +8,10 @@
  * document: a new one, or a new key that does not lead with tenant_id, fails this test.
  */
 import { readFileSync } from 'node:fs';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 /** Tables outside the tenant rule, and what they become on Citus. */
 const NOT_BY_TENANT: Record<string, string> = {

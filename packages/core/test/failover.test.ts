@@ -12,12 +12,13 @@
  *
  * Skipped, and says why, where pg_auto_failover is not installed (.ci/run installs it).
  */
+
+import { type Formation, formationAvailable, startFormation } from '@idem/testing/formation';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
-import { type Formation, formationAvailable, startFormation } from './formation.ts';
 
 const available = formationAvailable();
 if (!available)

@@ -1,3 +1,14 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import {
+  balanceOf,
+  ETH,
+  evmAddress,
+  fund,
+  newTenant,
+  refusal,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations, workItems } from '../src/db/schema/index.ts';
@@ -5,8 +16,6 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { findByKey, getOperation } from '../src/operations/operation-record.ts';
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantA: string;

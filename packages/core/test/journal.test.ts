@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { databaseRefusal, ETH, fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalEntries, postings } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { postEntry } from '../src/journal/post-entry.ts';
-import { databaseRefusal, ETH, fund, newTenant, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

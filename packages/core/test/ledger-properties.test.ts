@@ -1,4 +1,6 @@
 import { IdemError } from '@idem/contracts';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { fund, newTenant, submit } from '@idem/testing/tenants';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
@@ -6,8 +8,6 @@ import { getOperation, type Operation } from '../src/operations/operation-record
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
 import { allowedNext } from '../src/state-machine/transitions.ts';
-import { fund, newTenant, submit } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**

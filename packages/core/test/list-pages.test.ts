@@ -1,3 +1,5 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAccountWithdrawals } from '../src/customer/account.ts';
@@ -6,8 +8,6 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { listOperations, operationListConditions, operationPageQuery } from '../src/queries/list.ts';
 import { encodeCursor } from '../src/queries/page-cursor.ts';
 import { approvalQueueConditions, attentionQueueQuery, searchConditions } from '../src/staff/queries.ts';
-import { fund, newTenant, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 /**
  * Keyset pages over a tenant's history. PostgreSQL keeps microseconds; a cursor that keeps only

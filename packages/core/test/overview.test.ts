@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, ETH, fund, newTenant, strandWithdrawal, submit, withdrawal } from '@idem/testing/tenants';
 import { type SQL, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
@@ -11,8 +13,6 @@ import {
 } from '../src/queries/withdrawal-explorer.ts';
 import { openBreak } from '../src/reconciliation/breaks.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { balanceOf, ETH, fund, newTenant, strandWithdrawal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 /**
  * The operator's Overview and Withdrawals explorer (issue 14): figures computed in SQL from the

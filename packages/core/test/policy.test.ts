@@ -1,3 +1,14 @@
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import {
+  balanceOf,
+  databaseRefusal,
+  ETH,
+  fund,
+  newTenant,
+  refusal,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/connect.ts';
@@ -7,8 +18,6 @@ import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { recordDeposit } from '../src/operations/record-credit.ts';
 import { policyHistory } from '../src/risk/policy-history.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
-import { balanceOf, databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 /**
  * Issue 11, finding 6: the tenant's policy version is part of every payload hash, so changing the

@@ -1,4 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import {
+  balanceOf,
+  databaseRefusal,
+  fund,
+  newTenant,
+  refusal,
+  strandWithdrawal,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
@@ -9,16 +19,6 @@ import { decideProposal } from '../src/proposals/decide.ts';
 import type { SettlementAttestation } from '../src/proposals/kinds/resolve-withdrawal.ts';
 import { cancelProposal, propose } from '../src/proposals/propose.ts';
 import { getProposal } from '../src/proposals/record.ts';
-import {
-  balanceOf,
-  databaseRefusal,
-  fund,
-  newTenant,
-  refusal,
-  strandWithdrawal,
-  withdrawal,
-} from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

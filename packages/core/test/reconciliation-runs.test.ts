@@ -3,13 +3,14 @@
  * failed) once with its figures, then the database refuses any change, for every role the
  * application uses; figures can be added only to a running run. Runs are tenant-scoped (C22).
  */
+
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { databaseRefusal, newTenant } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { finishRun, getRun, listRuns, startRun } from '../src/reconciliation/runs.ts';
-import { databaseRefusal, newTenant } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

@@ -1,11 +1,11 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { databaseRefusal, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation } from '../src/operations/operation-record.ts';
 import { expireIdempotencyKeys } from '../src/retention/expire-keys.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { databaseRefusal, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

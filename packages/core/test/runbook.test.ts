@@ -1,3 +1,13 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import {
+  balanceOf,
+  fund,
+  newTenant,
+  refusal,
+  strandWithdrawal,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationTransitions } from '../src/db/schema/index.ts';
@@ -7,8 +17,6 @@ import { getOperation } from '../src/operations/operation-record.ts';
 import { decideProposal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
 import { escalateOperation } from '../src/staff/runbook.ts';
-import { balanceOf, fund, newTenant, refusal, strandWithdrawal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

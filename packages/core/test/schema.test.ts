@@ -1,10 +1,10 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withAppRole } from '../src/db/app-role.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
-import { fund, newTenant, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 

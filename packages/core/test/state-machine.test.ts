@@ -1,3 +1,5 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, ETH, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationTransitions } from '../src/db/schema/index.ts';
@@ -8,8 +10,6 @@ import { recordAdjustment, recordDeposit } from '../src/operations/record-credit
 import { claim, recordSigned } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
 import { allowedNext } from '../src/state-machine/transitions.ts';
-import { balanceOf, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

@@ -1,3 +1,5 @@
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, ETH, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalEntries, operationTransitions } from '../src/db/schema/index.ts';
@@ -6,8 +8,6 @@ import { getOperation, type Operation } from '../src/operations/operation-record
 import { STOPPED_BY_STAFF, stopWithdrawal } from '../src/staff/stop-withdrawal.ts';
 import { claim } from '../src/state-machine/claim.ts';
 import { transition } from '../src/state-machine/transition.ts';
-import { balanceOf, ETH, fund, newTenant, refusal, submit, withdrawal } from './fixtures.ts';
-import { createTestDatabase, onPostgres, type TestDatabase } from './harness.ts';
 
 let t: TestDatabase;
 let tenantId: string;

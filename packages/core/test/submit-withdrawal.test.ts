@@ -1,3 +1,5 @@
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { balanceOf, ETH, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
@@ -5,8 +7,6 @@ import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
-import { balanceOf, ETH, fund, newTenant, refusal, withdrawal } from './fixtures.ts';
-import { createTestDatabase, type TestDatabase } from './harness.ts';
 
 /**
  * `submitWithdrawal` is creation as one statement: the database function binds the tenant and the

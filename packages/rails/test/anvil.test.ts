@@ -6,9 +6,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { rpc } from '@idem/testing/chain';
 import { describe, expect, it } from 'vitest';
 import { startAnvil } from '../src/evm/anvil.ts';
-import { rpc } from './helpers/rpc.ts';
 
 /** Alive means running: a zombie (exited, not yet reaped) counts as gone. */
 function isRunning(pid: number): boolean {

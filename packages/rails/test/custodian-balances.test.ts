@@ -4,10 +4,11 @@
  * what was funded less every completed transfer, and it misreports on request so reconciliation
  * can be shown to catch a custodian whose figure is wrong.
  */
+
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type CustodianAdapter, createCustodianAdapter } from '../src/custodian/adapter.ts';
 import { generateWebhookSecret } from '../src/custodian/simulator.ts';
-import { type SimulatorProcess, spawnSimulator } from './helpers/simulator-process.ts';
 
 let simulator: SimulatorProcess;
 let adapter: CustodianAdapter;

@@ -6,11 +6,11 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CustodianListIncompleteError, createCustodianAdapter } from '../src/custodian/adapter.ts';
 import type { CustodianTransfer } from '../src/custodian/protocol.ts';
 import { generateWebhookSecret } from '../src/custodian/simulator.ts';
-import { type SimulatorProcess, spawnSimulator } from './helpers/simulator-process.ts';
 
 const now = new Date().toISOString();
 const transfer = (n: number): CustodianTransfer => ({

@@ -3,11 +3,16 @@
  * simulator as its own process: every page of a window, only that window, oldest first; and the
  * misbehaviour the recovery tests need, a webhook type the simulator never sends.
  */
+
+import {
+  type SimulatorProcess,
+  spawnSimulator,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '@idem/testing/custodian';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustodianAdapter } from '../src/custodian/adapter.ts';
 import { generateWebhookSecret } from '../src/custodian/simulator.ts';
-import { type SimulatorProcess, spawnSimulator } from './helpers/simulator-process.ts';
-import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 const secret = generateWebhookSecret();
 let simulator: SimulatorProcess;

@@ -5,6 +5,12 @@
  * by reference before any resend.
  */
 import { randomUUID } from 'node:crypto';
+import {
+  type SimulatorProcess,
+  spawnSimulator,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '@idem/testing/custodian';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -16,8 +22,6 @@ import {
 } from '../src/custodian/adapter.ts';
 import type { CreateTransferBody } from '../src/custodian/protocol.ts';
 import { faultHeader, generateWebhookSecret } from '../src/custodian/simulator.ts';
-import { type SimulatorProcess, spawnSimulator } from './helpers/simulator-process.ts';
-import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 const secret = generateWebhookSecret();
 let simulator: SimulatorProcess;

@@ -3,6 +3,8 @@
  * never interfere, and fresh random recipients so balances prove exactly how many transfers landed.
  */
 import { isIdemError } from '@idem/contracts';
+import { balanceOf, type FaultProxy, rpc, startFaultProxy } from '@idem/testing/chain';
+import { approvalFor } from '@idem/testing/signer';
 import { type Address, createPublicClient, erc20Abi, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,9 +12,6 @@ import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/
 import { createEvmRail, type EvmRail } from '../src/evm/rail.ts';
 import { deployTestToken } from '../src/evm/test-token.ts';
 import type { EvmSignRequestInput } from '../src/evm/types.ts';
-import { approvalFor } from './helpers/approval.ts';
-import { type FaultProxy, startFaultProxy } from './helpers/fault-proxy.ts';
-import { balanceOf, rpc } from './helpers/rpc.ts';
 
 const chainId = 31337;
 const fees = { gasLimit: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };

@@ -1,9 +1,9 @@
+import { rpc } from '@idem/testing/chain';
 import { createPublicClient, createWalletClient, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
 import { type FeeQuote, feePolicy, feesWithinCap, quoteFees, replacementFees } from '../src/evm/fees.ts';
-import { rpc } from './helpers/rpc.ts';
 
 const GWEI = 10n ** 9n;
 let anvil: AnvilInstance;

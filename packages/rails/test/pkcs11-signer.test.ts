@@ -7,6 +7,14 @@
  * yields no signature at all.
  */
 import { isIdemError } from '@idem/contracts';
+import { balanceOf, rpc } from '@idem/testing/chain';
+import {
+  approvalFor,
+  initSoftHsmToken,
+  type SoftHsmToken,
+  softHsmModulePath,
+  tokenKey,
+} from '@idem/testing/signer';
 import pkcs11js from 'pkcs11js';
 import {
   type Address,
@@ -22,9 +30,6 @@ import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/
 import { createEvmRail } from '../src/evm/rail.ts';
 import { openPkcs11Signer, pkcs11Module } from '../src/signer/pkcs11.ts';
 import type { DigestSigner } from '../src/signer/signer.ts';
-import { approvalFor } from './helpers/approval.ts';
-import { balanceOf, rpc } from './helpers/rpc.ts';
-import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from './helpers/softhsm.ts';
 
 const chainId = 31337;
 const fees = { gasLimit: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };

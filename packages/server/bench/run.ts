@@ -6,13 +6,13 @@ import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApiKey, createTenant, openDatabase, rowsOf } from '@idem/core';
-import { pgbenchTps, runPgbench } from '@idem/core/pgbench';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { pgbenchTps, runPgbench } from '@idem/testing/bench';
+import { startServerProcess } from '@idem/testing/server';
 import { sql } from 'drizzle-orm';
 import { Client as UndiciClient } from 'undici';
 import { getAddress } from 'viem';
 import { bundle } from '../scripts/bundle.ts';
-import { startServerProcess } from '../test/support/server-process.ts';
 import { startHttpFloor } from './http-floor.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 

@@ -27,11 +27,11 @@ import {
 } from '@idem/core';
 import { anvilDevPrivateKeys, startAnvil } from '@idem/rails';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { startServerProcess } from '@idem/testing/server';
 import { sql } from 'drizzle-orm';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { bundle, CLI_BUNDLE } from '../scripts/bundle.ts';
-import { startServerProcess } from '../test/support/server-process.ts';
 import { fundAccounts, scratchDatabase } from './support.ts';
 
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 10);

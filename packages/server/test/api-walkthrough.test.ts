@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { onPostgres } from '@idem/core/testing';
+import { onPostgres } from '@idem/testing/database';
 import { describe, expect, it } from 'vitest';
 import { serveForTests } from './support/served.ts';
 

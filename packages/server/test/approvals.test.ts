@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { createStaffUser, getOperation, reviewWithdrawal, setRiskPolicy, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';

@@ -1,5 +1,5 @@
 import { withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';

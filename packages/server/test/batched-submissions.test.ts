@@ -8,8 +8,9 @@
  * each storm that no item is half-written and that every caller got its own item's answer.
  */
 
-import { onPostgres } from '@idem/core/testing';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { onPostgres } from '@idem/testing/database';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -23,7 +24,6 @@ import {
   uniqueId,
 } from './support/provision.ts';
 import { restClient } from './support/rest.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 /** The server's sessions carry this name, so the test can tell its backends from its own. */
 const SERVER_APP = 'idem-batched-server';

@@ -5,8 +5,10 @@
  */
 
 import { batchingOf, rowsOf, submitWithdrawal, withTenant } from '@idem/core';
-import { createTestDatabase, onPostgres, strandWithdrawal } from '@idem/core/testing';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
+import { createTestDatabase, onPostgres } from '@idem/testing/database';
+import type { ServerProcess } from '@idem/testing/server';
+import { strandWithdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openConfiguredDatabase } from '../src/database.ts';
@@ -17,7 +19,6 @@ import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from '
 import { type ProxiedServer, startProxiedServer } from './support/proxied-server.ts';
 import { restClient } from './support/rest.ts';
 import { serveForTests } from './support/served.ts';
-import type { ServerProcess } from './support/server-process.ts';
 
 function request(overrides: Record<string, unknown> = {}) {
   return {

@@ -21,10 +21,11 @@ import {
   tenantForSlug,
   withTenant,
 } from '@idem/core';
-import { onPostgres, scratchPostgresDatabase, serverUrl } from '@idem/core/testing';
 import { openPkcs11Signer } from '@idem/rails';
-import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from '@idem/rails/testing';
 import { createIdemClient, IdemApiError, type IdemClient, withdrawalKey } from '@idem/sdk';
+import { onPostgres, scratchPostgresDatabase, serverUrl } from '@idem/testing/database';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
+import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from '@idem/testing/signer';
 import { count, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
@@ -41,7 +42,6 @@ import {
   uniqueId,
   withDirectDatabase,
 } from './support/provision.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 /** The one JSON line a `--json` command prints, after checking it succeeded. */
 function printed<T>(run: CliRun): T {

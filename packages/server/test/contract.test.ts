@@ -3,6 +3,7 @@ import { schema, withTenant } from '@idem/core';
 const { operations } = schema;
 
 import { createIdemClient, IdemApiError, type IdemClient, withdrawalKey } from '@idem/sdk';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Backend,
@@ -16,7 +17,6 @@ import {
   uniqueId,
   withDirectDatabase,
 } from './support/provision.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 async function refusal(promise: Promise<unknown>): Promise<IdemApiError> {
   try {

@@ -9,9 +9,9 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';

@@ -1,7 +1,7 @@
 import type { StaffRole } from '@idem/contracts';
 import { setRiskPolicy, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient } from '@idem/sdk';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';

@@ -4,14 +4,14 @@
  * a creation whose commit outcome it does not know. Real PostgreSQL behind a TCP proxy the test cuts.
  */
 
-import { onPostgres } from '@idem/core/testing';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
+import { onPostgres } from '@idem/testing/database';
+import type { ServerProcess } from '@idem/testing/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PgProxy } from './support/pg-proxy.ts';
 import { ETH, evmAddress, type TenantFixture, uniqueId } from './support/provision.ts';
 import { type ProxiedServer, startProxiedServer } from './support/proxied-server.ts';
 import { restClient } from './support/rest.ts';
-import type { ServerProcess } from './support/server-process.ts';
 
 function request() {
   return {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { errorStatus } from '@idem/contracts';
 import { rowsOf } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

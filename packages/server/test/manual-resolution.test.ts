@@ -11,9 +11,9 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
-import { startFaultProxy } from '@idem/rails/testing';
+import { startFaultProxy } from '@idem/testing/chain';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import { createPublicClient, createWalletClient, type Hex, http } from 'viem';

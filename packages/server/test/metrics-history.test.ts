@@ -1,5 +1,5 @@
 import { createTenant, recordDeposit, submitWithdrawal, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.ts';
 

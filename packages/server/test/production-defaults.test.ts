@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { createStaffUser, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient } from '@idem/sdk';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { DEFAULT_REPLACE_POLICIES } from '@idem/workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';

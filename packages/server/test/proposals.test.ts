@@ -12,7 +12,7 @@ import {
   transition,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';

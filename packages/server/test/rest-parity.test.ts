@@ -1,6 +1,6 @@
 import { rowsOf } from '@idem/core';
-import { onPostgres } from '@idem/core/testing';
 import { createIdemClient, IdemApiError, type IdemClient, withdrawalKey } from '@idem/sdk';
+import { onPostgres } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';

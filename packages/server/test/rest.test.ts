@@ -1,6 +1,6 @@
 import { type Database, submitWithdrawal, withTenant } from '@idem/core';
-import { strandWithdrawal } from '@idem/core/testing';
 import { withdrawalKey } from '@idem/sdk';
+import { strandWithdrawal } from '@idem/testing/tenants';
 import { describe, expect, it } from 'vitest';
 import {
   backendKinds,

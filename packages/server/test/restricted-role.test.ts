@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createStaffUser, withTenant } from '@idem/core';
-import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 const STAFF_PASSWORD = 'a long enough staff password';
 

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
-import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
@@ -13,7 +14,6 @@ import {
   takeSignInAttempt,
 } from '../src/auth/sign-in-throttle.ts';
 import { readEnv } from '../src/env.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 /**
  * I11-F7: the sign-in guessing limit over real HTTP. Failures are counted per (tenant, e-mail) and

@@ -11,9 +11,9 @@ import {
   registerHotWallet,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
-import { rpc } from '@idem/rails/testing';
+import { rpc } from '@idem/testing/chain';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { verifyRunReport } from '@idem/workers';
 import { toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

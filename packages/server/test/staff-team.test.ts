@@ -6,7 +6,7 @@
  */
 import type { StaffRole } from '@idem/contracts';
 import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
-import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
 import { createStaffUser, setRiskPolicy, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { createIdemClient } from '@idem/sdk';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';

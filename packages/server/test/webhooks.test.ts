@@ -1,4 +1,5 @@
 import { rowsOf, schema, withTenant } from '@idem/core';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { eq, sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
@@ -14,7 +15,6 @@ import {
   uniqueId,
   withDirectDatabase,
 } from './support/provision.ts';
-import { type ServerProcess, startServerProcess } from './support/server-process.ts';
 
 interface Endpoint {
   endpointId: string;

@@ -17,9 +17,9 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase } from '@idem/core/testing';
 import { anvilDevPrivateKeys, startAnvil } from '@idem/rails';
-import { startFaultProxy } from '@idem/rails/testing';
+import { startFaultProxy } from '@idem/testing/chain';
+import { createTestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';

@@ -20,7 +20,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RailsConfig } from '../src/rails.ts';

@@ -23,7 +23,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { deployTestToken } from '@idem/rails';
-import { rpc } from '@idem/rails/testing';
+import { rpc } from '@idem/testing/chain';
 import pino from 'pino';
 import { type Hex, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

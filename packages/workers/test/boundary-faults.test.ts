@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getBalances, rowsOf, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
 import { sql } from 'drizzle-orm';
 import { createWalletClient, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';

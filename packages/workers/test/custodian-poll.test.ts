@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listBreaks, recordInboxEvent, rowsOf, schema, withTenant } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { and, eq, sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

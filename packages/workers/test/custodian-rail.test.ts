@@ -1,6 +1,6 @@
 import { rowsOf, toView } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, startEnvironment } from './environment.ts';

@@ -11,8 +11,8 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import pino, { type Logger } from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';

@@ -1,7 +1,7 @@
 import { setRiskPolicy, withTenant } from '@idem/core';
-import { strandWithdrawal } from '@idem/core/testing';
 import { createCustodianAdapter } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
+import { strandWithdrawal } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
 

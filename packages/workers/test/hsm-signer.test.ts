@@ -7,15 +7,10 @@
  * nonce (an HSM's ECDSA signatures differ on every call, so a second signature is a different
  * transaction: only the persisted one may ever reach the node).
  */
-import { onPostgres } from '@idem/core/testing';
-import {
-  type FaultProxy,
-  initSoftHsmToken,
-  type SoftHsmToken,
-  softHsmModulePath,
-  startFaultProxy,
-  tokenKey,
-} from '@idem/rails/testing';
+
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
+import { onPostgres } from '@idem/testing/database';
+import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
 import { type Hex, parseTransaction, recoverTransactionAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';

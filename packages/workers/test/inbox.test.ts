@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { getBalances, listBreaks, recordInboxEvent, rowsOf, toView, withTenant } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, startEnvironment } from './environment.ts';

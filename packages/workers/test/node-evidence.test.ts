@@ -3,11 +3,11 @@
  * the others. None of that is evidence: the deposit watcher and the reconciler change no money
  * state on it. Only positive answers act, and only when seen twice: a different canonical block
  * at a deposit's height (reversal), a nonce consumed at depth by a transaction that is not ours
- * (VERIFIED_NOT_SENT). Real anvil behind the fault proxy of @idem/rails/testing, real database.
+ * (VERIFIED_NOT_SENT). Real anvil behind the fault proxy of @idem/testing/chain, real database.
  */
 import { getBalances, rowsOf, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
 import { sql } from 'drizzle-orm';
 import { createWalletClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';

@@ -10,7 +10,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator } from '@idem/rails/testing';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerContext } from '../src/context.ts';

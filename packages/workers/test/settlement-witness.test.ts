@@ -4,7 +4,8 @@
  * asset's confirmation depth, or answers UNPROVEN.
  */
 import { anvilDevPrivateKeys, createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { type SimulatorProcess, spawnSimulator, startFaultProxy } from '@idem/rails/testing';
+import { startFaultProxy } from '@idem/testing/chain';
+import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { createWalletClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

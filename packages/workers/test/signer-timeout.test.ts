@@ -7,9 +7,9 @@
  * withdrawal parked by a SIGNER_UNAVAILABLE.)
  */
 import { listAttempts, withTenant } from '@idem/core';
-import { onPostgres } from '@idem/core/testing';
 import type { DigestSignature, DigestSigner } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
+import { onPostgres } from '@idem/testing/database';
 import { type Hex, keccak256, parseTransaction } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';

@@ -9,8 +9,8 @@ import {
   walletNonceView,
   withTenant,
 } from '@idem/core';
-import { onPostgres } from '@idem/core/testing';
 import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
+import { onPostgres } from '@idem/testing/database';
 import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

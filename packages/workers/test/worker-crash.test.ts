@@ -1,4 +1,4 @@
-import { onPostgres } from '@idem/core/testing';
+import { onPostgres } from '@idem/testing/database';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SendStep } from '../src/context.ts';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createWithdrawal, getOperation, type Operation, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/core/testing';
 import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/rails/testing';
+import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { createWorker, RailRegistry, type Worker } from '@idem/workers';
 import pino from 'pino';
 import postgres, { type Sql } from 'postgres';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
 import { createStaffUser, type Database, withTenant } from '@idem/core';
-import type { TestDatabase } from '@idem/core/testing';
+import type { TestDatabase } from '@idem/testing/database';
 import { type RunningServer, startServer } from '../../src/app.ts';
 import { readEnv } from '../../src/env.ts';
 

@@ -12,7 +12,7 @@ import {
   recordDeposit,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/core/testing';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { getAddress } from 'viem';
 
 export const ETH = 10n ** 18n;

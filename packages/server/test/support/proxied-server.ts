@@ -1,4 +1,5 @@
 import { rowsOf } from '@idem/core';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { sql } from 'drizzle-orm';
 import { type PgProxy, startPgProxy } from './pg-proxy.ts';
 import {
@@ -8,7 +9,6 @@ import {
   provisionTenant,
   type TenantFixture,
 } from './provision.ts';
-import { type ServerProcess, startServerProcess } from './server-process.ts';
 
 /**
  * A real server whose PostgreSQL sits behind a TCP proxy the test can cut, or make lose one reply

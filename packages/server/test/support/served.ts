@@ -1,7 +1,7 @@
 import type { Database } from '@idem/core';
+import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { afterAll, beforeAll } from 'vitest';
 import { type Backend, createBackend, disposeBackend, withDirectDatabase } from './provision.ts';
-import { type ServerProcess, startServerProcess } from './server-process.ts';
 
 export interface Served<T> {
   readonly backend: Backend;

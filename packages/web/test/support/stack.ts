@@ -18,10 +18,10 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { strandWithdrawal } from '@idem/core/testing';
 import { type AnvilInstance, generateWebhookSecret, startAnvil, startCustodianSimulator } from '@idem/rails';
 import { createIdemClient, type IdemClient } from '@idem/sdk';
 import { hashPassword } from '@idem/server';
+import { strandWithdrawal } from '@idem/testing/tenants';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
 const serverRoot = fileURLToPath(new URL('../../../server/', import.meta.url));

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { type DatabaseHandle, openDatabase, parseConnectionString, withDatabase } from '@idem/core';
 import postgres from 'postgres';
-import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
-import { parseConnectionString, withDatabase } from '../src/db/connection-string.ts';
+import { copyTemplate, migratedTemplate } from './template.ts';
 
 /**
  * One harness for every test file: a real PostgreSQL server when TEST_DATABASE_URL or DATABASE_URL
  * is set (CI sets it), an in-memory PGlite otherwise. Each call gets its own fresh database, with
- * migrations applied, and prints which backend it used.
+ * migrations applied, and prints which backend it used. On PostgreSQL the database is a copy of a
+ * template migrated once per migrations folder (template.ts): a copy takes well under a second,
+ * running the ~55 migrations took several.
  */
 export interface TestDatabase extends DatabaseHandle {
   /** The database's own connection string (PostgreSQL only): for child processes and extra pools. */
@@ -34,9 +36,8 @@ export async function createTestDatabase(options: { maxConnections?: number } = 
     console.info('[idem test] database: PGlite (in memory); set TEST_DATABASE_URL for PostgreSQL');
     return { ...handle, url: null, dispose: () => handle.close() };
   }
-  const scratch = await scratchPostgresDatabase(base, 'idem_t');
+  const scratch = await scratchPostgresDatabase(base, 'idem_t', await migratedTemplate(base));
   const handle = await openDatabase({ url: scratch.url, maxConnections: options.maxConnections ?? 10 });
-  await handle.migrate();
   const where = parseConnectionString(scratch.url);
   console.info(
     `[idem test] database: PostgreSQL ${where.hosts.map((h) => `${h.host}:${h.port}`).join(',')}/${where.database}`,
@@ -51,15 +52,20 @@ export async function createTestDatabase(options: { maxConnections?: number } = 
   };
 }
 
-/** A new, empty database on the server at `base` (nothing migrated), and a way to drop it. */
+/**
+ * A new database on the server at `base`, and a way to drop it: empty (nothing migrated), or a copy
+ * of `template` (a migrated template from template.ts, with its database-level grants).
+ */
 export async function scratchPostgresDatabase(
   base: string,
   prefix: string,
+  template?: string,
 ): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(base, { max: 1, onnotice: () => {} });
   try {
-    await admin.unsafe(`create database "${name}"`);
+    if (template) await copyTemplate(admin, template, name);
+    else await admin.unsafe(`create database "${name}"`);
   } finally {
     await admin.end();
   }
@@ -75,6 +81,3 @@ export async function scratchPostgresDatabase(
     },
   };
 }
-
-export { strandWithdrawal } from './fixtures.ts';
-export { type Formation, type FormationNode, formationAvailable, startFormation } from './formation.ts';

@@ -1,5 +1,5 @@
 import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
-import type { Approval } from '../../src/signer/signer.ts';
+import type { Approval } from '@idem/rails';
 
 /**
  * An approval that covers exactly this transfer (C02), as the ledger would have stored it: the

@@ -1,7 +1,7 @@
 /** A real HTTP endpoint that receives the simulator's webhooks and verifies each with the adapter. */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type VerifiedWebhook, verifyWebhook } from '../../src/custodian/adapter.ts';
+import { type VerifiedWebhook, verifyWebhook } from '@idem/rails';
 
 export interface ReceivedWebhook {
   readonly rawBody: string;

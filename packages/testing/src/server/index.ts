@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { SERVER_BUNDLE } from '../../scripts/bundle.ts';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SERVER_BUNDLE } from '@idem/server/bundle';
 
-const serverRoot = fileURLToPath(new URL('../../', import.meta.url));
+/** The server package's folder (its bundle lives in its dist/): the process runs from there. */
+const serverRoot = fileURLToPath(new URL('..', pathToFileURL(SERVER_BUNDLE)));
 
 export interface ServerProcess {
   baseUrl: string;

@@ -8,8 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createPkcs11Key } from '@idem/rails';
 import type { Address } from 'viem';
-import { createPkcs11Key } from '../../src/signer/pkcs11.ts';
 
 export interface SoftHsmToken {
   readonly modulePath: string;

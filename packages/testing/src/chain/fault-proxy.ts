@@ -6,7 +6,7 @@
  *   429 without forwarding, hang until the caller's deadline, or serve a lagging node's view
  *   (an older head: block tags rewritten to the lag height, blocks, receipts and transactions
  *   above it unknown, state reads above it refused). The first matching rule applies.
- * Kept here, under `@idem/rails/testing`, so workers tests and the chaos run use the same one.
+ * Kept here, under `@idem/testing/chain`, so workers tests and the chaos run use the same one.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import {
   type ControlBody,
   type CustodianDeposit,
@@ -12,7 +12,7 @@ import {
   custodianDepositSchema,
   type Ledger,
   ledgerSchema,
-} from '../../src/custodian/protocol.ts';
+} from '@idem/rails';
 
 export interface SimulatorProcess {
   readonly url: string;
@@ -26,7 +26,11 @@ export interface SimulatorProcess {
 
 const startupTimeoutMs = 15_000;
 const seedChunk = 5_000;
-const binPath = fileURLToPath(new URL('../../bin/custodian-simulator.ts', import.meta.url));
+// The simulator's entry point sits beside the rails package's sources (its exports name only src/index.ts).
+const binPath = join(
+  dirname(createRequire(import.meta.url).resolve('@idem/rails')),
+  '../bin/custodian-simulator.ts',
+);
 
 export async function spawnSimulator(env: {
   webhookSecret: string;

@@ -1,18 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { IdemError, type WithdrawalRequest } from '@idem/contracts';
+import {
+  claim,
+  createTenant,
+  createWithdrawal,
+  type Database,
+  getBalances,
+  type Operation,
+  recordDeposit,
+  recordSigned,
+  type Tx,
+  transition,
+  withTenant,
+} from '@idem/core';
 import { getAddress } from 'viem';
-import type { Database, Tx } from '../src/db/connect.ts';
-import { withTenant } from '../src/db/tenant-scope.ts';
-import { getBalances } from '../src/journal/balances.ts';
-import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
-import type { Operation } from '../src/operations/operation-record.ts';
-import { recordDeposit } from '../src/operations/record-credit.ts';
-import { claim, recordSigned } from '../src/state-machine/claim.ts';
-import { transition } from '../src/state-machine/transition.ts';
-import { createTenant } from '../src/tenants/provision.ts';
 
-/** One ether in wei, as a bigint: amounts in tests are minor units too. */
-export const ETH = 10n ** 18n;
+import { ETH } from '../chain/units.ts';
+
+export { ETH };
 
 export function evmAddress(): string {
   return getAddress(`0x${randomBytes(20).toString('hex')}`);

@@ -1,0 +1,3 @@
+/** Tenants and the ledger states tests start from, made through core's real operations. */
+
+export * from './ledger.ts';

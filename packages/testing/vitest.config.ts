@@ -1,0 +1,3 @@
+import { defineIdemConfig } from './src/vitest.js';
+
+export default defineIdemConfig({ testTimeout: 60_000 });
