@@ -37,171 +37,225 @@ const RESULTS_FILE = fileURLToPath(
   ),
 );
 
+type Pgbench = Awaited<ReturnType<typeof runPgbench>>;
+type Storm = Awaited<ReturnType<typeof stormPhase>>;
+
+/** What the phases measured; each figure is absent when its phase did not run. */
+interface Results {
+  loadBefore: number;
+  pgbench: Pgbench | undefined;
+  rows: Row[];
+  storm: Storm | undefined;
+  batchSizes: BatchSizeFigure[] | undefined;
+  history: HistoryOutcome | undefined;
+  violations: string[];
+}
+
 async function main() {
   if (!Number.isFinite(SECONDS) || SECONDS <= 0) throw new Error('BENCH_SECONDS must be a positive number');
   const unknown = [...PHASES].filter((phase) => !(ALL_PHASES as readonly string[]).includes(phase));
   if (unknown.length > 0)
     throw new Error(`BENCH_PHASES: unknown ${unknown.join(', ')} (known: ${ALL_PHASES.join(', ')})`);
-  const creation = PHASES.has('creation');
   console.log(
     `idem core bench: ${SECONDS}s per phase, ${cpus().length} CPUs shared by Node, PostgreSQL and pgbench`,
   );
 
   // Other processes on the machine move every figure; the load averages say how much to trust a run.
   const loadBefore = loadavg()[0] ?? 0;
-  let pgbench: Awaited<ReturnType<typeof runPgbench>> | undefined;
-  if (creation) {
+  let pgbench: Pgbench | undefined;
+  if (PHASES.has('creation')) {
     console.log('pgbench TPC-B-like, scale 10, -c 8 -j 2 ...');
     pgbench = await runPgbench(SECONDS);
     console.log(`pgbench: ${pgbench.tps.toFixed(0)} tps`);
   }
 
   const scratch = await createScratchDatabase('idem_bench');
-  const rows: Row[] = [];
-  let storm: Awaited<ReturnType<typeof stormPhase>> | undefined;
-  let batchSizes: BatchSizeFigure[] | undefined;
-  let history: HistoryOutcome | undefined;
-  const violations: string[] = [];
+  const results: Results = {
+    loadBefore,
+    pgbench,
+    rows: [],
+    storm: undefined,
+    batchSizes: undefined,
+    history: undefined,
+    violations: [],
+  };
   try {
     const setup = await openDatabase({ url: scratch.url, maxConnections: 8 });
     await setup.migrate();
     if (!pgbench) await setup.close();
-    else {
-      const many8 = await fundedTenant(setup.db, 'bench many 8', ACCOUNTS, 8);
-      const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
-      const manyTx = await fundedTenant(setup.db, 'bench many in tx', ACCOUNTS, 8);
-      const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
-      const manyAlone = await fundedTenant(setup.db, 'bench many alone', ACCOUNTS, 8);
-      const hotAlone = await fundedTenant(setup.db, 'bench hot alone', 1, 1);
-      const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
-      await setup.close();
-      const phases = [
-        {
-          name: 'create, many accounts',
-          tenant: many8,
-          connections: 8,
-          target: TARGETS.many8,
-          label: 'm8',
-          mode: 'statement',
-        },
-        {
-          name: 'create, many accounts',
-          tenant: many16,
-          connections: 16,
-          target: null,
-          label: 'm16',
-          mode: 'statement',
-        },
-        {
-          name: 'create, one hot account',
-          tenant: hot,
-          connections: 8,
-          target: TARGETS.hot8,
-          label: 'h8',
-          mode: 'statement',
-        },
-        // The same calls each written alone (no batching, issue 17), for comparison.
-        {
-          name: 'create, many accounts, each alone',
-          tenant: manyAlone,
-          connections: 8,
-          target: null,
-          label: 'a8',
-          mode: 'statement',
-          batching: false,
-        },
-        {
-          name: 'create, one hot account, each alone',
-          tenant: hotAlone,
-          connections: 8,
-          target: null,
-          label: 'ha8',
-          mode: 'statement',
-          batching: false,
-        },
-        // The same creation inside a caller's transaction (createWithdrawal), for comparison.
-        {
-          name: 'create in caller tx',
-          tenant: manyTx,
-          connections: 8,
-          target: null,
-          label: 't8',
-          mode: 'transaction',
-        },
-      ] as const;
-      for (const phase of phases) {
-        console.log(`${phase.name}, ${phase.connections} connections ...`);
-        const handle = await openDatabase({
-          url: scratch.url,
-          maxConnections: phase.connections,
-          ...('batching' in phase ? { batching: phase.batching } : {}),
-        });
-        try {
-          const outcome = await creationPhase(handle.db, {
-            tenantId: phase.tenant.tenantId,
-            accountIds: phase.tenant.accountIds,
-            concurrency: phase.connections,
-            warmupMs: WARMUP_MS,
-            measureMs: SECONDS * 1000,
-            label: phase.label,
-            mode: phase.mode,
-          });
-          violations.push(...outcome.violations.map((v) => `${phase.name}/${phase.connections}: ${v}`));
-          rows.push({
-            name: phase.name,
-            connections: phase.connections,
-            ops: outcome.measured,
-            opsPerSec: outcome.opsPerSec,
-            p50Ms: outcome.latency.p50Ms,
-            p99Ms: outcome.latency.p99Ms,
-            ratio: outcome.opsPerSec / pgbench.tps,
-            target: phase.target,
-            correct: outcome.violations.length === 0,
-          });
-        } finally {
-          await handle.close();
-        }
-      }
-
-      console.log(
-        `same-key storm: ${STORM_CALLERS} callers on a pool of ${STORM_POOL}, ${STORM_ROUNDS} rounds ...`,
-      );
-      const handle = await openDatabase({ url: scratch.url, maxConnections: STORM_POOL });
-      try {
-        storm = await stormPhase(handle.db, {
-          tenantId: stormTenant.tenantId,
-          accountId: stormTenant.accountIds[0] ?? 'acct-0',
-          callers: STORM_CALLERS,
-          rounds: STORM_ROUNDS,
-        });
-      } finally {
-        await handle.close();
-      }
-      violations.push(...storm.violations.map((v) => `storm: ${v}`));
-
-      console.log('batch sizes: one connection, sequential, backend CPU per item ...');
-      batchSizes = await batchSizePhase(scratch.url);
-      rows.push({
-        name: `same-key storm x${STORM_CALLERS}`,
-        connections: STORM_POOL,
-        ops: storm.calls,
-        opsPerSec: storm.opsPerSec,
-        p50Ms: storm.latency.p50Ms,
-        p99Ms: storm.latency.p99Ms,
-        ratio: storm.opsPerSec / pgbench.tps,
-        target: null,
-        correct: storm.violations.length === 0,
-      });
-    }
+    else await creationPhases(scratch.url, setup, pgbench, results);
     if (PHASES.has('history') && HISTORY_OPERATIONS > 0) {
       console.log(`long history: ${HISTORY_OPERATIONS} withdrawals in one tenant, then its reads ...`);
-      history = await historyPhase(scratch.url, HISTORY_OPERATIONS);
-      violations.push(...history.violations.map((v) => `history: ${v}`));
+      results.history = await historyPhase(scratch.url, HISTORY_OPERATIONS);
+      results.violations.push(...results.history.violations.map((v) => `history: ${v}`));
     }
   } finally {
     await scratch.drop();
   }
+  printResults(results);
+  await publishResults(results);
+  if (results.violations.length > 0) process.exitCode = 1;
+}
 
+/**
+ * The creation phases against pgbench's rate: each tenant funded first (on `setup`, which this
+ * closes), then every creation phase on its own pool, the same-key storm, and the batch sizes.
+ */
+async function creationPhases(
+  url: string,
+  setup: Awaited<ReturnType<typeof openDatabase>>,
+  pgbench: Pgbench,
+  results: Results,
+): Promise<void> {
+  const { rows, violations } = results;
+  const many8 = await fundedTenant(setup.db, 'bench many 8', ACCOUNTS, 8);
+  const many16 = await fundedTenant(setup.db, 'bench many 16', ACCOUNTS, 8);
+  const manyTx = await fundedTenant(setup.db, 'bench many in tx', ACCOUNTS, 8);
+  const hot = await fundedTenant(setup.db, 'bench hot', 1, 1);
+  const manyAlone = await fundedTenant(setup.db, 'bench many alone', ACCOUNTS, 8);
+  const hotAlone = await fundedTenant(setup.db, 'bench hot alone', 1, 1);
+  const stormTenant = await fundedTenant(setup.db, 'bench storm', 1, 1);
+  await setup.close();
+  const phases: CreationPhase[] = [
+    {
+      name: 'create, many accounts',
+      tenant: many8,
+      connections: 8,
+      target: TARGETS.many8,
+      label: 'm8',
+      mode: 'statement',
+    },
+    {
+      name: 'create, many accounts',
+      tenant: many16,
+      connections: 16,
+      target: null,
+      label: 'm16',
+      mode: 'statement',
+    },
+    {
+      name: 'create, one hot account',
+      tenant: hot,
+      connections: 8,
+      target: TARGETS.hot8,
+      label: 'h8',
+      mode: 'statement',
+    },
+    // The same calls each written alone (no batching, issue 17), for comparison.
+    {
+      name: 'create, many accounts, each alone',
+      tenant: manyAlone,
+      connections: 8,
+      target: null,
+      label: 'a8',
+      mode: 'statement',
+      batching: false,
+    },
+    {
+      name: 'create, one hot account, each alone',
+      tenant: hotAlone,
+      connections: 8,
+      target: null,
+      label: 'ha8',
+      mode: 'statement',
+      batching: false,
+    },
+    // The same creation inside a caller's transaction (createWithdrawal), for comparison.
+    {
+      name: 'create in caller tx',
+      tenant: manyTx,
+      connections: 8,
+      target: null,
+      label: 't8',
+      mode: 'transaction',
+    },
+  ];
+  for (const phase of phases) rows.push(await creationRow(url, phase, pgbench, violations));
+
+  console.log(
+    `same-key storm: ${STORM_CALLERS} callers on a pool of ${STORM_POOL}, ${STORM_ROUNDS} rounds ...`,
+  );
+  const handle = await openDatabase({ url, maxConnections: STORM_POOL });
+  let storm: Storm;
+  try {
+    storm = await stormPhase(handle.db, {
+      tenantId: stormTenant.tenantId,
+      accountId: stormTenant.accountIds[0] ?? 'acct-0',
+      callers: STORM_CALLERS,
+      rounds: STORM_ROUNDS,
+    });
+  } finally {
+    await handle.close();
+  }
+  results.storm = storm;
+  violations.push(...storm.violations.map((v) => `storm: ${v}`));
+
+  console.log('batch sizes: one connection, sequential, backend CPU per item ...');
+  results.batchSizes = await batchSizePhase(url);
+  rows.push({
+    name: `same-key storm x${STORM_CALLERS}`,
+    connections: STORM_POOL,
+    ops: storm.calls,
+    opsPerSec: storm.opsPerSec,
+    p50Ms: storm.latency.p50Ms,
+    p99Ms: storm.latency.p99Ms,
+    ratio: storm.opsPerSec / pgbench.tps,
+    target: null,
+    correct: storm.violations.length === 0,
+  });
+}
+
+interface CreationPhase {
+  name: string;
+  tenant: Awaited<ReturnType<typeof fundedTenant>>;
+  connections: number;
+  target: number | null;
+  label: string;
+  mode: 'statement' | 'transaction';
+  batching?: false;
+}
+
+/** One creation phase on its own pool, as a row of the table (its violations go to `violations`). */
+async function creationRow(
+  url: string,
+  phase: CreationPhase,
+  pgbench: Pgbench,
+  violations: string[],
+): Promise<Row> {
+  console.log(`${phase.name}, ${phase.connections} connections ...`);
+  const handle = await openDatabase({
+    url,
+    maxConnections: phase.connections,
+    ...('batching' in phase ? { batching: phase.batching } : {}),
+  });
+  try {
+    const outcome = await creationPhase(handle.db, {
+      tenantId: phase.tenant.tenantId,
+      accountIds: phase.tenant.accountIds,
+      concurrency: phase.connections,
+      warmupMs: WARMUP_MS,
+      measureMs: SECONDS * 1000,
+      label: phase.label,
+      mode: phase.mode,
+    });
+    violations.push(...outcome.violations.map((v) => `${phase.name}/${phase.connections}: ${v}`));
+    return {
+      name: phase.name,
+      connections: phase.connections,
+      ops: outcome.measured,
+      opsPerSec: outcome.opsPerSec,
+      p50Ms: outcome.latency.p50Ms,
+      p99Ms: outcome.latency.p99Ms,
+      ratio: outcome.opsPerSec / pgbench.tps,
+      target: phase.target,
+      correct: outcome.violations.length === 0,
+    };
+  } finally {
+    await handle.close();
+  }
+}
+
+function printResults({ loadBefore, pgbench, rows, batchSizes, history, violations }: Results): void {
   console.log('');
   if (pgbench)
     printTable([
@@ -241,7 +295,17 @@ async function main() {
   console.log(
     `1-minute load average: ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`,
   );
+}
 
+async function publishResults({
+  loadBefore,
+  pgbench,
+  rows,
+  storm,
+  batchSizes,
+  history,
+  violations,
+}: Results) {
   await publish(
     {
       seconds: SECONDS,
@@ -288,7 +352,6 @@ async function main() {
     },
     RESULTS_FILE,
   );
-  if (violations.length > 0) process.exitCode = 1;
 }
 
 main().catch((error: unknown) => {
