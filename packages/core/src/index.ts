@@ -263,13 +263,13 @@ export {
 } from './staff/users.ts';
 export { assignOwner } from './state-machine/assign-owner.ts';
 export {
-  type Claimed,
-  claim,
   LEASE_MS_MAX,
+  type Leased,
+  leaseForSigning,
   recordSigned,
-  releaseClaim,
+  releaseLease,
   takeOverSigned,
-} from './state-machine/claim.ts';
+} from './state-machine/lease.ts';
 export { type TransitionContext, transition } from './state-machine/transition.ts';
 export {
   allowedNext,

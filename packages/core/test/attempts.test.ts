@@ -17,7 +17,7 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { decideProposal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
-import { claim, recordSigned } from '../src/state-machine/claim.ts';
+import { leaseForSigning, recordSigned } from '../src/state-machine/lease.ts';
 import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
@@ -40,7 +40,7 @@ async function broadcastWithdrawal(): Promise<Operation> {
   const myNonce = nonce++;
   return withTenant(t.db, tenantId, async (tx) => {
     const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
-    const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+    const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
     if (!claimed) throw new Error('claim lost');
     const signed = await recordSigned(tx, {
       tenantId,

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations, workItems } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { findByKey, getOperation } from '../src/operations/operation-record.ts';
-import { claim, recordSigned } from '../src/state-machine/claim.ts';
+import { leaseForSigning, recordSigned } from '../src/state-machine/lease.ts';
 import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
@@ -135,7 +135,7 @@ describe('operation identity', () => {
         actor: 'staff:a',
         reason: 'ok',
       });
-      const claimed = await claim(tx, { operation: approved, workerId: 'w1', leaseMs: 30_000 });
+      const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w1', leaseMs: 30_000 });
       if (!claimed) throw new Error('claim failed');
       const signed = await recordSigned(tx, {
         tenantId: tenantA,

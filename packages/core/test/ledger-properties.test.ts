@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
-import { claim, recordSigned } from '../src/state-machine/claim.ts';
+import { leaseForSigning, recordSigned } from '../src/state-machine/lease.ts';
 import { transition } from '../src/state-machine/transition.ts';
 import { allowedNext } from '../src/state-machine/transitions.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
@@ -62,7 +62,7 @@ async function advance(tenantId: string, op: Operation, choice: number): Promise
     const to = next[choice % Math.max(next.length, 1)];
     if (!to) return;
     if (to === 'SIGNING') {
-      await claim(tx, { operation: current, workerId: 'w', leaseMs: 60_000 });
+      await leaseForSigning(tx, { operation: current, workerId: 'w', leaseMs: 60_000 });
     } else if (to === 'SIGNED') {
       await recordSigned(tx, {
         tenantId,

@@ -7,7 +7,7 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { recordAdjustment, recordDeposit } from '../src/operations/record-credit.ts';
-import { claim, recordSigned } from '../src/state-machine/claim.ts';
+import { leaseForSigning, recordSigned } from '../src/state-machine/lease.ts';
 import { transition } from '../src/state-machine/transition.ts';
 import { allowedNext } from '../src/state-machine/transitions.ts';
 
@@ -36,7 +36,7 @@ async function signedWithdrawal(account: string, amount: bigint): Promise<Operat
   );
   const approved = await move(created.operation, 'APPROVED');
   return withTenant(t.db, tenantId, async (tx) => {
-    const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+    const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
     if (!claimed) throw new Error('claim lost');
     return recordSigned(tx, {
       tenantId,
@@ -183,7 +183,7 @@ describe('the signer recomputes the approved hash', () => {
     );
     const approved = await move(created.operation, 'APPROVED');
     const claimed = await withTenant(t.db, tenantId, (tx) =>
-      claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 }),
+      leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 }),
     );
     // An attacker with table-owner access bypasses the guard trigger and edits the destination.
     await t.db.transaction(async (tx) => {
@@ -218,7 +218,7 @@ describe('support and admin paths go through the same identity path', () => {
     const created = await submit(t.db, tenantId, request, `withdrawal-${request.withdrawalId}`);
     const approved = await move(created.operation, 'APPROVED');
     const signed = await withTenant(t.db, tenantId, async (tx) => {
-      const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+      const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
       if (!claimed) throw new Error('claim lost');
       return recordSigned(tx, {
         tenantId,

@@ -6,7 +6,7 @@ import { journalEntries, operationTransitions } from '../src/db/schema/index.ts'
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { STOPPED_BY_STAFF, stopWithdrawal } from '../src/staff/stop-withdrawal.ts';
-import { claim } from '../src/state-machine/claim.ts';
+import { leaseForSigning } from '../src/state-machine/lease.ts';
 import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
@@ -74,7 +74,7 @@ describe('stop before signing (issue 12)', () => {
   it('I12-STUCK a claimed (SIGNING) withdrawal cannot be stopped: refused as being signed, nothing moves', async () => {
     const op = await approvedWithdrawal();
     const claimed = await withTenant(t.db, tenantId, (tx) =>
-      claim(tx, { operation: op, workerId: 'w-1', leaseMs: 30_000 }),
+      leaseForSigning(tx, { operation: op, workerId: 'w-1', leaseMs: 30_000 }),
     );
     expect(claimed).not.toBeNull();
     const refused = await refusal(stop(op.operationId));
@@ -103,7 +103,7 @@ describe('stop before signing (issue 12)', () => {
         const [stopResult, claimResult] = await Promise.allSettled([
           stop(op.operationId),
           withTenant(t.db, tenantId, (tx) =>
-            claim(tx, { operation: op, workerId: `w-${round}`, leaseMs: 30_000 }),
+            leaseForSigning(tx, { operation: op, workerId: `w-${round}`, leaseMs: 30_000 }),
           ),
         ]);
         const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));

@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
 import {
-  claim,
   createStaffUser,
   createWithdrawal,
   getBalances,
+  leaseForSigning,
   recordDeposit,
   recordSigned,
   registerHotWallet,
@@ -237,7 +237,7 @@ async function broadcastWithdrawal(nonce: number): Promise<string> {
       idempotencyKey: `withdrawal-${withdrawalId}`,
     });
     const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'test', reason: 'ok' });
-    const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+    const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
     if (!claimed) throw new Error('claim lost');
     const signed = await recordSigned(tx, {
       tenantId,

@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
 import {
-  claim,
   createStaffUser,
   getBalances,
   getOperation,
+  leaseForSigning,
   reviewWithdrawal,
   setRiskPolicy,
   withTenant,
@@ -149,7 +149,7 @@ describe('I12-STUCK stop before signing through the staff API', () => {
   it('I12-STUCK a withdrawal a worker has claimed is refused as being signed; it stays SIGNING', async () => {
     const op = await approvedWithdrawal();
     await withTenant(database.db, tenant.tenantId, (tx) =>
-      claim(tx, { operation: op, workerId: 'w-test', leaseMs: 30_000 }),
+      leaseForSigning(tx, { operation: op, workerId: 'w-test', leaseMs: 30_000 }),
     );
     const answer = await stop('operator', op.operationId);
     expect([answer.status, answer.body.error?.data.code]).toEqual([409, 'INVALID_TRANSITION']);

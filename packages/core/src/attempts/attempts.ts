@@ -4,7 +4,7 @@ import { and, asc, desc, eq, gt, inArray, isNull, lt, or, sql } from 'drizzle-or
 import type { Executor, Tx } from '../db/connect.ts';
 import { feeBumpRequests, operations, proposals, signedAttempts } from '../db/schema/index.ts';
 import { getOperation, type Operation } from '../operations/operation-record.ts';
-import { assertLeaseMs } from '../state-machine/claim.ts';
+import { assertLeaseMs } from '../state-machine/lease.ts';
 import { recordTransition } from '../state-machine/transition.ts';
 
 export type SignedAttempt = typeof signedAttempts.$inferSelect & {

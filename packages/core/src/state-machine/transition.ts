@@ -14,7 +14,7 @@ export interface TransitionContext {
   actor: string;
   reason: string;
   evidence?: Record<string, unknown>;
-  /** For lease-holder moves: the generation from `claim`. A newer claim makes this write stale. */
+  /** For lease-holder moves: the generation from `leaseForSigning`. A newer lease makes this write stale. */
   leaseGeneration?: number;
   /** Columns set together with the state (within what the guard trigger allows). */
   set?: Partial<

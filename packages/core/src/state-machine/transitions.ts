@@ -24,14 +24,14 @@ const withdrawalEdges: Partial<Record<OperationState, Edge[]>> = {
     { to: 'REJECTED', effect: 'release' },
   ],
   APPROVED: [
-    // Only through `claim`, which sets the lease.
+    // Only through `leaseForSigning`, which sets the lease.
     { to: 'SIGNING', effect: 'none' },
     // Stop before signing (staff/stop-withdrawal.ts): nothing was signed, so the hold goes back.
     { to: 'REJECTED', effect: 'release' },
   ],
   SIGNING: [
     { to: 'SIGNED', effect: 'none' },
-    // Only while nothing is signed; `releaseClaim` checks the artifact in its WHERE clause.
+    // Only while nothing is signed; `releaseLease` checks the artifact in its WHERE clause.
     { to: 'APPROVED', effect: 'none' },
     // The signer found the stored payload no longer matches its approved hash (C02): a person
     // must look. Nothing was signed; the hold stays.

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { IdemError, type WithdrawalRequest } from '@idem/contracts';
 import {
-  claim,
   createTenant,
   createWithdrawal,
   type Database,
   getBalances,
+  leaseForSigning,
   type Operation,
   recordDeposit,
   recordSigned,
@@ -102,7 +102,7 @@ export async function strandWithdrawal(
   options: { txHash?: string | null; owner?: string; signedArtifact?: string } = {},
 ): Promise<Operation> {
   const approved = await transition(tx, requested, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
-  const claimed = await claim(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+  const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
   if (!claimed) throw new Error('claim lost');
   const signed = await recordSigned(tx, {
     tenantId: approved.tenantId,

@@ -3,9 +3,9 @@ import {
   allocateNonce,
   approvalOf,
   assertPayloadIntact,
-  claim,
   clearWaiting,
   findOperation,
+  leaseForSigning,
   markWaiting,
   type Operation,
   recordSigned,
@@ -23,8 +23,8 @@ const NATIVE_GAS_LIMIT = 21_000n;
 const TOKEN_GAS_LIMIT = 100_000n;
 
 /**
- * Claims APPROVED withdrawals, signs each and persists the signed artifact in the same
- * transaction as the claim (C12), then sends the stored artifact. Before signing, the payload is
+ * Leases APPROVED withdrawals for signing, signs each and persists the signed artifact in the same
+ * transaction as the lease (C12), then sends the stored artifact. Before signing, the payload is
  * re-hashed from the stored fields; a mismatch is refused and handed to a person (C02).
  */
 export async function dispatchApproved(ctx: WorkerContext, tenantId: string): Promise<number> {
@@ -46,7 +46,7 @@ async function signOne(
   operationId: string,
 ): Promise<{ operation: Operation; leaseGeneration: number } | null> {
   // Fees come from the node each time a transaction is signed, read before any row is locked.
-  // No answer, no signature this pass: nothing is claimed and no nonce is taken.
+  // No answer, no signature this pass: nothing is leased and no nonce is taken.
   let quote: FeeQuote | null = null;
   const peek = await withTenant(ctx.db, tenantId, (tx) => findOperation(tx, tenantId, operationId));
   if (peek && routeFor(peek.network).kind === 'evm') {
@@ -95,24 +95,28 @@ async function signOne(
           });
         }
       }
-      const claimed = await claim(tx, { operation: candidate, workerId: ctx.workerId, leaseMs: ctx.leaseMs });
-      if (!claimed) return null;
-      const op = claimed.operation;
+      const leased = await leaseForSigning(tx, {
+        operation: candidate,
+        workerId: ctx.workerId,
+        leaseMs: ctx.leaseMs,
+      });
+      if (!leased) return null;
+      const op = leased.operation;
       assertPayloadIntact(op);
       if (!evm) {
         const operation = await recordSigned(tx, {
           tenantId,
           operationId,
-          leaseGeneration: claimed.leaseGeneration,
+          leaseGeneration: leased.leaseGeneration,
           signedArtifact: custodianInstruction(op),
           txHash: null,
           workerId: ctx.workerId,
         });
-        return { operation, leaseGeneration: claimed.leaseGeneration };
+        return { operation, leaseGeneration: leased.leaseGeneration };
       }
       const { asset, gasLimit, fees } = evm;
       if (!asset.contractAddress && NATIVE_ASSETS[op.network] !== op.assetCode) {
-        // A token without its contract would be sent as the native coin: refuse, and roll the claim back.
+        // A token without its contract would be sent as the native coin: refuse, and roll the lease back.
         throw new IdemError('VALIDATION', `asset ${op.assetCode} has no token contract configured`);
       }
       const { nonce, wallet } = await allocateNonce(tx, tenantId, op.network);
@@ -127,7 +131,7 @@ async function signOne(
       // The signer recomputes the approval's hash and compares the transfer with it before the
       // key is used (C02). Its signature lives only in memory until this transaction commits: a
       // crash or a deadline here leaves nothing that could be broadcast, and the nonce and the
-      // claim roll back with it.
+      // lease roll back with it.
       const signedTx = await ctx.rails.evmFor(wallet).sign(
         {
           transfer,
@@ -142,7 +146,7 @@ async function signOne(
       const operation = await recordSigned(tx, {
         tenantId,
         operationId,
-        leaseGeneration: claimed.leaseGeneration,
+        leaseGeneration: leased.leaseGeneration,
         signedArtifact: signedTx.rawTransaction,
         txHash: signedTx.txHash,
         chainNonce: nonce,
@@ -160,7 +164,7 @@ async function signOne(
         },
         'withdrawal signed; bytes persisted before broadcast',
       );
-      return { operation, leaseGeneration: claimed.leaseGeneration };
+      return { operation, leaseGeneration: leased.leaseGeneration };
     });
   } catch (error) {
     if (isIdemError(error, 'PAYLOAD_MISMATCH')) {
@@ -193,12 +197,16 @@ async function refuseTampered(ctx: WorkerContext, tenantId: string, operationId:
   await withTenant(ctx.db, tenantId, async (tx) => {
     const candidate = await lockOne(tx, tenantId, operationId, 'dispatch', ctx.reorgWindowSeconds);
     if (!candidate) return;
-    const claimed = await claim(tx, { operation: candidate, workerId: ctx.workerId, leaseMs: ctx.leaseMs });
-    if (!claimed) return;
-    await transition(tx, claimed.operation, 'FAILED_TERMINAL', {
+    const leased = await leaseForSigning(tx, {
+      operation: candidate,
+      workerId: ctx.workerId,
+      leaseMs: ctx.leaseMs,
+    });
+    if (!leased) return;
+    await transition(tx, leased.operation, 'FAILED_TERMINAL', {
       actor: ctx.workerId,
       reason: 'stored payload does not match its approved hash; refused to sign',
-      leaseGeneration: claimed.leaseGeneration,
+      leaseGeneration: leased.leaseGeneration,
       set: { owner: ctx.escalationOwner, clearLease: true },
     });
   });

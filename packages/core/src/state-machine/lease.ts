@@ -26,24 +26,29 @@ export function assertLeaseMs(leaseMs: number): void {
   }
 }
 
-export interface Claimed {
+export interface Leased {
   operation: Operation;
   /** The fencing number every later write by this worker must carry. */
   leaseGeneration: number;
 }
 
 /**
- * A worker claims an APPROVED withdrawal (APPROVED -> SIGNING) by one conditional UPDATE with the
+ * A worker's lease on one withdrawal is what lets it sign: owner, expiry and a fencing generation
+ * on the operation row, taken here and checked by every later write (docs/LEDGER.md, Glossary).
+ */
+
+/**
+ * A worker leases an APPROVED withdrawal for signing (APPROVED -> SIGNING) by one conditional UPDATE with the
  * state, version and payload hash in its WHERE clause (C09). It sets the owner, the lease expiry
- * and a new lease generation. An expired lease is reclaimable only while nothing is signed (C12).
+ * and a new lease generation. An expired lease can be taken over only while nothing is signed (C12).
  * Returns null when another worker won or the operation moved on: the caller does nothing.
  */
-export async function claim(
+export async function leaseForSigning(
   tx: Tx,
   input: { operation: Operation; workerId: string; leaseMs: number },
-): Promise<Claimed | null> {
+): Promise<Leased | null> {
   const { operation: op, workerId, leaseMs } = input;
-  const claimable = or(
+  const leasable = or(
     eq(operations.state, 'APPROVED'),
     and(
       eq(operations.state, 'SIGNING'),
@@ -61,18 +66,18 @@ export async function claim(
         eq(operations.kind, 'withdrawal'),
         eq(operations.version, op.version),
         eq(operations.payloadHash, op.payloadHash),
-        claimable,
+        leasable,
       ),
     )
     .returning();
-  const claimed = updated[0] as Operation | undefined;
-  if (!claimed) return null;
-  await recordTransition(tx, claimed, op.state, {
+  const leased = updated[0] as Operation | undefined;
+  if (!leased) return null;
+  await recordTransition(tx, leased, op.state, {
     actor: workerId,
     reason: op.state === 'APPROVED' ? 'claimed for signing' : 'expired lease reclaimed; nothing was signed',
-    leaseGeneration: claimed.leaseGeneration,
+    leaseGeneration: leased.leaseGeneration,
   });
-  return { operation: claimed, leaseGeneration: claimed.leaseGeneration };
+  return { operation: leased, leaseGeneration: leased.leaseGeneration };
 }
 
 /**
@@ -117,8 +122,8 @@ export async function recordSigned(
   return signed;
 }
 
-/** Gives an unsigned claim back (SIGNING -> APPROVED), e.g. on a clean shutdown before signing. */
-export async function releaseClaim(
+/** Gives an unsigned lease back (SIGNING -> APPROVED), e.g. on a clean shutdown before signing. */
+export async function releaseLease(
   tx: Tx,
   input: { tenantId: string; operationId: string; leaseGeneration: number; workerId: string; reason: string },
 ): Promise<Operation> {
@@ -140,7 +145,7 @@ export async function releaseClaim(
 export async function takeOverSigned(
   tx: Tx,
   input: { operation: Operation; workerId: string; leaseMs: number },
-): Promise<Claimed | null> {
+): Promise<Leased | null> {
   const { operation: op, workerId, leaseMs } = input;
   const updated = await tx
     .update(operations)

@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
-import { claim, recordSigned, releaseClaim } from '../src/state-machine/claim.ts';
+import { leaseForSigning, recordSigned, releaseLease } from '../src/state-machine/lease.ts';
 import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
@@ -24,14 +24,14 @@ async function approvedWithdrawal(): Promise<Operation> {
   );
 }
 
-function tryClaim(op: Operation, workerId: string, leaseMs = 30_000) {
-  return withTenant(t.db, tenantId, (tx) => claim(tx, { operation: op, workerId, leaseMs }));
+function tryLease(op: Operation, workerId: string, leaseMs = 30_000) {
+  return withTenant(t.db, tenantId, (tx) => leaseForSigning(tx, { operation: op, workerId, leaseMs }));
 }
 
-describe('claims', () => {
+describe('leases', () => {
   it('C09 exactly one of 50 concurrent workers claims the operation', async () => {
     const op = await approvedWithdrawal();
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => tryClaim(op, `worker-${i}`)));
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => tryLease(op, `worker-${i}`)));
     const winners = results.filter((r) => r !== null);
     expect(winners).toHaveLength(1);
     const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
@@ -43,14 +43,14 @@ describe('claims', () => {
   it('C09 a claim with a payload hash that is not the approved one matches nothing', async () => {
     const op = await approvedWithdrawal();
     const forged = { ...op, payloadHash: 'f'.repeat(64) };
-    expect(await tryClaim(forged, 'worker-x')).toBeNull();
+    expect(await tryLease(forged, 'worker-x')).toBeNull();
   });
 
   it('C09 a claim from a stale read matches nothing, even once the state is APPROVED again', async () => {
     const op = await approvedWithdrawal();
-    const first = await tryClaim(op, 'worker-a');
+    const first = await tryLease(op, 'worker-a');
     await withTenant(t.db, tenantId, (tx) =>
-      releaseClaim(tx, {
+      releaseLease(tx, {
         tenantId,
         operationId: op.operationId,
         leaseGeneration: first?.leaseGeneration ?? 0,
@@ -59,18 +59,18 @@ describe('claims', () => {
       }),
     );
     // Same state and payload hash as `op`, but two versions later: only the version tells them apart.
-    expect(await tryClaim(op, 'worker-stale')).toBeNull();
+    expect(await tryLease(op, 'worker-stale')).toBeNull();
     const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     expect([stored.state, stored.leaseOwner]).toEqual(['APPROVED', null]);
   });
 
   it('C09 a stale lease generation cannot record a signature after the lease was reclaimed', async () => {
     const op = await approvedWithdrawal();
-    const first = await tryClaim(op, 'worker-slow', 1);
+    const first = await tryLease(op, 'worker-slow', 1);
     expect(first).not.toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 20));
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
-    const second = await tryClaim(current, 'worker-fast');
+    const second = await tryLease(current, 'worker-fast');
     expect(second?.leaseGeneration).toBe((first?.leaseGeneration ?? 0) + 1);
     const stale = await refusal(
       withTenant(t.db, tenantId, (tx) =>
@@ -103,17 +103,17 @@ describe('claims', () => {
     // A worker restarted with the same --id reclaims the expired lease while its predecessor is
     // paused. Owner and (re-read) version match; only the lease generation tells them apart.
     const op = await approvedWithdrawal();
-    const paused = await tryClaim(op, 'worker-same', 1);
+    const paused = await tryLease(op, 'worker-same', 1);
     expect(paused).not.toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 20));
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
-    const restarted = await tryClaim(current, 'worker-same');
+    const restarted = await tryLease(current, 'worker-same');
     expect(restarted?.leaseGeneration).toBe((paused?.leaseGeneration ?? 0) + 1);
     const before = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
-    // The predecessor wakes and gives "its" claim back, re-reading the row first as releaseClaim does.
+    // The predecessor wakes and gives "its" claim back, re-reading the row first as releaseLease does.
     const stale = await refusal(
       withTenant(t.db, tenantId, (tx) =>
-        releaseClaim(tx, {
+        releaseLease(tx, {
           tenantId,
           operationId: op.operationId,
           leaseGeneration: paused?.leaseGeneration ?? 0,
@@ -134,11 +134,11 @@ describe('claims', () => {
 
   it('I11-F10 C12 the same worker id restarted: its paused predecessor cannot record a signature', async () => {
     const op = await approvedWithdrawal();
-    const paused = await tryClaim(op, 'worker-same', 1);
+    const paused = await tryLease(op, 'worker-same', 1);
     expect(paused).not.toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 20));
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
-    const restarted = await tryClaim(current, 'worker-same');
+    const restarted = await tryLease(current, 'worker-same');
     expect(restarted?.leaseGeneration).toBe((paused?.leaseGeneration ?? 0) + 1);
     const before = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const stale = await refusal(
@@ -173,7 +173,7 @@ describe('claims', () => {
 
   it('C12 an expired lease is not reclaimable once something is signed', async () => {
     const op = await approvedWithdrawal();
-    const claimed = await tryClaim(op, 'worker-a', 1);
+    const claimed = await tryLease(op, 'worker-a', 1);
     // Sign while still in SIGNING, then let the lease expire, and simulate a crash before the
     // SIGNED transition is visible to others by reading the SIGNING row as a competitor would.
     const signed = await withTenant(t.db, tenantId, (tx) =>
@@ -188,9 +188,9 @@ describe('claims', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 20));
     // A competitor holding the old SIGNING snapshot cannot claim: version and artifact both stop it.
-    expect(await tryClaim(claimed?.operation as Operation, 'worker-b')).toBeNull();
+    expect(await tryLease(claimed?.operation as Operation, 'worker-b')).toBeNull();
     // Nor can anyone claim the SIGNED row itself.
-    expect(await tryClaim(signed, 'worker-b')).toBeNull();
+    expect(await tryLease(signed, 'worker-b')).toBeNull();
     const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     expect(stored.signedArtifact).toBe('0xbytes');
     expect(stored.leaseOwner).toBe('worker-a');
@@ -198,7 +198,7 @@ describe('claims', () => {
 
   it('C12 the database refuses to overwrite stored signed bytes, whatever the caller', async () => {
     const op = await approvedWithdrawal();
-    const claimed = await tryClaim(op, 'worker-a');
+    const claimed = await tryLease(op, 'worker-a');
     await withTenant(t.db, tenantId, (tx) =>
       recordSigned(tx, {
         tenantId,
@@ -219,9 +219,9 @@ describe('claims', () => {
 
   it('an unsigned claim can be released back to APPROVED and claimed again', async () => {
     const op = await approvedWithdrawal();
-    const claimed = await tryClaim(op, 'worker-a');
+    const claimed = await tryLease(op, 'worker-a');
     const released = await withTenant(t.db, tenantId, (tx) =>
-      releaseClaim(tx, {
+      releaseLease(tx, {
         tenantId,
         operationId: op.operationId,
         leaseGeneration: claimed?.leaseGeneration ?? 0,
@@ -231,7 +231,7 @@ describe('claims', () => {
     );
     expect(released.state).toBe('APPROVED');
     expect(released.leaseOwner).toBeNull();
-    const again = await tryClaim(released, 'worker-b');
+    const again = await tryLease(released, 'worker-b');
     expect(again?.leaseGeneration).toBe(2);
   });
 });
