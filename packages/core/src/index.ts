@@ -42,13 +42,6 @@ export {
 } from './attempts/attempts.ts';
 export { operationAttempts, walletNonceView } from './attempts/views.ts';
 export { type AuditRecord, exportAudit, listAudit, recordAudit } from './audit/audit-log.ts';
-export {
-  allocateNonce,
-  getHotWallet,
-  type HotWallet,
-  listHotWallets,
-  registerHotWallet,
-} from './boundary/hot-wallets.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export { explorerUrlFor, listExplorers, setExplorer } from './branding/explorers.ts';
 export {
@@ -102,6 +95,13 @@ export {
   scanCursor,
   scanPosition,
 } from './deposits/watch.ts';
+export {
+  allocateNonce,
+  getHotWallet,
+  type HotWallet,
+  listHotWallets,
+  registerHotWallet,
+} from './hot-wallets/hot-wallets.ts';
 export {
   EVENT_ID_LENGTH_MAX,
   type InboxRecordOutcome,

@@ -3,13 +3,13 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DatabaseHandle } from '@idem/core';
 import type { DestinationStream, Logger } from 'pino';
-import { startBoundary } from './boundary.ts';
 import { openConfiguredDatabase } from './database.ts';
 import { DEMO_ACCOUNT, demoCustomerLink, seedDemoTenant } from './demo.ts';
 import { type Env, isDevelopment } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
+import { startMoneyMovers } from './money-movers.ts';
 import { railReconciler } from './reconciler.ts';
 import { railWitness } from './settlement-witness.ts';
 
@@ -40,13 +40,13 @@ export async function startServer(
     : await openConfiguredDatabase(env, { purpose: 'server' });
   if (!options.database && env.IDEM_MIGRATE_ON_START) await openedMigrate(database);
 
-  const boundary = await startBoundary(env, database.db, log, {
+  const moneyMovers = await startMoneyMovers(env, database.db, log, {
     embedded: database.kind === 'pglite' && !options.database,
   });
-  for (const line of boundary.describe) announce(`Idem: started ${line}`);
+  for (const line of moneyMovers.describe) announce(`Idem: started ${line}`);
 
   if (database.kind === 'pglite') {
-    const demo = await seedDemoTenant(database.db, { evm: boundary.rails.config.evm });
+    const demo = await seedDemoTenant(database.db, { evm: moneyMovers.rails.config.evm });
     if (demo) {
       announce(
         [
@@ -88,8 +88,8 @@ export async function startServer(
     metrics,
     development,
     metricsToken,
-    witness: railWitness(database.db, boundary.rails),
-    reconciler: railReconciler(database.db, boundary.rails, log),
+    witness: railWitness(database.db, moneyMovers.rails),
+    reconciler: railReconciler(database.db, moneyMovers.rails, log),
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -121,7 +121,7 @@ export async function startServer(
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await boundary.stop();
+      await moneyMovers.stop();
       await database.close();
       log.flush();
     },

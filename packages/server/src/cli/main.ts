@@ -34,10 +34,10 @@ import { createPkcs11Key, pinRefSchema } from '@idem/rails';
 import { createWorker, keyLocation, routeFor } from '@idem/workers';
 import { z } from 'zod';
 import { hashPassword, PASSWORD_LENGTH_MIN } from '../auth/password.ts';
-import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
+import { startMoneyMovers } from '../money-movers.ts';
 import { workerSettingsFrom } from '../worker-settings.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
@@ -441,12 +441,12 @@ async function runWorker(workerId: string): Promise<number> {
   const log = createLogger({ level: env.LOG_LEVEL });
   const database = await openConfiguredDatabase(env, { purpose: 'cli' });
   await database.migrateAsOwner();
-  const boundary = await startBoundary({ ...env, IDEM_WORKER_IN_PROCESS: false }, database.db, log, {
+  const moneyMovers = await startMoneyMovers({ ...env, IDEM_WORKER_IN_PROCESS: false }, database.db, log, {
     embedded: false,
   });
   const worker = createWorker({
     db: database.db,
-    rails: boundary.rails,
+    rails: moneyMovers.rails,
     log,
     workerId,
     ...workerSettingsFrom(env),
@@ -458,7 +458,7 @@ async function runWorker(workerId: string): Promise<number> {
     process.once('SIGTERM', resolve);
   });
   await worker.stop();
-  await boundary.stop();
+  await moneyMovers.stop();
   await database.close();
   log.flush();
   return 0;

@@ -11,10 +11,10 @@ import {
   verifyRunReport,
 } from '@idem/workers';
 import { z } from 'zod';
-import { startBoundary } from '../boundary.ts';
 import { openConfiguredDatabase } from '../database.ts';
 import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
+import { startMoneyMovers } from '../money-movers.ts';
 import { print as printResult, required, UsageError } from './usage.ts';
 
 type Flags = Record<string, string | boolean | undefined>;
@@ -81,14 +81,14 @@ async function reconcileNow(
   env: ReturnType<typeof readEnv>,
 ): Promise<number> {
   const log = createLogger({ level: env.LOG_LEVEL });
-  const boundary = await startBoundary({ ...env, IDEM_WORKER_IN_PROCESS: false }, db, log, {
+  const moneyMovers = await startMoneyMovers({ ...env, IDEM_WORKER_IN_PROCESS: false }, db, log, {
     embedded: false,
   });
   try {
     const ranBy = `cli:${userInfo().username}`;
     const ctx = {
       db,
-      rails: boundary.rails,
+      rails: moneyMovers.rails,
       log,
       workerId: 'cli-reconcile',
       leaseMs: env.IDEM_WORKER_LEASE_MS,
@@ -119,7 +119,7 @@ async function reconcileNow(
     print({ tenants: results }, flags);
     return troubled ? 3 : 0;
   } finally {
-    await boundary.stop();
+    await moneyMovers.stop();
   }
 }
 

@@ -20,19 +20,19 @@ import { workerSettingsFrom } from './worker-settings.ts';
  * to see withdrawals complete: a local anvil chain whose state is kept beside the embedded
  * database, the custodian simulator, and one worker in process.
  */
-export interface Boundary {
+export interface MoneyMovers {
   rails: RailRegistry;
   worker: Worker | null;
   describe: string[];
   stop(): Promise<void>;
 }
 
-export async function startBoundary(
+export async function startMoneyMovers(
   env: Env,
   db: Database,
   log: Logger,
   options: { embedded: boolean },
-): Promise<Boundary> {
+): Promise<MoneyMovers> {
   const embedded = options.embedded && env.IDEM_EMBEDDED_RAILS;
   const stops: (() => Promise<void>)[] = [];
   const describe: string[] = [];

@@ -10,8 +10,8 @@ import {
 } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allocateNonce, registerHotWallet } from '../src/boundary/hot-wallets.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
+import { allocateNonce, registerHotWallet } from '../src/hot-wallets/hot-wallets.ts';
 import { recordDeposit } from '../src/operations/record-credit.ts';
 import { reverseDeposit } from '../src/operations/reverse-deposit.ts';
 import { closeBreak, listBreaks, openBreak } from '../src/reconciliation/breaks.ts';
