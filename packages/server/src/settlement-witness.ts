@@ -10,7 +10,7 @@ import { attestSettlement, type RailRegistry, routeFor } from '@idem/workers';
 export interface SettlementWitness {
   attest(
     op: Operation,
-    claim: { toState: 'CONFIRMED' | 'VERIFIED_NOT_SENT'; txHash?: string | undefined },
+    assertion: { toState: 'CONFIRMED' | 'VERIFIED_NOT_SENT'; txHash?: string | undefined },
   ): Promise<SettlementAttestation>;
   /** The chain's nonce counts for a hot wallet (the nonce view, issue 12); null when no node answers. */
   readNonces?(address: string, network: string): Promise<{ latest: number; pending: number } | null>;
@@ -30,7 +30,7 @@ export const noRailWitness: SettlementWitness = {
 /** The witness of a server with rails: the chain at the asset's depth, or the custodian by reference. */
 export function railWitness(db: Database, rails: RailRegistry): SettlementWitness {
   return {
-    attest: (op, claim) => attestSettlement({ db, rails }, op, claim),
+    attest: (op, assertion) => attestSettlement({ db, rails }, op, assertion),
     readNonces: async (address, network) =>
       routeFor(network).kind === 'evm' && rails.config.evm
         ? rails.evmReader().readNonces(address as `0x${string}`)

@@ -20,7 +20,7 @@ export {
   type ReconciliationReport,
   reconcileTenant,
 } from './reconciliation.ts';
-export { attestSettlement, type SettlementClaim } from './settlement-witness.ts';
+export { attestSettlement, type SettlementAssertion } from './settlement-witness.ts';
 export { DEFAULT_REPLACE_POLICIES, type ReplacePolicy } from './steps/replace.ts';
 export { BROADCAST_ALERT_AFTER_MS, BROADCAST_ESCALATE_AFTER_MS } from './steps/stuck.ts';
 export { createWorker, type TickReport, type Worker, type WorkerOptions } from './worker.ts';

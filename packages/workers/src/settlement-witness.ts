@@ -12,7 +12,7 @@ import { assetOf } from './candidates.ts';
 import { NATIVE_ASSETS, type RailRegistry, routeFor } from './rails.ts';
 
 /** What a person proposes to do with a stuck withdrawal, and the transaction said to have paid. */
-export interface SettlementClaim {
+export interface SettlementAssertion {
   toState: 'CONFIRMED' | 'VERIFIED_NOT_SENT';
   txHash?: string | null | undefined;
 }
@@ -30,7 +30,7 @@ const WITNESS_DEADLINE_MS = 15_000;
 export async function attestSettlement(
   deps: { db: Database; rails: RailRegistry },
   op: Operation,
-  claim: SettlementClaim,
+  assertion: SettlementAssertion,
 ): Promise<SettlementAttestation> {
   const source = routeFor(op.network).kind === 'evm' ? 'chain' : 'custodian';
   const observedAt = () => new Date().toISOString();
@@ -39,7 +39,7 @@ export async function attestSettlement(
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new WitnessTimeout()), WITNESS_DEADLINE_MS);
     });
-    const asked = source === 'chain' ? chainAttestation(deps, op, claim) : custodianAttestation(deps, op);
+    const asked = source === 'chain' ? chainAttestation(deps, op, assertion) : custodianAttestation(deps, op);
     const answer = await Promise.race([asked, deadline]);
     return {
       source,
@@ -73,7 +73,7 @@ type Answer = Pick<SettlementAttestation, 'verdict' | 'txHash' | 'detail'>;
 async function chainAttestation(
   deps: { db: Database; rails: RailRegistry },
   op: Operation,
-  claim: SettlementClaim,
+  assertion: SettlementAssertion,
 ): Promise<Answer> {
   const { wallet, asset, attempts } = await withTenant(deps.db, op.tenantId, async (tx) => ({
     wallet: await getHotWallet(tx, op.tenantId, op.network),
@@ -101,10 +101,10 @@ async function chainAttestation(
   const found: EvmSettlementEvidence = await deps.rails.evmReader().settlement({
     sender: wallet.address as Address,
     ours,
-    claimedTxHash: (claim.txHash as Hex | null | undefined) ?? null,
+    namedTxHash: (assertion.txHash as Hex | null | undefined) ?? null,
     terms,
     depth: asset.confirmations,
-    intent: claim.toState === 'CONFIRMED' ? 'paid' : 'not_sent',
+    intent: assertion.toState === 'CONFIRMED' ? 'paid' : 'not_sent',
   });
   // A payment confirmed by hand posts the gas it paid, as the watcher's confirmation does: read
   // from the paying transaction's receipt, or nothing is proven yet.

@@ -38,9 +38,9 @@ afterAll(async () => {
 
 const attest = (
   op: Parameters<typeof attestSettlement>[1],
-  claim: Parameters<typeof attestSettlement>[2],
+  assertion: Parameters<typeof attestSettlement>[2],
   using = rails,
-) => attestSettlement({ db: env.t.db, rails: using }, op, claim);
+) => attestSettlement({ db: env.t.db, rails: using }, op, assertion);
 
 /** Someone else holding the hot wallet's key (a manual sweep, say) sends a transaction. */
 async function sendFromHotWallet(request: { to: string; value: bigint; nonce?: number }): Promise<Hex> {
@@ -84,9 +84,9 @@ async function signedNeverSent(amountWei: bigint) {
 describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
   it('I11-F4 NOT_SENT is refused while the nonce is unconsumed, proven once another transaction took it at depth, and the stored bytes can then never be mined', async () => {
     const op = await signedNeverSent(ETH / 10n);
-    const claim = { toState: 'VERIFIED_NOT_SENT' as const };
+    const assertion = { toState: 'VERIFIED_NOT_SENT' as const };
 
-    const unconsumed = await attest(op, claim);
+    const unconsumed = await attest(op, assertion);
     expect(unconsumed).toMatchObject({ verdict: 'UNPROVEN', source: 'chain' });
     expect(unconsumed.detail).toMatchObject({
       reason: 'nonce_not_consumed_at_depth',
@@ -95,12 +95,12 @@ describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
 
     // Another transaction takes the nonce; it is in the head block, one short of depth 2.
     await sendFromHotWallet({ to: env.hotWallet, value: 1n, nonce: op.chainNonce ?? -1 });
-    const shallow = await attest(op, claim);
+    const shallow = await attest(op, assertion);
     expect(shallow.verdict).toBe('UNPROVEN');
     expect(shallow.detail).toMatchObject({ reason: 'nonce_not_consumed_at_depth', depthRequired: 2 });
 
     await env.mine(1);
-    const proven = await attest(op, claim);
+    const proven = await attest(op, assertion);
     expect(proven).toMatchObject({ verdict: 'NOT_SENT', source: 'chain', txHash: null });
     expect(proven.detail).toMatchObject({
       reason: 'nonce_consumed_by_other',

@@ -88,24 +88,24 @@ export async function settlement(
     return answer('not_sent', 'nonce_consumed_by_other', null, null);
   };
   const paid = async (): Promise<EvmSettlementEvidence> => {
-    const claimed = request.claimedTxHash ?? ours?.txHash ?? null;
-    if (!claimed) return answer('unproven', 'no_transaction_named', null, null);
-    const isOurs = ours !== null && claimed.toLowerCase() === ours.txHash.toLowerCase();
-    const receipt = isOurs ? ourReceipt : await canonicalReceipt(client, claimed);
-    if (!receipt) return answer('unproven', 'not_mined', claimed, null);
-    if (receipt.status !== 'success') return answer('unproven', 'reverted', claimed, receipt.blockNumber);
+    const named = request.namedTxHash ?? ours?.txHash ?? null;
+    if (!named) return answer('unproven', 'no_transaction_named', null, null);
+    const isOurs = ours !== null && named.toLowerCase() === ours.txHash.toLowerCase();
+    const receipt = isOurs ? ourReceipt : await canonicalReceipt(client, named);
+    if (!receipt) return answer('unproven', 'not_mined', named, null);
+    if (receipt.status !== 'success') return answer('unproven', 'reverted', named, receipt.blockNumber);
     if (receipt.blockNumber > pinned)
-      return answer('unproven', 'not_deep_enough', claimed, receipt.blockNumber);
-    const terms = await termsMismatch(client, claimed, receipt, request);
-    if (terms) return answer('unproven', terms, claimed, receipt.blockNumber);
+      return answer('unproven', 'not_deep_enough', named, receipt.blockNumber);
+    const terms = await termsMismatch(client, named, receipt, request);
+    if (terms) return answer('unproven', terms, named, receipt.blockNumber);
     // Someone else's payment settles the hold only if our own bytes can no longer pay again.
     if (!isOurs && !oursSpent) {
-      return answer('unproven', 'our_transaction_still_mineable', claimed, receipt.blockNumber);
+      return answer('unproven', 'our_transaction_still_mineable', named, receipt.blockNumber);
     }
     return answer(
       'paid',
       isOurs ? 'our_transaction_mined' : 'named_transaction_mined',
-      claimed,
+      named,
       receipt.blockNumber,
     );
   };
@@ -118,7 +118,7 @@ export async function settlement(
   }
   const proven = await paid();
   if (proven.verdict === 'paid') return proven;
-  // Not paid as claimed, but proven never able to pay: say so, and why the claim failed.
+  // Not paid as asserted, but proven never able to pay: say so, and why the assertion failed.
   const other = notSent();
   return typeof other === 'string' ? proven : { ...other, claimCheck: proven.reason };
 }

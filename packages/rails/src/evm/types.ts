@@ -164,7 +164,7 @@ export interface EvmSettlementRequest {
    */
   readonly ours: { readonly txHash: Hex; readonly nonce: number; readonly attempts?: readonly Hex[] } | null;
   /** The transaction said to have paid; ours when not named. */
-  readonly claimedTxHash: Hex | null;
+  readonly namedTxHash: Hex | null;
   readonly terms: EvmTransferTerms;
   /** The asset's confirmation depth (1: the head block counts), as the watch step counts it. */
   readonly depth: number;
