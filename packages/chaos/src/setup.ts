@@ -16,6 +16,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
+import { rpc } from '@idem/testing/chain';
 import { type initSoftHsmToken, tokenKey } from '@idem/testing/signer';
 import postgres from 'postgres';
 import { type createPublicClient, getAddress, type Hex } from 'viem';
@@ -192,14 +193,4 @@ async function fundOpeningBalances(db: SetupDatabase, tenantId: string, accountR
 }
 
 /** One JSON-RPC call straight to anvil (its own methods: balances, reorgs, the pool, fees). */
-export async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(5_000),
-  });
-  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+export { rpc };

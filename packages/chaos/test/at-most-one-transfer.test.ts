@@ -8,6 +8,7 @@
  * Needs a real PostgreSQL server (the check reads it with postgres.js as the chaos run does).
  */
 
+import { rpc } from '@idem/testing/chain';
 import { serverUrl } from '@idem/testing/database';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
@@ -29,16 +30,7 @@ if (!databaseUrl) console.info('[idem chaos] I1 tests skipped: they need a real 
 
 let f: InvariantFixture;
 
-async function rpc(method: string, params: unknown[]): Promise<unknown> {
-  const response = await fetch(f.anvil.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+const anvilRpc = (method: string, params: unknown[]) => rpc(f.anvil.rpcUrl, method, params);
 
 /** Signs and sends a transaction from the hot wallet, outside Idem, and returns its hash. */
 async function sendFromHotWallet(tx: { to: string; value: bigint; nonce: number; maxFeeGwei: bigint }) {
@@ -52,7 +44,7 @@ async function sendFromHotWallet(tx: { to: string; value: bigint; nonce: number;
     maxFeePerGas: tx.maxFeeGwei * GWEI,
     maxPriorityFeePerGas: tx.maxFeeGwei * GWEI,
   });
-  return (await rpc('eth_sendRawTransaction', [raw])) as string;
+  return (await anvilRpc('eth_sendRawTransaction', [raw])) as string;
 }
 
 /** A withdrawal the real worker reviewed, signed and broadcast; left in the pool (mining is manual). */
@@ -92,7 +84,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
         nonce: op.chainNonce as number,
         maxFeeGwei: 300n,
       });
-    await rpc('anvil_mine', ['0x1']);
+    await anvilRpc('anvil_mine', ['0x1']);
     const mined = (await scanChain(f.chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
       .hotWalletTransfers;
     expect(mined.filter((tx) => tx.valueWei === '0')).toHaveLength(2);
@@ -111,7 +103,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
       maxFeeGwei: 300n,
     });
     expect(replacement.toLowerCase()).not.toBe(op.txHash?.toLowerCase());
-    await rpc('anvil_mine', ['0x1']);
+    await anvilRpc('anvil_mine', ['0x1']);
     const result = await check();
     expect(result.violations).toEqual([]);
     expect(result.detail).toContain('1 by nonce');
@@ -134,7 +126,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
     const [bump] = await f.sql<{ tx_hash: string }[]>`
       select tx_hash from signed_attempts where operation_id = ${op.operationId} and attempt_no = 2`;
     expect(bump?.tx_hash).toBeDefined();
-    await rpc('anvil_mine', ['0x1']);
+    await anvilRpc('anvil_mine', ['0x1']);
     const mined = (await scanChain(f.chain, new Set([hotWallet.address.toLowerCase()]), '0x0'))
       .hotWalletTransfers;
     const paid = mined.filter((tx) => tx.to.toLowerCase() === op.destination?.toLowerCase());
@@ -151,7 +143,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
 
   it('I12-CHAOS I1 fails when one withdrawal is paid a second time (its destination and amount, another nonce, a hash nobody recorded)', async () => {
     const op = await broadcastWithdrawal();
-    await rpc('anvil_mine', ['0x1']);
+    await anvilRpc('anvil_mine', ['0x1']);
     expect((await check()).status).toBe('pass');
     const pending = await f.chain.getTransactionCount({ address: hotWallet.address, blockTag: 'pending' });
     const second = await sendFromHotWallet({
@@ -160,7 +152,7 @@ describe.skipIf(!databaseUrl)('invariant 1 counts every transaction of a withdra
       nonce: pending,
       maxFeeGwei: 300n,
     });
-    await rpc('anvil_mine', ['0x1']);
+    await anvilRpc('anvil_mine', ['0x1']);
     const result = await check();
     expect(result.status).toBe('fail');
     expect(result.violations).toHaveLength(1);

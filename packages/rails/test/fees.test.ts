@@ -1,11 +1,10 @@
-import { rpc } from '@idem/testing/chain';
+import { GWEI, rpc } from '@idem/testing/chain';
 import { createPublicClient, createWalletClient, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
 import { type FeeQuote, feePolicy, feesWithinCap, quoteFees, replacementFees } from '../src/evm/fees.ts';
 
-const GWEI = 10n ** 9n;
 let anvil: AnvilInstance;
 beforeAll(async () => {
   anvil = await startAnvil({ chainId: 31337, mining: 'auto' });

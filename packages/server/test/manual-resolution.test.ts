@@ -12,7 +12,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
-import { startFaultProxy } from '@idem/testing/chain';
+import { rpc, startFaultProxy } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
@@ -51,17 +51,7 @@ const heldEth = async () => {
   const balances = await withTenant(database.db, tenantId, (tx) => getBalances(tx, tenantId, 'cust-7'));
   return BigInt(balances.find((b) => b.asset === 'ETH')?.held ?? 0);
 };
-const mine = (blocks: number) =>
-  fetch(anvil.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'anvil_mine',
-      params: [`0x${blocks.toString(16)}`],
-    }),
-  });
+const mine = (blocks: number) => rpc(anvil.rpcUrl, 'anvil_mine', [`0x${blocks.toString(16)}`]);
 
 /** A withdrawal signed with the hot wallet's next nonce whose send never reached a node: UNKNOWN, held. */
 async function signedNeverSent(): Promise<Operation> {

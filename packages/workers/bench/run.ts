@@ -18,7 +18,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, startAnvil } from '@idem/rails';
-import { startFaultProxy } from '@idem/testing/chain';
+import { ETH, startFaultProxy } from '@idem/testing/chain';
 import { createTestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
@@ -29,7 +29,6 @@ import { createWorker } from '../src/worker.ts';
 
 const WITHDRAWALS = Number(process.env.BENCH_WITHDRAWALS ?? 120);
 const TENANTS = 4;
-const ETH = 10n ** 18n;
 
 process.env.TEST_DATABASE_URL ??= process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 

@@ -12,6 +12,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
+import { ETH, rpc } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import pino, { type Logger } from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
@@ -20,7 +21,7 @@ import type { WorkerContext } from '../src/context.ts';
 import { RailRegistry, type RailsConfig } from '../src/rails.ts';
 import { createWorker, type WorkerOptions } from '../src/worker.ts';
 
-export const ETH = 10n ** 18n;
+export { ETH };
 export const CHAIN_ID = 31337;
 
 /**
@@ -160,16 +161,7 @@ export async function startEnvironment(
     },
     operation: (id) => withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, id)),
     mine: async (blocks) => {
-      await fetch(anvil.rpcUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'anvil_mine',
-          params: [`0x${blocks.toString(16)}`],
-        }),
-      });
+      await rpc(anvil.rpcUrl, 'anvil_mine', [`0x${blocks.toString(16)}`]);
     },
     registerDepositAddress: (network, address, accountRef) =>
       withTenant(t.db, tenantId, (tx) =>
@@ -188,16 +180,7 @@ export async function startEnvironment(
 }
 
 /** Sends one JSON-RPC call to the node directly (test-only controls such as reorgs). */
-export async function rpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+export { rpc };
 
 /** One worker pass, and the balance reconciliation it starts beside itself, to the end. */
 export async function passAndReconcile(

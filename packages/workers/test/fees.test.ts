@@ -16,6 +16,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, deployTestToken, testTokenAbi } from '@idem/rails';
+import { GWEI } from '@idem/testing/chain';
 import { sql } from 'drizzle-orm';
 import { type Address, getAddress, type Hex, parseTransaction } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -25,7 +26,6 @@ import { RailRegistry } from '../src/rails.ts';
 import { reconcileTenant } from '../src/reconciliation.ts';
 import { CHAIN_ID, type Environment, ETH, rpc, startEnvironment } from './environment.ts';
 
-const GWEI = 10n ** 9n;
 let env: Environment;
 let usdc: { tenantId: string; token: Address; hotWallet: Address };
 

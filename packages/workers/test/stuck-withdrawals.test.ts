@@ -10,6 +10,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
+import { GWEI } from '@idem/testing/chain';
 import { onPostgres } from '@idem/testing/database';
 import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
@@ -17,7 +18,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, rpc, startEnvironment } from './environment.ts';
 import { killWorkerAt as killWorker } from './processes/kill-worker.ts';
 
-const GWEI = 10n ** 9n;
 const LEASE_MS = 1_500;
 let env: Environment;
 

@@ -6,8 +6,7 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-
-const ETH = 10n ** 18n;
+import { ETH } from '@idem/testing/chain';
 
 /**
  * The invariant tests' tenant: ETH on the local chain at `confirmations`, one hot wallet at

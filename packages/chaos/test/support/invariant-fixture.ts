@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createWithdrawal, getOperation, type Operation, withTenant } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
-import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
+import { ETH, type FaultProxy, GWEI, startFaultProxy } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { createWorker, RailRegistry, type Worker } from '@idem/workers';
 import pino from 'pino';
@@ -11,8 +11,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { provisionHotWalletTenant } from './hot-wallet-tenant.ts';
 
 export const CHAIN_ID = 31337;
-export const ETH = 10n ** 18n;
-export const GWEI = 10n ** 9n;
+export { ETH, GWEI };
 /** The tenant's hot wallet: anvil's dev key 1, which the tests also sign with outside Idem. */
 export const hotWallet = privateKeyToAccount(anvilDevPrivateKeys[1] as Hex);
 /** The custodian's side of the check when no custodian is involved. */

@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   createApiKey,
@@ -12,10 +10,16 @@ import {
   recordDeposit,
   withTenant,
 } from '@idem/core';
-import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { ETH } from '@idem/testing/chain';
+import {
+  createTestDatabase,
+  migratedPgliteDataDir,
+  onPostgres,
+  type TestDatabase,
+} from '@idem/testing/database';
 import { getAddress } from 'viem';
 
-export const ETH = 10n ** 18n;
+export { ETH };
 
 export function evmAddress(): string {
   return getAddress(`0x${randomBytes(20).toString('hex')}`);
@@ -77,7 +81,8 @@ export async function createBackend(kind: 'pglite' | 'postgres'): Promise<Backen
     if (!database.url) throw new Error('PostgreSQL backend without a URL');
     return { kind, database, env: { DATABASE_URL: database.url, IDEM_DB_POOL_MAX: '10' } };
   }
-  const dataDir = mkdtempSync(join(tmpdir(), 'idem-contract-'));
+  // Already migrated (a copy of a template): the blank directory's set-up is cli.test.ts's to prove.
+  const dataDir = await migratedPgliteDataDir('idem-contract-');
   return { kind, dataDir, env: { IDEM_DATA_DIR: dataDir } };
 }
 

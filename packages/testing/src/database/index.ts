@@ -81,3 +81,5 @@ export async function scratchPostgresDatabase(
     },
   };
 }
+
+export { migratedPgliteDataDir } from './pglite.ts';

@@ -72,7 +72,7 @@ export async function copyTemplate(admin: Sql, template: string, name: string): 
 }
 
 /** A hash of every file in the migrations folder (SQL and drizzle's journal), names and contents. */
-async function migrationsHash(): Promise<string> {
+export async function migrationsHash(): Promise<string> {
   const hash = createHash('sha256');
   const files = (await readdir(migrationsFolder, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile())

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StaffRole } from '@idem/contracts';
@@ -21,13 +20,15 @@ import {
 import { type AnvilInstance, generateWebhookSecret, startAnvil, startCustodianSimulator } from '@idem/rails';
 import { createIdemClient, type IdemClient } from '@idem/sdk';
 import { hashPassword } from '@idem/server';
+import { ETH, rpc } from '@idem/testing/chain';
+import { migratedPgliteDataDir } from '@idem/testing/database';
 import { strandWithdrawal } from '@idem/testing/tenants';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
 const serverRoot = fileURLToPath(new URL('../../../server/', import.meta.url));
 export const resultsDir = fileURLToPath(new URL('../../test-results/', import.meta.url));
 
-export const ETH = 10n ** 18n;
+export { ETH };
 export const PASSWORD = 'correct horse battery staple';
 
 export interface StaffFixture {
@@ -167,7 +168,8 @@ export async function startStack(
     provisionMore?: (db: Database) => Promise<void>;
   } = {},
 ): Promise<Stack> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-'));
+  // Already migrated (a copy of a template): initialising PGlite took ~15 s of every stack.
+  const dataDir = await migratedPgliteDataDir('idem-web-');
   const handle = await openDatabase({ dataDir: join(dataDir, 'pgdata') });
   let a: TenantFixture;
   let b: TenantFixture;
@@ -327,16 +329,7 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 /** A JSON-RPC call to the local chain (the test's own view of it, beside the server's worker). */
-export async function chainRpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
+export const chainRpc = rpc;
 
 export interface ChainStack {
   baseUrl: string;
@@ -369,7 +362,7 @@ export async function startChainStack(
   } = {},
 ): Promise<ChainStack> {
   const anvil = await startAnvil({ mining: 'manual' });
-  const dataDir = mkdtempSync(join(tmpdir(), 'idem-web-chain-'));
+  const dataDir = await migratedPgliteDataDir('idem-web-chain-');
   const accounts = (await chainRpc(anvil.rpcUrl, 'eth_accounts')) as string[];
   const hotWallet = accounts[1];
   if (!hotWallet) throw new Error('anvil has no development account 1');
