@@ -109,13 +109,29 @@ const detailLengthMax = 300;
 class ResponseTooLargeError extends Error {}
 
 export function createCustodianAdapter(config: CustodianAdapterConfig): CustodianAdapter {
+  const call = callerOf(config);
+  return {
+    submit: (request, options) => submit(call, request, options),
+    lookupByReference: (externalReference, options) => lookupByReference(call, externalReference, options),
+    listTransfers: (options) => listTransfers(call, options),
+    balances: () => balances(call),
+    depositsBetween: (window: TimeWindow) =>
+      readWindow(call, '/v1/deposits', window, (json) => depositListSchema.parse(json).data),
+    transfersUpdatedBetween: (window: TimeWindow) =>
+      readWindow(call, '/v1/transfers', window, (json) => transferListSchema.parse(json).data),
+  };
+}
+
+/** One HTTP call to the custodian within its deadline, the body read up to its bound. */
+type Call = (
+  path: string,
+  init: { method: 'GET' | 'POST'; body?: string; signal?: AbortSignal; timeoutMs?: number },
+) => Promise<{ status: number; text: string; replayed: boolean }>;
+
+function callerOf(config: CustodianAdapterConfig): Call {
   const baseUrl = config.baseUrl.replace(/\/+$/, '');
   const timeoutMsDefaultForAdapter = config.timeoutMs ?? timeoutMsDefault;
-
-  async function call(
-    path: string,
-    init: { method: 'GET' | 'POST'; body?: string; signal?: AbortSignal; timeoutMs?: number },
-  ): Promise<{ status: number; text: string; replayed: boolean }> {
+  return async (path, init) => {
     const signals = [AbortSignal.timeout(init.timeoutMs ?? timeoutMsDefaultForAdapter)];
     if (init.signal) signals.push(init.signal);
     const response = await fetch(`${baseUrl}${path}`, {
@@ -133,169 +149,178 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
       text: await readLimited(response),
       replayed: response.headers.get('idempotent-replayed') === 'true',
     };
-  }
+  };
+}
 
-  async function lookupByReference(
-    externalReference: string,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<ReferenceLookup> {
-    const { status, text } = await call(
-      `/v1/transfers?externalReference=${encodeURIComponent(externalReference)}`,
-      {
-        method: 'GET',
-        ...(options.signal ? { signal: options.signal } : {}),
-      },
+async function lookupByReference(
+  call: Call,
+  externalReference: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<ReferenceLookup> {
+  const { status, text } = await call(
+    `/v1/transfers?externalReference=${encodeURIComponent(externalReference)}`,
+    {
+      method: 'GET',
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+  );
+  if (status !== 200) throw new Error(`custodian lookup answered HTTP ${status}`);
+  const list = transferListSchema.parse(JSON.parse(text)).data.filter(
+    // A provider that ignored our filter must not make someone else's transfer ours.
+    (t) => t.externalReference === externalReference,
+  );
+  const [first] = list;
+  if (!first) return { found: 'none' };
+  if (list.length === 1) return { found: 'one', transfer: first };
+  return { found: 'many', transfers: list };
+}
+
+async function listTransfers(call: Call, options: { max?: number } = {}): Promise<CustodianTransfer[]> {
+  const max = Math.min(Math.max(options.max ?? transfersListedMax, 1), transfersListedMax);
+  const all: CustodianTransfer[] = [];
+  const cursors = new Set<string>();
+  let cursor: string | null = null;
+  for (;;) {
+    const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
+    const { status, text } = await call(`/v1/transfers?limit=${listPageSize}${query}`, { method: 'GET' });
+    if (status !== 200) throw new Error(`custodian list answered HTTP ${status}`);
+    const page = transferListSchema.parse(JSON.parse(text));
+    all.push(...page.data);
+    if (all.length > max) {
+      throw new CustodianListIncompleteError(`the custodian holds more than ${max} transfers`);
+    }
+    if (page.nextCursor === undefined && page.data.length === listPageSize) {
+      throw new CustodianListIncompleteError('a full page of transfers came without a cursor');
+    }
+    if (page.nextCursor === undefined || page.nextCursor === null) return all;
+    if (cursors.has(page.nextCursor)) {
+      throw new CustodianListIncompleteError('the custodian repeated a cursor');
+    }
+    cursors.add(page.nextCursor);
+    cursor = page.nextCursor;
+  }
+}
+
+async function balances(call: Call): Promise<AccountBalances> {
+  const { status, text } = await call('/v1/balances', { method: 'GET' });
+  if (status !== 200) throw new Error(`custodian balances answered HTTP ${status}`);
+  return accountBalancesSchema.parse(JSON.parse(text));
+}
+
+/** Reads every page of a time-window listing, oldest first, or throws. */
+async function readWindow<T>(
+  call: Call,
+  path: string,
+  window: TimeWindow,
+  parse: (json: unknown) => T[],
+): Promise<T[]> {
+  if (!(window.from < window.to)) return [];
+  const range = `from=${encodeURIComponent(window.from.toISOString())}&to=${encodeURIComponent(window.to.toISOString())}`;
+  const all: T[] = [];
+  for (;;) {
+    const { status, text } = await call(`${path}?${range}&offset=${all.length}&limit=100`, {
+      method: 'GET',
+    });
+    if (status !== 200) throw new Error(`custodian ${path} answered HTTP ${status}`);
+    const page = parse(JSON.parse(text));
+    all.push(...page);
+    if (page.length < 100) return all;
+    if (all.length >= windowRecordsMax) {
+      throw new Error(`custodian ${path} holds over ${windowRecordsMax} records in one window`);
+    }
+  }
+}
+
+async function resolveProviderId(
+  call: Call,
+  id: string,
+  reference: string,
+): Promise<CustodianTransfer | null> {
+  try {
+    const { status, text } = await call(`/v1/transfers/${encodeURIComponent(id)}`, { method: 'GET' });
+    if (status !== 200) return null;
+    const parsed = custodianTransferSchema.safeParse(JSON.parse(text));
+    return parsed.success && parsed.data.id === id && parsed.data.externalReference === reference
+      ? parsed.data
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+async function submit(
+  call: Call,
+  request: CreateTransferBody,
+  options: { signal?: AbortSignal; timeoutMs?: number } = {},
+): Promise<SubmitOutcome> {
+  // Our own input is checked before anything leaves: a malformed request is a bug, not an outcome.
+  const body = createTransferBodySchema.parse(request);
+  let answer: { status: number; text: string; replayed: boolean };
+  try {
+    answer = await call('/v1/transfers', {
+      method: 'POST',
+      body: JSON.stringify(body),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    });
+  } catch (error) {
+    return { outcome: 'ambiguous', ...readTransportError(error) };
+  }
+  const { status, text } = answer;
+
+  if (status >= 200 && status < 300) return acknowledgement(call, status, text, body, answer.replayed);
+  // 409 on our reference means a transfer with it exists (with other terms): never "nothing happened".
+  // 408 is the provider's own timeout: it may have processed the request.
+  if (status === 409) return ambiguous('reference_conflict', truncate(text));
+  if (status >= 400 && status < 500 && status !== 408) {
+    const reason = z.object({ reason: z.string() }).safeParse(safeJson(text));
+    return {
+      outcome: 'rejected',
+      status,
+      reason: reason.success ? truncate(reason.data.reason) : truncate(text),
+    };
+  }
+  return ambiguous('http_status', `HTTP ${status}`);
+}
+
+/**
+ * A 2xx answer proves the transfer only with our reference echoed, or a provider id that a lookup
+ * resolves to our reference (C16); anything else is ambiguous.
+ */
+async function acknowledgement(
+  call: Call,
+  status: number,
+  text: string,
+  body: CreateTransferBody,
+  replayed: boolean,
+): Promise<SubmitOutcome> {
+  const json = safeJson(text);
+  const transfer = custodianTransferSchema.safeParse(json);
+  if (transfer.success && transfer.data.externalReference === body.externalReference) {
+    if (!sameTerms(transfer.data, body)) {
+      return ambiguous('reference_conflict', 'the acknowledged transfer carries other terms than we sent');
+    }
+    return {
+      outcome: 'acknowledged',
+      transfer: transfer.data,
+      via: 'reference',
+      replayed,
+    };
+  }
+  const providerId = z.object({ id: z.string().min(1).max(128) }).safeParse(json);
+  if (providerId.success) {
+    const resolved = await resolveProviderId(call, providerId.data.id, body.externalReference);
+    if (resolved && sameTerms(resolved, body)) {
+      return { outcome: 'acknowledged', transfer: resolved, via: 'provider_id', replayed: false };
+    }
+    return ambiguous(
+      'unresolved_provider_id',
+      `provider id ${providerId.data.id} did not resolve to our reference`,
     );
-    if (status !== 200) throw new Error(`custodian lookup answered HTTP ${status}`);
-    const list = transferListSchema.parse(JSON.parse(text)).data.filter(
-      // A provider that ignored our filter must not make someone else's transfer ours.
-      (t) => t.externalReference === externalReference,
-    );
-    const [first] = list;
-    if (!first) return { found: 'none' };
-    if (list.length === 1) return { found: 'one', transfer: first };
-    return { found: 'many', transfers: list };
   }
-
-  async function listTransfers(options: { max?: number } = {}): Promise<CustodianTransfer[]> {
-    const max = Math.min(Math.max(options.max ?? transfersListedMax, 1), transfersListedMax);
-    const all: CustodianTransfer[] = [];
-    const cursors = new Set<string>();
-    let cursor: string | null = null;
-    for (;;) {
-      const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
-      const { status, text } = await call(`/v1/transfers?limit=${listPageSize}${query}`, { method: 'GET' });
-      if (status !== 200) throw new Error(`custodian list answered HTTP ${status}`);
-      const page = transferListSchema.parse(JSON.parse(text));
-      all.push(...page.data);
-      if (all.length > max) {
-        throw new CustodianListIncompleteError(`the custodian holds more than ${max} transfers`);
-      }
-      if (page.nextCursor === undefined && page.data.length === listPageSize) {
-        throw new CustodianListIncompleteError('a full page of transfers came without a cursor');
-      }
-      if (page.nextCursor === undefined || page.nextCursor === null) return all;
-      if (cursors.has(page.nextCursor)) {
-        throw new CustodianListIncompleteError('the custodian repeated a cursor');
-      }
-      cursors.add(page.nextCursor);
-      cursor = page.nextCursor;
-    }
-  }
-
-  async function balances(): Promise<AccountBalances> {
-    const { status, text } = await call('/v1/balances', { method: 'GET' });
-    if (status !== 200) throw new Error(`custodian balances answered HTTP ${status}`);
-    return accountBalancesSchema.parse(JSON.parse(text));
-  }
-
-  /** Reads every page of a time-window listing, oldest first, or throws. */
-  async function readWindow<T>(
-    path: string,
-    window: TimeWindow,
-    parse: (json: unknown) => T[],
-  ): Promise<T[]> {
-    if (!(window.from < window.to)) return [];
-    const range = `from=${encodeURIComponent(window.from.toISOString())}&to=${encodeURIComponent(window.to.toISOString())}`;
-    const all: T[] = [];
-    for (;;) {
-      const { status, text } = await call(`${path}?${range}&offset=${all.length}&limit=100`, {
-        method: 'GET',
-      });
-      if (status !== 200) throw new Error(`custodian ${path} answered HTTP ${status}`);
-      const page = parse(JSON.parse(text));
-      all.push(...page);
-      if (page.length < 100) return all;
-      if (all.length >= windowRecordsMax) {
-        throw new Error(`custodian ${path} holds over ${windowRecordsMax} records in one window`);
-      }
-    }
-  }
-
-  const depositsBetween = (window: TimeWindow) =>
-    readWindow('/v1/deposits', window, (json) => depositListSchema.parse(json).data);
-  const transfersUpdatedBetween = (window: TimeWindow) =>
-    readWindow('/v1/transfers', window, (json) => transferListSchema.parse(json).data);
-
-  async function resolveProviderId(id: string, reference: string): Promise<CustodianTransfer | null> {
-    try {
-      const { status, text } = await call(`/v1/transfers/${encodeURIComponent(id)}`, { method: 'GET' });
-      if (status !== 200) return null;
-      const parsed = custodianTransferSchema.safeParse(JSON.parse(text));
-      return parsed.success && parsed.data.id === id && parsed.data.externalReference === reference
-        ? parsed.data
-        : null;
-    } catch {
-      return null;
-    }
-  }
-
-  async function submit(
-    request: CreateTransferBody,
-    options: { signal?: AbortSignal; timeoutMs?: number } = {},
-  ): Promise<SubmitOutcome> {
-    // Our own input is checked before anything leaves: a malformed request is a bug, not an outcome.
-    const body = createTransferBodySchema.parse(request);
-    let answer: { status: number; text: string; replayed: boolean };
-    try {
-      answer = await call('/v1/transfers', {
-        method: 'POST',
-        body: JSON.stringify(body),
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      });
-    } catch (error) {
-      return { outcome: 'ambiguous', ...readTransportError(error) };
-    }
-    const { status, text } = answer;
-
-    if (status >= 200 && status < 300) {
-      const json = safeJson(text);
-      const transfer = custodianTransferSchema.safeParse(json);
-      if (transfer.success && transfer.data.externalReference === body.externalReference) {
-        if (!sameTerms(transfer.data, body)) {
-          return ambiguous(
-            'reference_conflict',
-            'the acknowledged transfer carries other terms than we sent',
-          );
-        }
-        return {
-          outcome: 'acknowledged',
-          transfer: transfer.data,
-          via: 'reference',
-          replayed: answer.replayed,
-        };
-      }
-      const providerId = z.object({ id: z.string().min(1).max(128) }).safeParse(json);
-      if (providerId.success) {
-        const resolved = await resolveProviderId(providerId.data.id, body.externalReference);
-        if (resolved && sameTerms(resolved, body)) {
-          return { outcome: 'acknowledged', transfer: resolved, via: 'provider_id', replayed: false };
-        }
-        return ambiguous(
-          'unresolved_provider_id',
-          `provider id ${providerId.data.id} did not resolve to our reference`,
-        );
-      }
-      return json === undefined
-        ? ambiguous('malformed_response', `HTTP ${status} with a body that is not JSON`)
-        : ambiguous('no_reference', `HTTP ${status} without our reference or a provider id`);
-    }
-    // 409 on our reference means a transfer with it exists (with other terms): never "nothing happened".
-    // 408 is the provider's own timeout: it may have processed the request.
-    if (status === 409) return ambiguous('reference_conflict', truncate(text));
-    if (status >= 400 && status < 500 && status !== 408) {
-      const reason = z.object({ reason: z.string() }).safeParse(safeJson(text));
-      return {
-        outcome: 'rejected',
-        status,
-        reason: reason.success ? truncate(reason.data.reason) : truncate(text),
-      };
-    }
-    return ambiguous('http_status', `HTTP ${status}`);
-  }
-
-  return { submit, lookupByReference, listTransfers, balances, depositsBetween, transfersUpdatedBetween };
+  return json === undefined
+    ? ambiguous('malformed_response', `HTTP ${status} with a body that is not JSON`)
+    : ambiguous('no_reference', `HTTP ${status} without our reference or a provider id`);
 }
 
 function sameTerms(transfer: CustodianTransfer, body: CreateTransferBody): boolean {
