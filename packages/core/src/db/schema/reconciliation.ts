@@ -11,6 +11,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
@@ -111,6 +112,66 @@ export const reconciliationRunFigures = pgTable(
       sql`(${t.observedMinor} is null) = (${t.unexplainedMinor} is null)
           and (${t.place} not like 'chain:%' or ${t.observedMinor} is null or ${t.pinnedBlock} is not null)
           and (${t.place} not like 'custodian:%' or ${t.observedMinor} is null or ${t.reportedAt} is not null)`,
+    ),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * Differences found by three-way reconciliation (ledger, custody, chain), C21. Nothing adjusts a
+ * balance automatically: a break is investigated, owned, and closed with evidence.
+ */
+export const reconciliationBreaks = pgTable(
+  'reconciliation_breaks',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    breakId: uuid('break_id').notNull(),
+    /** timing | unknown_operation | genuine_variance */
+    breakClass: text('break_class').notNull(),
+    /** What disagrees, e.g. 'operation:<id>' or 'wallet:ethereum:ETH'. One open break per subject. */
+    subject: text('subject').notNull(),
+    assetCode: text('asset_code'),
+    ledgerAmountMinor: numeric('ledger_amount_minor', { precision: 78, scale: 0 }),
+    observedAmountMinor: numeric('observed_amount_minor', { precision: 78, scale: 0 }),
+    details: jsonb('details').notNull(),
+    owner: text('owner').notNull(),
+    status: text('status').notNull().default('open'),
+    openedAt: timestamp('opened_at', { withTimezone: true }).notNull().defaultNow(),
+    closedAt: timestamp('closed_at', { withTimezone: true }),
+    closedBy: text('closed_by'),
+    closureEvidence: jsonb('closure_evidence'),
+    /**
+     * How a closed break ended: resolved (a person), arrived (a timing difference the item closed),
+     * escalated (a timing difference that outlived its asset's window; see `escalated_from`).
+     * The values and their consistency with `status` are checked in the recon_breaks custom migration.
+     */
+    closedAs: text('closed_as'),
+    /** The timing break this genuine_variance break escalated (same subject, closed as escalated). */
+    escalatedFrom: uuid('escalated_from'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.breakId] }),
+    foreignKey({
+      name: 'reconciliation_breaks_escalated_from_fk',
+      columns: [t.tenantId, t.escalatedFrom],
+      foreignColumns: [t.tenantId, t.breakId],
+    }),
+    // A timing break escalates at most once.
+    uniqueIndex('reconciliation_breaks_one_escalation')
+      .on(t.tenantId, t.escalatedFrom)
+      .where(sql`${t.escalatedFrom} is not null`),
+    uniqueIndex('reconciliation_breaks_one_open_per_subject')
+      .on(t.tenantId, t.subject)
+      .where(sql`${t.status} = 'open'`),
+    index('reconciliation_breaks_status').on(t.tenantId, t.status, t.openedAt),
+    check(
+      'reconciliation_breaks_class_known',
+      sql`${t.breakClass} in ('timing', 'unknown_operation', 'genuine_variance')`,
+    ),
+    check('reconciliation_breaks_status_known', sql`${t.status} in ('open', 'closed')`),
+    check(
+      'reconciliation_breaks_closed_with_evidence',
+      sql`(${t.status} = 'open') = (${t.closedAt} is null) and (${t.status} = 'open' or ${t.closureEvidence} is not null)`,
     ),
     tenantPolicy(),
   ],

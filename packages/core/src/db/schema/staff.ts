@@ -3,6 +3,7 @@ import {
   bigint,
   check,
   foreignKey,
+  index,
   integer,
   pgTable,
   primaryKey,
@@ -98,25 +99,6 @@ export const customerSessionLinks = pgTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.linkHash] }), tenantPolicy()],
 );
 
-/** How the customer screens look for one tenant: one deployment, many operators' brands. */
-export const tenantBranding = pgTable(
-  'tenant_branding',
-  {
-    tenantId: uuid('tenant_id').notNull(),
-    displayName: text('display_name').notNull(),
-    logoUrl: text('logo_url'),
-    primaryColor: text('primary_color').notNull(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedBy: text('updated_by').notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.tenantId] }),
-    check('tenant_branding_color_hex', sql`${t.primaryColor} ~ '^#[0-9a-fA-F]{6}$'`),
-    check('tenant_branding_logo_https', sql`${t.logoUrl} is null or ${t.logoUrl} ~ '^https://'`),
-    tenantPolicy(),
-  ],
-);
-
 /**
  * Invitations to join a tenant's staff (issue 14, Team screen). The link carries a 256-bit token
  * of which only the SHA-256 is stored; it is used at most once (conditional UPDATE on used_at) and
@@ -144,3 +126,46 @@ export const staffInvitations = pgTable(
     tenantPolicy(),
   ],
 );
+
+/**
+ * Failed staff sign-ins per (tenant, e-mail), shared by every server process (I11-F7). The e-mail
+ * is stored only as the SHA-256 of tenant and normalised address (personal data). A window ends at
+ * `expires_at`; only a row past it is ever cleaned up. Written and read only through the
+ * idem_sign_in_* functions (core/sql/idem_sign_in_take.sql, idem_sign_in_succeeded.sql), never
+ * by the application role directly.
+ */
+export const signInFailures = pgTable(
+  'sign_in_failures',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    accountHash: text('account_hash').notNull(),
+    failures: integer('failures').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.accountHash] }),
+    index('sign_in_failures_expires').on(t.expiresAt),
+    check('sign_in_failures_hash', sql`${t.accountHash} ~ '^[0-9a-f]{64}$'`),
+    check('sign_in_failures_count', sql`${t.failures} >= 0`),
+    tenantPolicy(),
+  ],
+);
+
+/**
+ * Sign-in attempts per client address, across tenants: one address guessing in many tenants is
+ * one budget. Holds no tenant data (a SHA-256 of the address and a count), so it has no tenant_id;
+ * only the idem_sign_in_* functions' owner may touch it.
+ */
+export const signInAddressFailures = pgTable(
+  'sign_in_address_failures',
+  {
+    addressHash: text('address_hash').primaryKey(),
+    failures: integer('failures').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    index('sign_in_address_failures_expires').on(t.expiresAt),
+    check('sign_in_address_failures_hash', sql`${t.addressHash} ~ '^[0-9a-f]{64}$'`),
+    check('sign_in_address_failures_count', sql`${t.failures} >= 0`),
+  ],
+).enableRLS();

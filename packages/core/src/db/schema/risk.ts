@@ -1,6 +1,40 @@
 import { sql } from 'drizzle-orm';
-import { check, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  check,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
+
+/**
+ * A tenant's risk rules per asset. A match sends a withdrawal to review; it never merges or drops
+ * it (C06). Amounts are minor units.
+ */
+export const riskPolicies = pgTable(
+  'risk_policies',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    assetCode: text('asset_code').notNull(),
+    /** Up to this amount, a withdrawal with no risk flag is approved by the system. */
+    autoApproveMaxMinor: numeric('auto_approve_max_minor', { precision: 78, scale: 0 })
+      .notNull()
+      .default('0'),
+    /** From this amount on, two distinct staff approvals are needed (four eyes). */
+    fourEyesMinMinor: numeric('four_eyes_min_minor', { precision: 78, scale: 0 }).notNull(),
+    /** More withdrawals than this from one account within an hour is a risk flag. */
+    velocityMaxPerHour: integer('velocity_max_per_hour').notNull().default(10),
+    /** Same destination and amount within this window is a risk flag, never a merge. */
+    similarWindowMinutes: integer('similar_window_minutes').notNull().default(60),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.assetCode] }), tenantPolicy()],
+);
 
 /**
  * Every change of a tenant's risk or approval rules, one row per policy version it produced.

@@ -2,6 +2,25 @@ import { sql } from 'drizzle-orm';
 import { check, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
+/** How the customer screens look for one tenant: one deployment, many operators' brands. */
+export const tenantBranding = pgTable(
+  'tenant_branding',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    displayName: text('display_name').notNull(),
+    logoUrl: text('logo_url'),
+    primaryColor: text('primary_color').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedBy: text('updated_by').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId] }),
+    check('tenant_branding_color_hex', sql`${t.primaryColor} ~ '^#[0-9a-fA-F]{6}$'`),
+    check('tenant_branding_logo_https', sql`${t.logoUrl} is null or ${t.logoUrl} ~ '^https://'`),
+    tenantPolicy(),
+  ],
+);
+
 /**
  * The operator's block explorer per network (I14-LIVE): an https URL template with `{txHash}`,
  * turned into the link on a customer's withdrawal. One row per tenant and network; no row, no link.
