@@ -28,11 +28,9 @@ const scanned = ['src', 'bench', 'scripts'];
 const WAITING_TO_BE_SPLIT = new Map([
   ['Overview', 219],
   ['WithdrawFlow', 191],
-  ['createWorker', 189],
   ['createIdemServer', 180],
   ['WebhookEndpoints', 177],
   ['RiskRules', 174],
-  ['watchDeposits', 167],
 ]);
 
 const args = process.argv.slice(2);

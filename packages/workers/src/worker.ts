@@ -76,7 +76,17 @@ export interface Worker {
 }
 
 export function createWorker(options: WorkerOptions): Worker {
-  const ctx: WorkerContext = {
+  const loop = new WorkerLoop(options, contextOf(options));
+  return {
+    runOnce: () => loop.runOnce(),
+    start: (intervalMs) => loop.start(intervalMs),
+    idle: () => loop.idle(),
+    stop: () => loop.stop(),
+  };
+}
+
+function contextOf(options: WorkerOptions): WorkerContext {
+  return {
     db: options.db,
     rails: options.rails,
     log: options.log.child({ workerId: options.workerId }),
@@ -94,29 +104,151 @@ export function createWorker(options: WorkerOptions): Worker {
     ...(options.probe ? { probe: options.probe } : {}),
     replacePolicies: { ...DEFAULT_REPLACE_POLICIES, ...options.replacePolicies },
   };
+}
 
+function emptyReport(): TickReport {
+  return {
+    tenants: 0,
+    reviewed: 0,
+    inbound: 0,
+    dispatched: 0,
+    resumed: 0,
+    watched: 0,
+    replaced: 0,
+    reconciled: 0,
+    rechecked: 0,
+    delivered: 0,
+    depositsObserved: 0,
+    custodianEventsRecovered: 0,
+    breaksOpened: 0,
+    keysExpired: 0,
+  };
+}
+
+/** The worker's passes: the stages per tenant with work, the periodic jobs, and the stall watchdog. */
+class WorkerLoop {
   /** When each periodic job last ran, per tenant. */
-  const lastRun = new Map<string, number>();
-  const due = (job: string, tenantId: string, everyMs: number | undefined): boolean => {
+  private readonly lastRun = new Map<string, number>();
+  /** Where the running pass is, for the stall alert (one pass at a time runs under start()). */
+  private readonly pass = { startedAt: 0, stage: 'tenants', tenantId: '', alerted: false };
+  private balanceJob: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> = Promise.resolve();
+  private passing = false;
+  private stopped = false;
+
+  constructor(
+    private readonly options: WorkerOptions,
+    private readonly ctx: WorkerContext,
+  ) {}
+
+  async runOnce(): Promise<TickReport> {
+    Object.assign(this.pass, { startedAt: Date.now(), stage: 'tenants', tenantId: '', alerted: false });
+    const report = emptyReport();
+    const tenants = visitOrder(await tenantsWithWork(this.ctx.db, this.ctx.reorgWindowSeconds));
+    report.tenants = tenants.length;
+    for (const tenantId of tenants) await this.moveTenant(tenantId, report);
+    await this.periodicJobs(report);
+    return report;
+  }
+
+  start(intervalMs: number): void {
+    const tick = () => {
+      if (this.stopped) return;
+      this.passing = true;
+      this.running = this.runOnce()
+        .catch((error: unknown) =>
+          this.ctx.log.error({ message: scrubbedError(error, 300) }, 'worker pass failed'),
+        )
+        .finally(() => {
+          this.passing = false;
+          if (!this.stopped) this.timer = setTimeout(tick, intervalMs);
+        });
+    };
+    this.watchStalls();
+    tick();
+  }
+
+  async idle(): Promise<void> {
+    await this.balanceJob;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.watchdog) clearInterval(this.watchdog);
+    await this.running;
+    await this.balanceJob;
+  }
+
+  /** Every stage, in order, for one tenant with work. */
+  private async moveTenant(tenantId: string, report: TickReport): Promise<void> {
+    const { ctx, options } = this;
+    report.reviewed += await this.stage('review', tenantId, () => reviewPending(ctx, tenantId));
+    // Before the inbox, so what the poll finds is applied in the same pass.
+    if (
+      this.due('custodian-poll', tenantId, options.custodianPollEveryMs ?? CUSTODIAN_POLL_EVERY_MS_DEFAULT)
+    ) {
+      report.custodianEventsRecovered += await this.stage('custodian-poll', tenantId, () =>
+        pollCustodian(ctx, tenantId),
+      );
+    }
+    report.inbound += await this.stage('inbox', tenantId, () => processInbox(ctx, tenantId));
+    report.resumed += await this.stage('resume', tenantId, () => resumeSigned(ctx, tenantId));
+    report.dispatched += await this.stage('dispatch', tenantId, () => dispatchApproved(ctx, tenantId));
+    report.watched += await this.stage('watch', tenantId, () => watchBroadcast(ctx, tenantId));
+    report.replaced += await this.stage('replace', tenantId, () => replaceStuck(ctx, tenantId));
+    report.reconciled += await this.stage('reconcile', tenantId, () => reconcileUnknown(ctx, tenantId));
+    report.rechecked += await this.stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
+    report.delivered += await this.stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));
+    report.depositsObserved += await this.stage('deposits', tenantId, () => watchDeposits(ctx, tenantId));
+  }
+
+  /**
+   * Periodic jobs run for EVERY tenant, idle or not: a quiet tenant's balances must still be
+   * proven and its keys still expire (issue 13). Tenant ids only, from a SECURITY DEFINER function.
+   */
+  private async periodicJobs(report: TickReport): Promise<void> {
+    const { ctx, options } = this;
+    const balanceDue: string[] = [];
+    Object.assign(this.pass, { stage: 'all-tenants', tenantId: '' });
+    for (const tenantId of await allTenantIds(ctx.db)) {
+      if (this.due('reconciliation', tenantId, options.reconcileEveryMs)) {
+        report.breaksOpened += await this.stage(
+          'reconciliation',
+          tenantId,
+          async () => (await reconcileTenant(ctx, tenantId)).breaksOpened,
+        );
+      }
+      if (this.due('balance-reconciliation', tenantId, options.reconcileEveryMs)) balanceDue.push(tenantId);
+      if (this.due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {
+        report.keysExpired += await this.stage('retention', tenantId, () => expireSettledKeys(ctx, tenantId));
+      }
+    }
+    if (balanceDue.length > 0) this.startBalanceReconciliation(balanceDue);
+  }
+
+  private due(job: string, tenantId: string, everyMs: number | undefined): boolean {
     if (everyMs === undefined) return false;
     const key = `${job}:${tenantId}`;
-    if (Date.now() - (lastRun.get(key) ?? 0) < everyMs) return false;
-    lastRun.set(key, Date.now());
+    if (Date.now() - (this.lastRun.get(key) ?? 0) < everyMs) return false;
+    this.lastRun.set(key, Date.now());
     return true;
-  };
+  }
 
   /**
    * One stage for one tenant. A stage that fails (a node or custodian that cannot be asked, a
    * database hiccup) is logged and skipped for this pass: it is no evidence of anything, and the
    * other stages and tenants go on. Every stage is safe to repeat on the next pass.
    */
-  async function stage(name: string, tenantId: string, work: () => Promise<number>): Promise<number> {
-    pass.stage = name;
-    pass.tenantId = tenantId;
+  private async stage(name: string, tenantId: string, work: () => Promise<number>): Promise<number> {
+    this.pass.stage = name;
+    this.pass.tenantId = tenantId;
     try {
       return await work();
     } catch (error) {
-      ctx.log.warn({ tenantId, stage: name, message: scrubbedError(error, 200) }, 'stage skipped');
+      this.ctx.log.warn({ tenantId, stage: name, message: scrubbedError(error, 200) }, 'stage skipped');
       return 0;
     }
   }
@@ -126,17 +258,17 @@ export function createWorker(options: WorkerOptions): Worker {
    * a slow or hanging node must not hold up the stages that move money. So it runs beside the
    * passes, one job at a time: tenants that come due while a job runs wait for the next pass.
    */
-  let balanceJob: Promise<void> | null = null;
-  function startBalanceReconciliation(tenantIds: string[]): void {
-    if (balanceJob) {
-      for (const tenantId of tenantIds) lastRun.delete(`balance-reconciliation:${tenantId}`);
+  private startBalanceReconciliation(tenantIds: string[]): void {
+    if (this.balanceJob) {
+      for (const tenantId of tenantIds) this.lastRun.delete(`balance-reconciliation:${tenantId}`);
       return;
     }
+    const { ctx } = this;
     // A shared custodian account is observed once per job for all of its tenants.
     const accountPasses = new Map<string, Promise<CustodianAccountPass>>();
-    balanceJob = (async () => {
+    this.balanceJob = (async () => {
       for (const tenantId of tenantIds) {
-        await stage(
+        await this.stage(
           'balance-reconciliation',
           tenantId,
           async () =>
@@ -150,117 +282,25 @@ export function createWorker(options: WorkerOptions): Worker {
         );
       }
     })().finally(() => {
-      balanceJob = null;
+      this.balanceJob = null;
     });
   }
 
-  /** Where the running pass is, for the stall alert (one pass at a time runs under start()). */
-  const pass = { startedAt: 0, stage: 'tenants', tenantId: '', alerted: false };
-
-  async function runOnce(): Promise<TickReport> {
-    Object.assign(pass, { startedAt: Date.now(), stage: 'tenants', tenantId: '', alerted: false });
-    const report: TickReport = {
-      tenants: 0,
-      reviewed: 0,
-      inbound: 0,
-      dispatched: 0,
-      resumed: 0,
-      watched: 0,
-      replaced: 0,
-      reconciled: 0,
-      rechecked: 0,
-      delivered: 0,
-      depositsObserved: 0,
-      custodianEventsRecovered: 0,
-      breaksOpened: 0,
-      keysExpired: 0,
-    };
-    const tenants = visitOrder(await tenantsWithWork(ctx.db, ctx.reorgWindowSeconds));
-    report.tenants = tenants.length;
-    const balanceDue: string[] = [];
-    for (const tenantId of tenants) {
-      report.reviewed += await stage('review', tenantId, () => reviewPending(ctx, tenantId));
-      // Before the inbox, so what the poll finds is applied in the same pass.
-      if (due('custodian-poll', tenantId, options.custodianPollEveryMs ?? CUSTODIAN_POLL_EVERY_MS_DEFAULT)) {
-        report.custodianEventsRecovered += await stage('custodian-poll', tenantId, () =>
-          pollCustodian(ctx, tenantId),
+  /** A pass still running after stallAlertMs is reported once, naming its stage and tenant. */
+  private watchStalls(): void {
+    const stallAlertMs = this.options.stallAlertMs ?? 5 * 60_000;
+    this.watchdog = setInterval(
+      () => {
+        const runningForMs = Date.now() - this.pass.startedAt;
+        if (!this.passing || this.pass.alerted || runningForMs < stallAlertMs) return;
+        this.pass.alerted = true;
+        this.ctx.log.error(
+          { alert: true, stage: this.pass.stage, tenantId: this.pass.tenantId || undefined, runningForMs },
+          'ALERT worker pass stalled',
         );
-      }
-      report.inbound += await stage('inbox', tenantId, () => processInbox(ctx, tenantId));
-      report.resumed += await stage('resume', tenantId, () => resumeSigned(ctx, tenantId));
-      report.dispatched += await stage('dispatch', tenantId, () => dispatchApproved(ctx, tenantId));
-      report.watched += await stage('watch', tenantId, () => watchBroadcast(ctx, tenantId));
-      report.replaced += await stage('replace', tenantId, () => replaceStuck(ctx, tenantId));
-      report.reconciled += await stage('reconcile', tenantId, () => reconcileUnknown(ctx, tenantId));
-      report.rechecked += await stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
-      report.delivered += await stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));
-      report.depositsObserved += await stage('deposits', tenantId, () => watchDeposits(ctx, tenantId));
-    }
-    // Periodic jobs run for EVERY tenant, idle or not: a quiet tenant's balances must still be
-    // proven and its keys still expire (issue 13). Tenant ids only, from a SECURITY DEFINER function.
-    Object.assign(pass, { stage: 'all-tenants', tenantId: '' });
-    for (const tenantId of await allTenantIds(ctx.db)) {
-      if (due('reconciliation', tenantId, options.reconcileEveryMs)) {
-        report.breaksOpened += await stage(
-          'reconciliation',
-          tenantId,
-          async () => (await reconcileTenant(ctx, tenantId)).breaksOpened,
-        );
-      }
-      if (due('balance-reconciliation', tenantId, options.reconcileEveryMs)) balanceDue.push(tenantId);
-      if (due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {
-        report.keysExpired += await stage('retention', tenantId, () => expireSettledKeys(ctx, tenantId));
-      }
-    }
-    if (balanceDue.length > 0) startBalanceReconciliation(balanceDue);
-    return report;
+      },
+      Math.max(25, Math.min(stallAlertMs / 4, 10_000)),
+    );
+    this.watchdog.unref();
   }
-
-  let timer: NodeJS.Timeout | null = null;
-  let watchdog: NodeJS.Timeout | null = null;
-  let running: Promise<unknown> = Promise.resolve();
-  let passing = false;
-  let stopped = false;
-  const stallAlertMs = options.stallAlertMs ?? 5 * 60_000;
-  return {
-    runOnce,
-    start(intervalMs) {
-      const tick = () => {
-        if (stopped) return;
-        passing = true;
-        running = runOnce()
-          .catch((error: unknown) =>
-            ctx.log.error({ message: scrubbedError(error, 300) }, 'worker pass failed'),
-          )
-          .finally(() => {
-            passing = false;
-            if (!stopped) timer = setTimeout(tick, intervalMs);
-          });
-      };
-      watchdog = setInterval(
-        () => {
-          const runningForMs = Date.now() - pass.startedAt;
-          if (!passing || pass.alerted || runningForMs < stallAlertMs) return;
-          pass.alerted = true;
-          ctx.log.error(
-            { alert: true, stage: pass.stage, tenantId: pass.tenantId || undefined, runningForMs },
-            'ALERT worker pass stalled',
-          );
-        },
-        Math.max(25, Math.min(stallAlertMs / 4, 10_000)),
-      );
-      watchdog.unref();
-      tick();
-    },
-    async idle() {
-      await balanceJob;
-    },
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      if (watchdog) clearInterval(watchdog);
-      await running;
-      await balanceJob;
-    },
-  };
 }

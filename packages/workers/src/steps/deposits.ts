@@ -69,56 +69,90 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
   });
   if (!setup) return 0;
   const from = await resumeFrom(ctx, tenantId, chain, head, setup.position);
-
-  let observed = 0;
-  if (from <= head) {
-    const to = Math.min(head, from + SCAN_BLOCKS_PER_PASS - 1);
-    const accountOf = new Map(setup.addresses.map((a) => [a.address.toLowerCase(), a.accountRef]));
-    const assetOfToken = new Map(
-      setup.tokens
-        .filter((a) => a.contractAddress)
-        .map((a) => [(a.contractAddress ?? '').toLowerCase(), a.code]),
-    );
-    // Read before the scan: a rewrite after this read shows as a mismatch on the next pass.
-    const last = await chain.getBlock({ blockNumber: BigInt(to) });
-    const found = await ctx.rails.evmReader().scanDeposits({
-      fromBlock: BigInt(from),
-      toBlock: BigInt(to),
-      watched: setup.addresses.map((a) => a.address as Address),
-      tokens: [...assetOfToken.keys()] as Address[],
-    });
-    await withTenant(ctx.db, tenantId, async (tx) => {
-      for (const deposit of found) {
-        const assetCode = deposit.token
-          ? assetOfToken.get(deposit.token.toLowerCase())
-          : NATIVE_ASSETS[NETWORK];
-        const accountRef = accountOf.get(deposit.to.toLowerCase());
-        if (!assetCode || !accountRef) continue;
-        const fresh = await observeDeposit(tx, {
-          tenantId,
-          depositId: deposit.depositId,
-          network: NETWORK,
-          accountRef,
-          assetCode,
-          amountMinor: deposit.amountMinor.toString(),
-          blockNumber: Number(deposit.blockNumber),
-          blockHash: deposit.blockHash,
-        });
-        if (fresh) observed += 1;
-      }
-      await advanceCursor(tx, tenantId, NETWORK, to + 1, last.hash ?? undefined);
-    });
-  }
+  const observed = from <= head ? await scanBlocks(ctx, tenantId, chain, from, head, setup) : 0;
 
   const depth = new Map(setup.tokens.map((a) => [a.code, a.confirmations]));
-  const read = (observation: DepositObservation) => readBlock(chain, observation);
-  const deepEnough = (assetCode: string, blockNumber: number) =>
-    head - blockNumber + 1 >= (depth.get(assetCode) ?? Number.MAX_SAFE_INTEGER);
+  const pass: DepositPass = {
+    ctx,
+    tenantId,
+    head,
+    // The window is behind the scan, not the head: after downtime the scan is far behind, and what
+    // happened while nobody watched is still looked at (issue 13).
+    windowStart: Math.min(head, from) - REORG_WINDOW_BLOCKS,
+    read: (observation) => readBlock(chain, observation),
+    deepEnough: (assetCode, blockNumber) =>
+      head - blockNumber + 1 >= (depth.get(assetCode) ?? Number.MAX_SAFE_INTEGER),
+  };
+  await reobserveOrphaned(pass);
+  await creditAtDepth(pass);
+  await recheckCredited(pass);
+  return observed;
+}
 
-  // The window is behind the scan, not the head: after downtime the scan is far behind, and what
-  // happened while nobody watched is still looked at (issue 13).
-  const windowStart = Math.min(head, from) - REORG_WINDOW_BLOCKS;
-  // Orphaned, but its transaction is in a canonical block again: seen again, at that block.
+/** What the re-checks of one pass share: the head it read, the window behind the scan, the reads. */
+interface DepositPass {
+  ctx: WorkerContext;
+  tenantId: string;
+  head: number;
+  windowStart: number;
+  read: (observation: DepositObservation) => Promise<BlockReading>;
+  deepEnough: (assetCode: string, blockNumber: number) => boolean;
+}
+
+/** Scans the blocks from `from` (a pass's window at most) and observes transfers to the tenant's addresses. */
+async function scanBlocks(
+  ctx: WorkerContext,
+  tenantId: string,
+  chain: PublicClient,
+  from: number,
+  head: number,
+  setup: {
+    addresses: Awaited<ReturnType<typeof listDepositAddresses>>;
+    tokens: (typeof assets.$inferSelect)[];
+  },
+): Promise<number> {
+  let observed = 0;
+  const to = Math.min(head, from + SCAN_BLOCKS_PER_PASS - 1);
+  const accountOf = new Map(setup.addresses.map((a) => [a.address.toLowerCase(), a.accountRef]));
+  const assetOfToken = new Map(
+    setup.tokens
+      .filter((a) => a.contractAddress)
+      .map((a) => [(a.contractAddress ?? '').toLowerCase(), a.code]),
+  );
+  // Read before the scan: a rewrite after this read shows as a mismatch on the next pass.
+  const last = await chain.getBlock({ blockNumber: BigInt(to) });
+  const found = await ctx.rails.evmReader().scanDeposits({
+    fromBlock: BigInt(from),
+    toBlock: BigInt(to),
+    watched: setup.addresses.map((a) => a.address as Address),
+    tokens: [...assetOfToken.keys()] as Address[],
+  });
+  await withTenant(ctx.db, tenantId, async (tx) => {
+    for (const deposit of found) {
+      const assetCode = deposit.token
+        ? assetOfToken.get(deposit.token.toLowerCase())
+        : NATIVE_ASSETS[NETWORK];
+      const accountRef = accountOf.get(deposit.to.toLowerCase());
+      if (!assetCode || !accountRef) continue;
+      const fresh = await observeDeposit(tx, {
+        tenantId,
+        depositId: deposit.depositId,
+        network: NETWORK,
+        accountRef,
+        assetCode,
+        amountMinor: deposit.amountMinor.toString(),
+        blockNumber: Number(deposit.blockNumber),
+        blockHash: deposit.blockHash,
+      });
+      if (fresh) observed += 1;
+    }
+    await advanceCursor(tx, tenantId, NETWORK, to + 1, last.hash ?? undefined);
+  });
+  return observed;
+}
+
+/** Orphaned, but its transaction is in a canonical block again: seen again, at that block. */
+async function reobserveOrphaned({ ctx, tenantId, windowStart, read }: DepositPass): Promise<void> {
   const orphaned = await withTenant(ctx.db, tenantId, (tx) =>
     observationsIn(tx, tenantId, ['orphaned'], windowStart),
   );
@@ -139,7 +173,10 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     );
     ctx.log.info({ tenantId, depositId: observation.depositId }, 'orphaned deposit is on chain again');
   }
+}
 
+/** Seen deposits: orphaned when replaced (seen twice), credited once their block is deep enough. */
+async function creditAtDepth({ ctx, tenantId, head, read, deepEnough }: DepositPass): Promise<void> {
   const pending = await withTenant(ctx.db, tenantId, (tx) => observationsIn(tx, tenantId, ['seen']));
   for (const observation of pending) {
     const reading = await read(observation);
@@ -180,8 +217,10 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
       'deposit credited at depth',
     );
   }
+}
 
-  // A credited deposit with a reorganisation sighted stays under re-check until it is settled.
+/** A credited deposit with a reorganisation sighted stays under re-check until it is settled. */
+async function recheckCredited({ ctx, tenantId, head, windowStart, read }: DepositPass): Promise<void> {
   const credited = await withTenant(ctx.db, tenantId, (tx) =>
     observationsIn(tx, tenantId, ['credited'], windowStart, { sightingPending: true }),
   );
@@ -217,7 +256,6 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
       'ALERT credited deposit removed by a reorganisation',
     );
   }
-  return observed;
 }
 
 /**
