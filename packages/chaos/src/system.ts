@@ -95,7 +95,7 @@ async function startSimulator(
 function workerTimings(token: SoftHsmToken | null, signerFaultFile: string): Record<string, string> {
   return {
     IDEM_WORKER_INTERVAL_MS: '300',
-    // Short leases, so a killed worker's claims are taken over within the run.
+    // Short leases, so a killed worker's leases are taken over within the run.
     IDEM_WORKER_LEASE_MS: '4000',
     // A pass that hangs is named in the worker's log well inside the quiet phase.
     IDEM_WORKER_STALL_ALERT_MS: '15000',

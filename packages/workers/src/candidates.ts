@@ -70,7 +70,7 @@ function stageCondition(stage: Stage, reorgWindowSeconds: number) {
 }
 
 /**
- * Which candidates come first when there are more than a batch. Claiming and resuming take the
+ * Which candidates come first when there are more than a batch. Leasing and resuming take the
  * oldest first (each leaves the set once handled). Watching and reconciling take a random batch:
  * an operation that stays pending or unresolved keeps its timestamp, and oldest-first would let a
  * few stuck ones starve every newer one. Reorg rechecks take the most recent confirmations first:

@@ -11,7 +11,7 @@ export const STOP_REASON_MIN = 10;
 
 /**
  * Stop before signing (issue 12): staff take back an APPROVED withdrawal that no worker has
- * claimed (fraud found after approval, the customer's request). APPROVED -> REJECTED releases the
+ * leased (fraud found after approval, the customer's request). APPROVED -> REJECTED releases the
  * hold through the transition's ledger effect. Stopping only lowers risk, so one person suffices.
  *
  * It never races a worker: the row is locked first, and the conditional UPDATE requires state

@@ -9,7 +9,7 @@ import { recordTransition } from './transition.ts';
  * Records why an APPROVED withdrawal is not being signed (its fee cap cannot pay the network fee
  * now): visible to staff and the tenant, with a history row carrying the numbers. Only a change of
  * reason is written, so a withdrawal that waits for many passes gets one row, not one per pass.
- * Nothing is claimed, signed or allocated: the next pass looks again.
+ * Nothing is leased, signed or allocated: the next pass looks again.
  */
 export async function markWaiting(
   tx: Tx,

@@ -430,7 +430,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * A worker process: several may run at once against one PostgreSQL; each claims work with
+ * A worker process: several may run at once against one PostgreSQL; each leases work with
  * SKIP LOCKED and conditional updates. Stops cleanly on SIGINT or SIGTERM (a SIGKILL is survived
  * too: another worker takes over after the lease).
  */

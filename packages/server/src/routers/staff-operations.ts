@@ -96,9 +96,9 @@ export const staffOperationsRouter = router({
     ),
 
   /**
-   * Stop before signing (issue 12): an APPROVED withdrawal no worker has claimed goes to REJECTED
+   * Stop before signing (issue 12): an APPROVED withdrawal no worker has leased goes to REJECTED
    * with its hold released, recorded with who and why. Stopping only lowers risk, so one person
-   * with either the decide or the operate permission suffices (no four eyes). A claimed one is
+   * with either the decide or the operate permission suffices (no four eyes). A leased one is
    * refused (INVALID_TRANSITION): core locks the row and requires APPROVED in the write.
    */
   stop: staffWithFresh('decide', 'operate')

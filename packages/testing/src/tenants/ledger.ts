@@ -102,12 +102,12 @@ export async function strandWithdrawal(
   options: { txHash?: string | null; owner?: string; signedArtifact?: string } = {},
 ): Promise<Operation> {
   const approved = await transition(tx, requested, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
-  const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
-  if (!claimed) throw new Error('claim lost');
+  const leased = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
+  if (!leased) throw new Error('lease lost');
   const signed = await recordSigned(tx, {
     tenantId: approved.tenantId,
     operationId: approved.operationId,
-    leaseGeneration: claimed.leaseGeneration,
+    leaseGeneration: leased.leaseGeneration,
     signedArtifact: options.signedArtifact ?? '0xbytes',
     txHash: options.txHash === undefined ? '0xfeed' : options.txHash,
     workerId: 'w',

@@ -81,7 +81,7 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
       );
     }
     const answer = fresh.data;
-    const claimedHash = payload.txHash ?? op.txHash;
+    const assertedHash = payload.txHash ?? op.txHash;
     if (payload.toState === 'VERIFIED_NOT_SENT' && answer.verdict !== 'NOT_SENT') {
       throw new IdemError(
         'UNPROVEN',
@@ -95,11 +95,11 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
           `the ${answer.source} does not show this withdrawal paid (${answer.verdict})`,
         );
       }
-      if (claimedHash && answer.txHash && answer.txHash.toLowerCase() !== claimedHash.toLowerCase()) {
+      if (assertedHash && answer.txHash && answer.txHash.toLowerCase() !== assertedHash.toLowerCase()) {
         throw new IdemError('UNPROVEN', 'the transaction found is not the one proposed');
       }
     }
-    const txHash = answer.txHash ?? claimedHash;
+    const txHash = answer.txHash ?? assertedHash;
     const networkFee = payload.toState === 'CONFIRMED' ? paidNetworkFee(answer) : undefined;
     const moved = await transition(tx, op, payload.toState, {
       actor: proposal.proposedBy,
