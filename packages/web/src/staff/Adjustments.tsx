@@ -15,7 +15,7 @@ import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { ProposalReview } from './ProposalReview.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 /**

@@ -6,7 +6,7 @@ import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { SecretOnce } from './SecretOnce.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 
 /**
  * The tenant's API keys (issue 14): created with a label and shown once, listed with a prefix to

@@ -19,7 +19,7 @@ import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { displayAmount, formatAge } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 import { Pager, useCursorPages, useStaffAssets } from './shared.tsx';
 
 /**

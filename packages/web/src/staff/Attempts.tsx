@@ -18,7 +18,7 @@ import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 
 const GWEI = 1_000_000_000n;
 

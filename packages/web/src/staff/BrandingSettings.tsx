@@ -5,7 +5,7 @@ import { type FormEvent, useEffect, useState } from 'react';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { ExplorerSettings } from './ExplorerSettings.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 
 /** The tenant's brand on the customer screens: applied to every customer page from its next load. */
 export function BrandingSettings() {

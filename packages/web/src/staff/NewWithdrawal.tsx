@@ -5,7 +5,7 @@ import { api } from '../api.ts';
 import type { Intent } from '../ui/intent.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { WithdrawFlow } from '../ui/WithdrawFlow.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 /**

@@ -21,8 +21,8 @@ import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.t
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { Attempts } from './Attempts.tsx';
 import { RunbookActions } from './AttentionQueue.tsx';
-import { useStaff } from './StaffApp.tsx';
 import { StopWithdrawal } from './StopWithdrawal.tsx';
+import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 /** One operation as staff see it, with its full history: actor, reason and evidence of each step. */

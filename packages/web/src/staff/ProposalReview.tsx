@@ -6,7 +6,7 @@ import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { type AssetInfo, displayAmount, formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 const KIND_LABELS: Record<ProposalView['kind'], string> = {

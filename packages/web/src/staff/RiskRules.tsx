@@ -16,7 +16,7 @@ import { useState } from 'react';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 
 /** What a typed minor-unit amount is in the asset's units, exactly, or why it is not one. */
 function inUnits(minor: string, decimals: number, asset: string): string {

@@ -1,4 +1,3 @@
-import type { StaffMe } from '@idem/contracts';
 import {
   AppShell,
   Burger,
@@ -14,7 +13,7 @@ import {
 } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { useMutation, useQuery } from '@tanstack/react-query';
-import { createContext, useContext, useEffect } from 'react';
+import { useEffect } from 'react';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { api, isSignedOut, setCsrfToken } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
@@ -35,18 +34,11 @@ import { Proposals } from './Proposals.tsx';
 import { Reconciliation } from './Reconciliation.tsx';
 import { RiskRules } from './RiskRules.tsx';
 import { Search } from './Search.tsx';
+import { StaffSessionProvider } from './session.tsx';
 import { Team } from './Team.tsx';
 import { WalletNonces } from './WalletNonces.tsx';
 import { WebhookEndpoints } from './WebhookEndpoints.tsx';
 import { Withdrawals } from './Withdrawals.tsx';
-
-const StaffContext = createContext<StaffMe | null>(null);
-
-export function useStaff(): StaffMe {
-  const me = useContext(StaffContext);
-  if (!me) throw new Error('useStaff outside the staff screens');
-  return me;
-}
 
 const SECTIONS = [
   { href: '/overview', label: 'Overview' },
@@ -101,7 +93,7 @@ export function StaffApp() {
   if (me.data.mfa.state === 'enrol') return <MfaEnrol onSignOut={() => signOut.mutate()} />;
   if (me.data.mfa.state === 'verify') return <MfaVerify onSignOut={() => signOut.mutate()} />;
   return (
-    <StaffContext.Provider value={me.data}>
+    <StaffSessionProvider me={me.data}>
       <StepUpPrompt />
       <AppShell
         header={{ height: 56 }}
@@ -196,6 +188,6 @@ export function StaffApp() {
           </main>
         </AppShell.Main>
       </AppShell>
-    </StaffContext.Provider>
+    </StaffSessionProvider>
   );
 }

@@ -4,7 +4,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 
 const REASON_MIN = 10;
 

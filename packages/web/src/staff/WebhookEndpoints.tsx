@@ -19,7 +19,7 @@ import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { SecretOnce } from './SecretOnce.tsx';
-import { useStaff } from './StaffApp.tsx';
+import { useStaff } from './session.tsx';
 
 const DAY_MINUTES = 24 * 60;
 
