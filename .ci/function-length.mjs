@@ -28,7 +28,6 @@ const scanned = ['src', 'bench', 'scripts'];
 const WAITING_TO_BE_SPLIT = new Map([
   ['Overview', 219],
   ['WithdrawFlow', 191],
-  ['createIdemServer', 180],
   ['WebhookEndpoints', 177],
   ['RiskRules', 174],
 ]);

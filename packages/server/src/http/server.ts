@@ -67,36 +67,39 @@ const WEBHOOK_PATH = /^\/webhooks\/([^/]{1,100})$/;
  * as `X-Request-Id`, put in the error's `data.requestId` and in the access log.
  */
 export function createIdemServer(deps: ServerDeps): Server {
-  const { db, env, log, metrics } = deps;
+  const { log } = deps;
   const info = new WeakMap<IncomingMessage, RequestInfo>();
-  const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
-  const apiKeyCache = new ApiKeyCache(env.IDEM_API_KEY_CACHE_MS);
-  const passwordChecks = new PasswordCheckCap(env.IDEM_PASSWORD_CHECKS_MAX);
-  const secureCookies =
-    env.IDEM_COOKIE_SECURE ?? (!deps.development || env.IDEM_PUBLIC_URL?.startsWith('https://') === true);
-  const metricsAuth = deps.metricsToken === null ? null : bearerCheck(deps.metricsToken);
+  const handlers = handlersOf(deps, info);
+  return createServer((req, res) => {
+    const started = process.hrtime.bigint();
+    const incoming = single(req.headers['x-request-id']);
+    const requestId = incoming && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+    const state: RequestState = {};
+    info.set(req, { requestId, state });
+    res.setHeader('x-request-id', requestId);
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const route = routeOf(req.method, url.pathname);
+    res.on('finish', () => logAccess(deps, req, res, { route, requestId, state, started }));
+    dispatch(deps, handlers, req, res, url, route, requestId).catch((error: unknown) => {
+      log.error({ requestId, err: scrubMessage(String(error)) }, 'request failed');
+      if (!res.headersSent) sendProblem(res, requestId, 'INTERNAL', 'an unexpected error occurred');
+      else res.destroy();
+    });
+  });
+}
 
-  const broadcastAlertAfterMs = { ...BROADCAST_ALERT_AFTER_MS, ...env.IDEM_BROADCAST_ALERT_AFTER_MS };
-  const createContext = (req: IncomingMessage, res: ServerResponse): Context => {
-    const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
-    return {
-      db,
-      log,
-      rateLimiter,
-      apiKeyCache,
-      passwordChecks,
-      clientAddress: clientAddressOf(req, env.IDEM_TRUSTED_PROXY_HOPS),
-      requestId: request.requestId,
-      apiKey: bearer(req.headers.authorization),
-      idempotencyKeyHeader: single(req.headers['idempotency-key']),
-      state: request.state,
-      exposeStacks: env.NODE_ENV === 'development',
-      web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
-      ...(deps.witness ? { witness: deps.witness } : {}),
-      ...(deps.reconciler ? { reconciler: deps.reconciler } : {}),
-      broadcastAlertAfterMs,
-    };
-  };
+/** The handlers built once per server: tRPC (batched and single calls), REST, and the OpenAPI document. */
+interface Handlers {
+  trpc: ReturnType<typeof createHTTPHandler>;
+  singleCall: ReturnType<typeof createSingleCallHandler>;
+  rest: ReturnType<typeof createRestHandler>;
+  openApiJson: string;
+  metricsAuth: ((token: string | null) => boolean) | null;
+}
+
+function handlersOf(deps: ServerDeps, info: WeakMap<IncomingMessage, RequestInfo>): Handlers {
+  const { env, log } = deps;
+  const createContext = contextFactory(deps, info);
   const onError = ({
     error,
     path,
@@ -138,113 +141,147 @@ export function createIdemServer(deps: ServerDeps): Server {
     createContext,
     onError,
   });
-
   const rest = createRestHandler({
     router: appRouter,
     maxBodySize: env.IDEM_BODY_LIMIT_BYTES,
     createContext,
     onError: ({ error, path, req }) => onError({ error: error as TRPCError, path, req }),
   });
-  // Built once: it depends on nothing but the code.
-  const openApiJson = JSON.stringify(openApiDocument());
+  return {
+    trpc,
+    singleCall,
+    rest,
+    // Built once: it depends on nothing but the code.
+    openApiJson: JSON.stringify(openApiDocument()),
+    metricsAuth: deps.metricsToken === null ? null : bearerCheck(deps.metricsToken),
+  };
+}
 
-  return createServer((req, res) => {
-    const started = process.hrtime.bigint();
-    const incoming = single(req.headers['x-request-id']);
-    const requestId = incoming && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
-    const state: RequestState = {};
-    info.set(req, { requestId, state });
-    res.setHeader('x-request-id', requestId);
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const route = routeOf(req.method, url.pathname);
+/** Each request's context, from the server's shared limits and caches and the request itself. */
+function contextFactory(deps: ServerDeps, info: WeakMap<IncomingMessage, RequestInfo>) {
+  const { db, env, log } = deps;
+  const rateLimiter = new RateLimiter(env.IDEM_RATE_LIMIT_PER_SECOND);
+  const apiKeyCache = new ApiKeyCache(env.IDEM_API_KEY_CACHE_MS);
+  const passwordChecks = new PasswordCheckCap(env.IDEM_PASSWORD_CHECKS_MAX);
+  const secureCookies =
+    env.IDEM_COOKIE_SECURE ?? (!deps.development || env.IDEM_PUBLIC_URL?.startsWith('https://') === true);
+  const broadcastAlertAfterMs = { ...BROADCAST_ALERT_AFTER_MS, ...env.IDEM_BROADCAST_ALERT_AFTER_MS };
+  return (req: IncomingMessage, res: ServerResponse): Context => {
+    const request = info.get(req) ?? { requestId: randomUUID(), state: {} };
+    return {
+      db,
+      log,
+      rateLimiter,
+      apiKeyCache,
+      passwordChecks,
+      clientAddress: clientAddressOf(req, env.IDEM_TRUSTED_PROXY_HOPS),
+      requestId: request.requestId,
+      apiKey: bearer(req.headers.authorization),
+      idempotencyKeyHeader: single(req.headers['idempotency-key']),
+      state: request.state,
+      exposeStacks: env.NODE_ENV === 'development',
+      web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
+      ...(deps.witness ? { witness: deps.witness } : {}),
+      ...(deps.reconciler ? { reconciler: deps.reconciler } : {}),
+      broadcastAlertAfterMs,
+    };
+  };
+}
 
-    res.on('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.requestDuration.observe({ route, status: String(res.statusCode) }, seconds);
-      // Access log: no query string, no headers, no body; the tenant, never the credential (C23).
-      log.info(
-        {
-          requestId,
-          method: req.method,
-          route,
-          status: res.statusCode,
-          durationMs: Math.round(seconds * 1e4) / 10,
-          tenantId: state.tenantId,
-          errorCode: state.errorCode,
-          procedure: state.procedure,
-          // CREATED / REPLAYED, or the refusal's code; with the operation id, never the key (C23).
-          outcome: state.errorCode ?? state.outcome,
-          operationId: state.operationId,
-          // A bulk submission: how many items came to each outcome (no keys, no destinations).
-          outcomes: state.outcomes,
-        },
-        'request',
-      );
-    });
+/** The latency metric and the access log line, once the answer is sent. */
+function logAccess(
+  { metrics, log }: ServerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  {
+    route,
+    requestId,
+    state,
+    started,
+  }: { route: string; requestId: string; state: RequestState; started: bigint },
+): void {
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  metrics.requestDuration.observe({ route, status: String(res.statusCode) }, seconds);
+  // Access log: no query string, no headers, no body; the tenant, never the credential (C23).
+  log.info(
+    {
+      requestId,
+      method: req.method,
+      route,
+      status: res.statusCode,
+      durationMs: Math.round(seconds * 1e4) / 10,
+      tenantId: state.tenantId,
+      errorCode: state.errorCode,
+      procedure: state.procedure,
+      // CREATED / REPLAYED, or the refusal's code; with the operation id, never the key (C23).
+      outcome: state.errorCode ?? state.outcome,
+      operationId: state.operationId,
+      // A bulk submission: how many items came to each outcome (no keys, no destinations).
+      outcomes: state.outcomes,
+    },
+    'request',
+  );
+}
 
-    dispatch(req, res, url, route, requestId).catch((error: unknown) => {
-      log.error({ requestId, err: scrubMessage(String(error)) }, 'request failed');
-      if (!res.headersSent) sendProblem(res, requestId, 'INTERNAL', 'an unexpected error occurred');
-      else res.destroy();
-    });
-  });
-
-  async function dispatch(
-    req: IncomingMessage,
-    res: ServerResponse,
-    url: URL,
-    route: string,
-    requestId: string,
-  ): Promise<void> {
-    if (route.startsWith('trpc')) {
-      const answered = singleCall(req, res);
-      if (answered) return answered;
-      trpc(req, res);
-      return;
-    }
-    if (route.startsWith('rest')) {
-      const answered = rest(req, res, url);
-      if (answered) return answered;
-    }
-    if (route === 'openapi' && (req.method === 'GET' || req.method === 'HEAD')) {
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
-      res.end(req.method === 'HEAD' ? undefined : openApiJson);
-      return;
-    }
-    if (route === 'docs' && req.method === 'GET' && (await serveDocs(url.pathname, res))) return;
-    if (route === 'webhooks') {
-      if (req.method !== 'POST') return sendProblem(res, requestId, 'VALIDATION', 'webhooks are POSTed');
-      const endpointId = WEBHOOK_PATH.exec(url.pathname)?.[1] ?? '';
-      await handleWebhook(req, res, decodeURIComponent(endpointId), requestId, deps);
-      return;
-    }
-    if (route === 'healthz') return sendJson(res, 200, { status: 'ok' });
-    if (route === 'readyz') {
-      const ready = await databaseReady(db);
-      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'database unavailable' });
-    }
-    if (route === 'metrics') {
-      // Not on the public side of the house: a cross-tenant aggregate, for the operator's scraper.
-      if (!metricsAuth) return sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
-      if (!metricsAuth(bearer(req.headers.authorization))) {
-        return sendProblem(
-          res,
-          requestId,
-          'UNAUTHORIZED',
-          'the metrics bearer token is missing or wrong',
-          401,
-          {
-            'www-authenticate': 'Bearer',
-          },
-        );
-      }
-      res.writeHead(200, { 'content-type': metrics.registry.contentType });
-      res.end(await metrics.registry.metrics());
-      return;
-    }
-    if (await serveWebApp(req, res, url.pathname, env.IDEM_WEB_DIST)) return;
-    sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
+async function dispatch(
+  deps: ServerDeps,
+  handlers: Handlers,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  route: string,
+  requestId: string,
+): Promise<void> {
+  const { db, env, metrics } = deps;
+  if (route.startsWith('trpc')) {
+    const answered = handlers.singleCall(req, res);
+    if (answered) return answered;
+    handlers.trpc(req, res);
+    return;
   }
+  if (route.startsWith('rest')) {
+    const answered = handlers.rest(req, res, url);
+    if (answered) return answered;
+  }
+  if (route === 'openapi' && (req.method === 'GET' || req.method === 'HEAD')) {
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
+    res.end(req.method === 'HEAD' ? undefined : handlers.openApiJson);
+    return;
+  }
+  if (route === 'docs' && req.method === 'GET' && (await serveDocs(url.pathname, res))) return;
+  if (route === 'webhooks') {
+    if (req.method !== 'POST') return sendProblem(res, requestId, 'VALIDATION', 'webhooks are POSTed');
+    const endpointId = WEBHOOK_PATH.exec(url.pathname)?.[1] ?? '';
+    await handleWebhook(req, res, decodeURIComponent(endpointId), requestId, deps);
+    return;
+  }
+  if (route === 'healthz') return sendJson(res, 200, { status: 'ok' });
+  if (route === 'readyz') {
+    const ready = await databaseReady(db);
+    return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'database unavailable' });
+  }
+  if (route === 'metrics') {
+    // Not on the public side of the house: a cross-tenant aggregate, for the operator's scraper.
+    const { metricsAuth } = handlers;
+    if (!metricsAuth) return sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
+    if (!metricsAuth(bearer(req.headers.authorization))) {
+      return sendProblem(
+        res,
+        requestId,
+        'UNAUTHORIZED',
+        'the metrics bearer token is missing or wrong',
+        401,
+        {
+          'www-authenticate': 'Bearer',
+        },
+      );
+    }
+    res.writeHead(200, { 'content-type': metrics.registry.contentType });
+    res.end(await metrics.registry.metrics());
+    return;
+  }
+  if (await serveWebApp(req, res, url.pathname, env.IDEM_WEB_DIST)) return;
+  sendProblem(res, requestId, 'NOT_FOUND', 'no such route');
 }
 
 function routeOf(method: string | undefined, pathname: string): string {
