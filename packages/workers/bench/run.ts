@@ -1,5 +1,5 @@
 /**
- * End-to-end benchmark of the boundary: withdrawals from submission to CONFIRMED on a real anvil
+ * End-to-end benchmark of the money movers: withdrawals from submission to CONFIRMED on a real anvil
  * chain and a real PostgreSQL, with 1, 2 and 4 workers; then the time from an injected timeout
  * (the node's answer lost after it received the transaction) to a reconciled outcome.
  * Prints a table and one `BENCH_JSON` line; writes bench-results/workers.json.
