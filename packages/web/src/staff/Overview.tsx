@@ -92,21 +92,6 @@ export function Overview() {
     );
   }
   const data = overview.data;
-  const hourlyStates = [...new Set(data.hourly.map((row) => row.state))];
-  const hourly = lastHours(data.generatedAt).map((hour) => ({
-    hour: hourLabel(hour),
-    ...Object.fromEntries(
-      hourlyStates.map((state) => [
-        state,
-        data.hourly.find((row) => row.hour === hour && row.state === state)?.count ?? 0,
-      ]),
-    ),
-  }));
-  const latency = data.latency.hourly.map((row) => ({
-    hour: hourLabel(row.hour),
-    p50: Math.round(row.p50Seconds),
-    p95: Math.round(row.p95Seconds),
-  }));
   return (
     <Stack>
       <Group justify="space-between">
@@ -118,177 +103,236 @@ export function Overview() {
         </Text>
       </Group>
       <SimpleGrid cols={{ base: 1, md: 2 }}>
-        <Card title="Open withdrawals by state" testId="overview-open">
-          {data.openByState.length === 0 ? <Text size="sm">No withdrawal is open.</Text> : null}
-          <Group gap="xs">
-            {data.openByState.map((row) => (
-              <Badge
-                key={row.state}
-                color={stateColor(row.state)}
-                variant="filled"
-                tt="none"
-                size="lg"
-                data-testid={`open-${row.state}`}
-              >
-                {row.state}: {row.count}
-              </Badge>
-            ))}
-          </Group>
-        </Card>
-        <Card title="Held per asset" testId="overview-held">
-          {data.held.length === 0 ? <Text size="sm">Nothing is held.</Text> : null}
-          <Table fz="sm">
-            <Table.Tbody>
-              {data.held.map((row) => (
-                <Table.Tr key={row.asset}>
-                  <Table.Th scope="row">{row.asset}</Table.Th>
-                  <Table.Td ff="monospace" data-testid={`held-${row.asset}`}>
-                    {displayAmount(row.heldMinor, row.asset, assets)}
-                  </Table.Td>
-                  <Table.Td>
-                    {row.withdrawals} {row.withdrawals === 1 ? 'withdrawal' : 'withdrawals'}
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Card>
+        <OpenByStateCard data={data} />
+        <HeldCard data={data} assets={assets} />
       </SimpleGrid>
-      <Card title="Withdrawals created per hour, last 24 hours, by state now" testId="overview-hourly">
-        <BarChart
-          h={220}
-          data={hourly}
-          dataKey="hour"
-          type="stacked"
-          withLegend
-          series={hourlyStates.map((state) => ({ name: state, color: STATE_COLORS[state] }))}
-        />
-      </Card>
+      <HourlyCard data={data} />
       <SimpleGrid cols={{ base: 1, md: 2 }}>
-        <Card title="Oldest in each queue" testId="overview-oldest">
-          <Table fz="sm">
-            <Table.Tbody>
-              {data.oldest.map((row) => (
-                <Table.Tr key={row.queue} data-testid={`oldest-${row.queue}`}>
-                  <Table.Th scope="row">
-                    <Anchor component={Link} href={QUEUE_LABEL[row.queue].href}>
-                      {QUEUE_LABEL[row.queue].label}
-                    </Anchor>
-                  </Table.Th>
-                  <Table.Td>
-                    {row.operationId ? (
-                      <Anchor component={Link} href={`/operations/${row.operationId}`}>
-                        <Code>{row.reference}</Code>
-                      </Anchor>
-                    ) : (
-                      'none'
-                    )}
-                  </Table.Td>
-                  <Table.Td>{row.ageSeconds === null ? '' : formatAge(row.ageSeconds)}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Card>
-        <Card title="Needs a person" testId="overview-attention">
-          <Table fz="sm">
-            <Table.Tbody>
-              <Table.Tr>
-                <Table.Th scope="row">
-                  <Anchor component={Link} href="/breaks">
-                    Open reconciliation breaks
-                  </Anchor>
-                </Table.Th>
-                <Table.Td data-testid="open-breaks">{data.openBreaks}</Table.Td>
-              </Table.Tr>
-              <Table.Tr>
-                <Table.Th scope="row">Dead-lettered work items</Table.Th>
-                <Table.Td data-testid="dead-work-items">{data.deadLettered.workItems}</Table.Td>
-              </Table.Tr>
-              <Table.Tr>
-                <Table.Th scope="row">
-                  <Anchor component={Link} href="/deliveries">
-                    Dead-lettered webhook deliveries
-                  </Anchor>
-                </Table.Th>
-                <Table.Td data-testid="dead-deliveries">{data.deadLettered.deliveries}</Table.Td>
-              </Table.Tr>
-            </Table.Tbody>
-          </Table>
-        </Card>
+        <OldestCard data={data} />
+        <AttentionCard data={data} />
       </SimpleGrid>
-      <Card title="Submit to confirmed, last 24 hours" testId="overview-latency">
-        <Text size="sm" data-testid="latency-day">
-          {data.latency.confirmed === 0 ||
-          data.latency.p50Seconds === null ||
-          data.latency.p95Seconds === null
-            ? 'No withdrawal confirmed in the last 24 hours.'
-            : `${data.latency.confirmed} confirmed: p50 ${formatAge(Math.round(data.latency.p50Seconds))}, p95 ${formatAge(Math.round(data.latency.p95Seconds))}`}
-        </Text>
-        {latency.length > 0 ? (
-          <LineChart
-            h={200}
-            data={latency}
-            dataKey="hour"
-            withLegend
-            unit=" s"
-            series={[
-              { name: 'p50', label: 'p50 (seconds)', color: 'indigo.7' },
-              { name: 'p95', label: 'p95 (seconds)', color: 'red.8' },
-            ]}
-            yAxisProps={{ width: 80 }}
-          />
-        ) : null}
-      </Card>
-      <Card title="Hot wallets against pending outflows" testId="overview-hot-wallets">
-        <Text size="xs" c="dimmed">
-          Pending outflow: withdrawals approved and not settled (APPROVED to BROADCAST, and UNKNOWN). On
-          chain: the hot wallet and deposit addresses as the last finished balance reconciliation read them;
-          Idem does not read a live balance here.
-        </Text>
-        <Table.ScrollContainer minWidth={560}>
-          <Table fz="sm">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th scope="col">Asset</Table.Th>
-                <Table.Th scope="col">Pending outflow</Table.Th>
-                <Table.Th scope="col">On chain</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {data.hotWallets.map((row) => (
-                <Table.Tr key={row.asset} data-testid={`hot-${row.asset}`}>
-                  <Table.Td>
-                    {row.asset} ({row.network})
-                  </Table.Td>
-                  <Table.Td ff="monospace">
-                    {displayAmount(row.pendingOutflowMinor, row.asset, assets)}
-                  </Table.Td>
-                  <Table.Td>
-                    {row.observedMinor !== null && row.observedAt ? (
-                      <>
-                        <Text span ff="monospace">
-                          {displayAmount(row.observedMinor, row.asset, assets)}
-                        </Text>{' '}
-                        <Text span size="xs" c="dimmed">
-                          at {row.observedBlock === null ? '' : `block ${row.observedBlock}, `}
-                          {formatTime(row.observedAt)}
-                        </Text>
-                      </>
-                    ) : (
-                      <Text span size="sm">
-                        {row.walletConfigured
-                          ? 'Not observed: no finished balance reconciliation has read it'
-                          : 'No hot wallet configured on this network'}
-                      </Text>
-                    )}
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
-      </Card>
+      <LatencyCard data={data} />
+      <HotWalletsCard data={data} assets={assets} />
     </Stack>
+  );
+}
+
+/** The staff's asset list, for amounts in whole units. */
+type StaffAssets = NonNullable<ReturnType<typeof useStaffAssets>['data']>;
+
+function OpenByStateCard({ data }: { data: OverviewData }) {
+  return (
+    <Card title="Open withdrawals by state" testId="overview-open">
+      {data.openByState.length === 0 ? <Text size="sm">No withdrawal is open.</Text> : null}
+      <Group gap="xs">
+        {data.openByState.map((row) => (
+          <Badge
+            key={row.state}
+            color={stateColor(row.state)}
+            variant="filled"
+            tt="none"
+            size="lg"
+            data-testid={`open-${row.state}`}
+          >
+            {row.state}: {row.count}
+          </Badge>
+        ))}
+      </Group>
+    </Card>
+  );
+}
+
+function HeldCard({ data, assets }: { data: OverviewData; assets: StaffAssets }) {
+  return (
+    <Card title="Held per asset" testId="overview-held">
+      {data.held.length === 0 ? <Text size="sm">Nothing is held.</Text> : null}
+      <Table fz="sm">
+        <Table.Tbody>
+          {data.held.map((row) => (
+            <Table.Tr key={row.asset}>
+              <Table.Th scope="row">{row.asset}</Table.Th>
+              <Table.Td ff="monospace" data-testid={`held-${row.asset}`}>
+                {displayAmount(row.heldMinor, row.asset, assets)}
+              </Table.Td>
+              <Table.Td>
+                {row.withdrawals} {row.withdrawals === 1 ? 'withdrawal' : 'withdrawals'}
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Card>
+  );
+}
+
+/** Withdrawals created per hour over the last day, stacked by the state each is in now. */
+function HourlyCard({ data }: { data: OverviewData }) {
+  const hourlyStates = [...new Set(data.hourly.map((row) => row.state))];
+  const hourly = lastHours(data.generatedAt).map((hour) => ({
+    hour: hourLabel(hour),
+    ...Object.fromEntries(
+      hourlyStates.map((state) => [
+        state,
+        data.hourly.find((row) => row.hour === hour && row.state === state)?.count ?? 0,
+      ]),
+    ),
+  }));
+  return (
+    <Card title="Withdrawals created per hour, last 24 hours, by state now" testId="overview-hourly">
+      <BarChart
+        h={220}
+        data={hourly}
+        dataKey="hour"
+        type="stacked"
+        withLegend
+        series={hourlyStates.map((state) => ({ name: state, color: STATE_COLORS[state] }))}
+      />
+    </Card>
+  );
+}
+
+function OldestCard({ data }: { data: OverviewData }) {
+  return (
+    <Card title="Oldest in each queue" testId="overview-oldest">
+      <Table fz="sm">
+        <Table.Tbody>
+          {data.oldest.map((row) => (
+            <Table.Tr key={row.queue} data-testid={`oldest-${row.queue}`}>
+              <Table.Th scope="row">
+                <Anchor component={Link} href={QUEUE_LABEL[row.queue].href}>
+                  {QUEUE_LABEL[row.queue].label}
+                </Anchor>
+              </Table.Th>
+              <Table.Td>
+                {row.operationId ? (
+                  <Anchor component={Link} href={`/operations/${row.operationId}`}>
+                    <Code>{row.reference}</Code>
+                  </Anchor>
+                ) : (
+                  'none'
+                )}
+              </Table.Td>
+              <Table.Td>{row.ageSeconds === null ? '' : formatAge(row.ageSeconds)}</Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Card>
+  );
+}
+
+function AttentionCard({ data }: { data: OverviewData }) {
+  return (
+    <Card title="Needs a person" testId="overview-attention">
+      <Table fz="sm">
+        <Table.Tbody>
+          <Table.Tr>
+            <Table.Th scope="row">
+              <Anchor component={Link} href="/breaks">
+                Open reconciliation breaks
+              </Anchor>
+            </Table.Th>
+            <Table.Td data-testid="open-breaks">{data.openBreaks}</Table.Td>
+          </Table.Tr>
+          <Table.Tr>
+            <Table.Th scope="row">Dead-lettered work items</Table.Th>
+            <Table.Td data-testid="dead-work-items">{data.deadLettered.workItems}</Table.Td>
+          </Table.Tr>
+          <Table.Tr>
+            <Table.Th scope="row">
+              <Anchor component={Link} href="/deliveries">
+                Dead-lettered webhook deliveries
+              </Anchor>
+            </Table.Th>
+            <Table.Td data-testid="dead-deliveries">{data.deadLettered.deliveries}</Table.Td>
+          </Table.Tr>
+        </Table.Tbody>
+      </Table>
+    </Card>
+  );
+}
+
+function LatencyCard({ data }: { data: OverviewData }) {
+  const latency = data.latency.hourly.map((row) => ({
+    hour: hourLabel(row.hour),
+    p50: Math.round(row.p50Seconds),
+    p95: Math.round(row.p95Seconds),
+  }));
+  return (
+    <Card title="Submit to confirmed, last 24 hours" testId="overview-latency">
+      <Text size="sm" data-testid="latency-day">
+        {data.latency.confirmed === 0 || data.latency.p50Seconds === null || data.latency.p95Seconds === null
+          ? 'No withdrawal confirmed in the last 24 hours.'
+          : `${data.latency.confirmed} confirmed: p50 ${formatAge(Math.round(data.latency.p50Seconds))}, p95 ${formatAge(Math.round(data.latency.p95Seconds))}`}
+      </Text>
+      {latency.length > 0 ? (
+        <LineChart
+          h={200}
+          data={latency}
+          dataKey="hour"
+          withLegend
+          unit=" s"
+          series={[
+            { name: 'p50', label: 'p50 (seconds)', color: 'indigo.7' },
+            { name: 'p95', label: 'p95 (seconds)', color: 'red.8' },
+          ]}
+          yAxisProps={{ width: 80 }}
+        />
+      ) : null}
+    </Card>
+  );
+}
+
+function HotWalletsCard({ data, assets }: { data: OverviewData; assets: StaffAssets }) {
+  return (
+    <Card title="Hot wallets against pending outflows" testId="overview-hot-wallets">
+      <Text size="xs" c="dimmed">
+        Pending outflow: withdrawals approved and not settled (APPROVED to BROADCAST, and UNKNOWN). On chain:
+        the hot wallet and deposit addresses as the last finished balance reconciliation read them; Idem does
+        not read a live balance here.
+      </Text>
+      <Table.ScrollContainer minWidth={560}>
+        <Table fz="sm">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Asset</Table.Th>
+              <Table.Th scope="col">Pending outflow</Table.Th>
+              <Table.Th scope="col">On chain</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {data.hotWallets.map((row) => (
+              <Table.Tr key={row.asset} data-testid={`hot-${row.asset}`}>
+                <Table.Td>
+                  {row.asset} ({row.network})
+                </Table.Td>
+                <Table.Td ff="monospace">
+                  {displayAmount(row.pendingOutflowMinor, row.asset, assets)}
+                </Table.Td>
+                <Table.Td>
+                  {row.observedMinor !== null && row.observedAt ? (
+                    <>
+                      <Text span ff="monospace">
+                        {displayAmount(row.observedMinor, row.asset, assets)}
+                      </Text>{' '}
+                      <Text span size="xs" c="dimmed">
+                        at {row.observedBlock === null ? '' : `block ${row.observedBlock}, `}
+                        {formatTime(row.observedAt)}
+                      </Text>
+                    </>
+                  ) : (
+                    <Text span size="sm">
+                      {row.walletConfigured
+                        ? 'Not observed: no finished balance reconciliation has read it'
+                        : 'No hot wallet configured on this network'}
+                    </Text>
+                  )}
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Table.ScrollContainer>
+    </Card>
   );
 }
