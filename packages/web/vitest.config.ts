@@ -1,4 +1,4 @@
 import { defineIdemConfig } from '@idem/testing/vitest';
 
-/** Browser tests: each file starts its own server and Chromium; they run one file at a time. */
-export default defineIdemConfig({ testTimeout: 90_000, hookTimeout: 120_000 });
+/** Browser tests: each file starts its own server (free port, own data directory) and Chromium; two files run at once. */
+export default defineIdemConfig({ testTimeout: 90_000, hookTimeout: 120_000, fileParallelism: true });

@@ -1,4 +1,4 @@
 import { defineIdemConfig } from '@idem/testing/vitest';
 
-// Files share one PostgreSQL server; concurrency tests open many connections each.
-export default defineIdemConfig({ testTimeout: 120_000 });
+// Each file has its own databases and its own anvil on a free port, so two files run at once.
+export default defineIdemConfig({ testTimeout: 120_000, fileParallelism: true });

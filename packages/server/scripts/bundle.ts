@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -60,9 +60,12 @@ const ownLocation: Plugin = {
 
 export async function bundle(entry: Entry): Promise<string> {
   const { source, bundle: outfile } = ENTRIES[entry];
-  await build({
+  const result = await build({
     entryPoints: [source],
     outfile,
+    // Written below by rename, whole: the server's and the chaos tests both build this file while
+    // run side by side, and a process started from a half-written bundle fails.
+    write: false,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -74,6 +77,12 @@ export async function bundle(entry: Entry): Promise<string> {
     },
     plugins: [inPlace, ownLocation],
   });
+  const [output] = result.outputFiles;
+  if (!output) throw new Error(`esbuild wrote nothing for ${entry}`);
+  const partial = `${outfile}.${process.pid}.partial`;
+  await mkdir(dirname(outfile), { recursive: true });
+  await writeFile(partial, output.contents);
+  await rename(partial, outfile);
   return outfile;
 }
 
