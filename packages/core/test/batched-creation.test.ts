@@ -375,10 +375,7 @@ describe('one statement for many submissions (issue 17)', () => {
       }
       const answers = ((await batch) ?? []).map(answerOf);
       // The victim's backend reports its statistics a moment after it aborts.
-      for (const deadline = Date.now() + 10_000; (await deadlocks()) === before && Date.now() < deadline; ) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(await deadlocks()).toBe(before + 1);
+      await expect.poll(deadlocks, { timeout: 10_000, interval: 100 }).toBe(before + 1);
       expect(answers).toEqual(['IDEMPOTENCY_CONFLICT holder=other-x', 'IDEMPOTENCY_CONFLICT holder=other-y']);
       expect(await balanceOf(t.db, tenantId, 'acct-1')).toEqual({ available: ETH, held: 0n });
     },

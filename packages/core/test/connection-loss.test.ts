@@ -27,6 +27,7 @@ describe.skipIf(!onPostgres)(
         const outcome = await withTenant(t.db, tenantId, async (tx) => {
           const [row] = rowsOf<{ pid: number }>(await tx.execute(sql`select pg_backend_pid() as pid`));
           await killer`select pg_terminate_backend(${row?.pid ?? 0})`;
+          // Fixed: gives the terminated backend time to go; there is nothing to poll for inside the dead session.
           await new Promise((resolve) => setTimeout(resolve, 300));
           // Were this to run on a fresh connection, it would commit on its own, outside any tenant scope.
           await tx
@@ -35,6 +36,7 @@ describe.skipIf(!onPostgres)(
           return 'committed';
         }).catch((error: unknown) => `refused: ${(error as Error).message}`);
         expect(outcome).toMatch(/^refused/);
+        // Fixed: a leaked write would show only after it commits; absence cannot be polled for.
         await new Promise((resolve) => setTimeout(resolve, 300));
         const leaked = await t.db.select().from(workItems).where(sql`work_id = ${marker}`);
         expect(leaked).toEqual([]);

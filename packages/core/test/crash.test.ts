@@ -140,10 +140,9 @@ describe.skipIf(!onPostgres)('a process killed in the middle of creation (real P
     await release;
     await blocker.end();
     // PostgreSQL notices the dead client and rolls its transaction back.
-    const deadline = Date.now() + 15_000;
-    while ((await countWhere(operations, sql`idempotency_key = ${key}`)) > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect
+      .poll(() => countWhere(operations, sql`idempotency_key = ${key}`), { timeout: 15_000, interval: 50 })
+      .toBe(0);
     await expectNoTrace(key, before);
     await expectRetryCreatesOnce(key, request, before);
   });
@@ -191,10 +190,7 @@ describe.skipIf(!onPostgres)('a process killed in the middle of creation (real P
     expect(output).not.toContain('ACK');
     // The statements ran on after their client died: each is one implicit transaction, so it commits
     // or rolls back whole, and nobody was told either way. Wait until both are over.
-    const deadline = Date.now() + 15_000;
-    while ((await runningBatches()) > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect.poll(runningBatches, { timeout: 15_000, interval: 50 }).toBe(0);
     // No item half-written: every stored one has its history, its hold entry, its postings and its review.
     const [whole] = rowsOf<{ stored: number; complete: number }>(
       await t.db.execute(sql`select count(*)::int as stored, count(*) filter (where

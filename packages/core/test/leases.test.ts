@@ -68,6 +68,7 @@ describe('leases', () => {
     const op = await approvedWithdrawal();
     const first = await tryLease(op, 'worker-slow', 1);
     expect(first).not.toBeNull();
+    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
     await new Promise((resolve) => setTimeout(resolve, 20));
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const second = await tryLease(current, 'worker-fast');
@@ -105,6 +106,7 @@ describe('leases', () => {
     const op = await approvedWithdrawal();
     const paused = await tryLease(op, 'worker-same', 1);
     expect(paused).not.toBeNull();
+    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
     await new Promise((resolve) => setTimeout(resolve, 20));
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const restarted = await tryLease(current, 'worker-same');
@@ -136,6 +138,7 @@ describe('leases', () => {
     const op = await approvedWithdrawal();
     const paused = await tryLease(op, 'worker-same', 1);
     expect(paused).not.toBeNull();
+    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
     await new Promise((resolve) => setTimeout(resolve, 20));
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const restarted = await tryLease(current, 'worker-same');
@@ -186,6 +189,7 @@ describe('leases', () => {
         workerId: 'worker-a',
       }),
     );
+    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
     await new Promise((resolve) => setTimeout(resolve, 20));
     // A competitor holding the old SIGNING snapshot cannot claim: version and artifact both stop it.
     expect(await tryLease(claimed?.operation as Operation, 'worker-b')).toBeNull();

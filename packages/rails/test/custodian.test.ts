@@ -248,6 +248,7 @@ describe('status webhooks (Standard Webhooks, verified on our side)', () => {
   it('late delivery: nothing arrives before the delay, then both events do', async () => {
     await simulator.control({ webhooks: { delivery: 'late', lateMs: 600 } });
     await adapter.submit(transferRequest());
+    // Fixed: proves nothing arrives before the 600 ms delay; absence cannot be polled for.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(receiver.received).toHaveLength(0);
     expect((await receiver.waitFor(2, 3_000)).every((r) => r.verified !== null)).toBe(true);

@@ -30,9 +30,9 @@ describe('I12-FEES quoteFees reads the node', () => {
     expect(high.maxFeePerGas).toBe(60n * GWEI + 2n * GWEI);
     await rpc(anvil.rpcUrl, 'anvil_mine', ['0x1']);
     // Read once the new head is visible (a CI run once saw the old head right after anvil_mine).
-    for (let i = 0; i < 40 && (await client.getBlockNumber({ cacheTime: 0 })) <= high.blockNumber; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect
+      .poll(() => client.getBlockNumber({ cacheTime: 0 }), { timeout: 2_000, interval: 50 })
+      .toBeGreaterThan(high.blockNumber);
     const after = await quoteFees(client, policy);
     // One empty block: the base fee falls by 12.5%.
     expect(after.baseFeePerGas).toBe(35n * GWEI);

@@ -230,6 +230,7 @@ describe.skipIf(!onPostgres)('I17 the bulk submission API (real PostgreSQL, real
       const created = request();
       const refused = request({ amountMinor: '-1' });
       await face.submitMany(served.server.baseUrl, apiKey, [item(created), item(created), item(refused)]);
+      // Fixed: the keys and destinations must also be absent from the logs (checked below); absence cannot be polled for.
       await new Promise((resolve) => setTimeout(resolve, 200));
       const lines = served.server.output
         .join('')

@@ -69,12 +69,7 @@ describe('I14-LIST /metrics at a long history', () => {
     const metrics = createMetrics(t.db, { cacheMs: 0, settledCacheMs: 0 });
     const before = await gauge(metrics, 'CONFIRMED');
     await deposit();
-    let seen = before;
-    for (let tries = 0; tries < 100 && seen === before; tries += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      seen = await gauge(metrics, 'CONFIRMED');
-    }
-    expect(seen).toBe(before + 1);
+    await expect.poll(() => gauge(metrics, 'CONFIRMED'), { timeout: 5_000, interval: 50 }).toBe(before + 1);
   });
 });
 

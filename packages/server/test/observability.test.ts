@@ -1,7 +1,7 @@
 import { type Database, submitWithdrawal, withTenant } from '@idem/core';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { strandWithdrawal } from '@idem/testing/tenants';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { evmAddress, provisionTenant, uniqueId } from './support/provision.ts';
 import { serveForTests } from './support/served.ts';
 
@@ -31,12 +31,15 @@ describe('observability', () => {
 
   async function logLinesFor(requestIds: string[]): Promise<string> {
     // Logs are written asynchronously: wait until every request's access line is there.
-    for (let waited = 0; waited < 5_000; waited += 50) {
-      const text = served.server.output.join('');
-      if (requestIds.every((id) => text.includes(id))) return text;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`log lines missing for ${requestIds.join(', ')}`);
+    return vi.waitFor(
+      () => {
+        const text = served.server.output.join('');
+        if (!requestIds.every((id) => text.includes(id)))
+          throw new Error(`log lines missing for ${requestIds.join(', ')}`);
+        return text;
+      },
+      { timeout: 5_000, interval: 50 },
+    );
   }
 
   it('C23 a submitted key, destination and memo never appear in the logs in clear', async () => {

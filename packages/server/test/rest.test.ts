@@ -319,6 +319,7 @@ describe.each(backendKinds)('I15 the REST face (%s)', (kind) => {
       body: { ...body, amountMinor: '3' },
       headers: { 'idempotency-key': key, 'x-request-id': `req3-${body.withdrawalId}` },
     });
+    // Fixed: the logs must also not contain the key (checked below); absence cannot be polled for.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const lines = served.server.output
       .join('')

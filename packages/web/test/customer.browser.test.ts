@@ -1,5 +1,5 @@
 import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type ChainStack,
   DESKTOP,
@@ -40,15 +40,16 @@ afterAll(async () => {
 });
 
 async function waitForState(withdrawalId: string, state: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const withdrawal = await chain.sdk.withdrawals.get(withdrawalId);
-    if (withdrawal.state === state) return withdrawal;
-    if (Date.now() > deadline) {
-      throw new Error(`${withdrawalId} is ${withdrawal.state}, not ${state}:\n${chain.output.join('')}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return vi.waitFor(
+    async () => {
+      const withdrawal = await chain.sdk.withdrawals.get(withdrawalId);
+      if (withdrawal.state !== state) {
+        throw new Error(`${withdrawalId} is ${withdrawal.state}, not ${state}:\n${chain.output.join('')}`);
+      }
+      return withdrawal;
+    },
+    { timeout: timeoutMs, interval: 200 },
+  );
 }
 
 async function quiet(page: Page) {

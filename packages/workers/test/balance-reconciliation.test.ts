@@ -114,6 +114,7 @@ async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
 const REORG_WINDOW_SECONDS = 1;
 async function makeIdle(tenantId: string): Promise<void> {
   const worker = env.worker({ reorgWindowSeconds: REORG_WINDOW_SECONDS });
+  // Fixed: ages the confirmations past the one-second reorganisation window on the database's clock.
   await new Promise((resolve) => setTimeout(resolve, 1_100));
   for (let i = 0; i < 5 && (await tenantsWithWork(env.t.db, REORG_WINDOW_SECONDS)).includes(tenantId); i++) {
     await worker.runOnce();

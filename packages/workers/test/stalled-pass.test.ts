@@ -3,7 +3,7 @@
  * once ended with every withdrawal REQUESTED and both workers alive and silent. A pass that runs
  * past `stallAlertMs` is reported once, as an ALERT naming the stage and tenant it is stuck in.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Environment, ETH, startEnvironment } from './environment.ts';
 
 let env: Environment;
@@ -35,12 +35,14 @@ describe('a worker pass that never ends', () => {
       },
     });
     worker.start(50);
-    const deadline = Date.now() + 10_000;
-    while (!reachedSigner && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(reachedSigner).toBe(true);
+    await expect.poll(() => reachedSigner, { timeout: 10_000, interval: 20 }).toBe(true);
     expect(stalledAlerts()).toEqual([]);
 
-    while (stalledAlerts().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await vi.waitFor(() => expect(stalledAlerts().length).toBeGreaterThan(0), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    // Half a second more: the alert fires once per stalled pass, however long it stays stalled.
     await new Promise((r) => setTimeout(r, 500));
     const alerts = stalledAlerts();
     expect(alerts).toHaveLength(1);

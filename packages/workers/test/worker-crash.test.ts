@@ -39,6 +39,7 @@ describe.skipIf(!onPostgres)(
       expect(signed.state).toBe('SIGNED');
       expect(await env.balanceOf(op.destination ?? '')).toBe(0n);
 
+      // Fixed: the crashed worker's lease must lapse on the database's clock before a rescuer may take it.
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
       const rescuer = env.worker();
       await rescuer.runOnce();
@@ -58,6 +59,7 @@ describe.skipIf(!onPostgres)(
       expect(signed.state).toBe('SIGNED');
       expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 9n);
 
+      // Fixed: the crashed worker's lease must lapse on the database's clock before a rescuer may take it.
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
       const rescuer = env.worker();
       await rescuer.runOnce();
