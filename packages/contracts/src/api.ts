@@ -53,7 +53,7 @@ export type SubmitWithdrawalsInput = z.infer<typeof submitWithdrawalsInputSchema
 /**
  * What the server parses of the bulk call before it looks at the items: the envelope and the
  * count. Each item is then validated on its own (`withdrawalBatchItemSchema`), so one malformed
- * item is that item's VALIDATION answer and never refuses or delays the others (issue 17).
+ * item is that item's VALIDATION answer and never refuses or delays the others.
  */
 export const submitWithdrawalsEnvelopeSchema = z.strictObject({
   items: z

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Signed attempts of a chain withdrawal (issue 12): the original, fee bumps and a cancel, all with
+ * Signed attempts of a chain withdrawal: the original, fee bumps and a cancel, all with
  * the same nonce. Fees are in wei per gas; the fee cap is the total fee in native minor units.
  */
 export const attemptViewSchema = z.object({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AMOUNT_DIGITS_MAX } from './amount.ts';
 
 /**
- * The staff configuration screens (issue 14): API keys, webhook endpoints with secret rotation,
+ * The staff configuration screens: API keys, webhook endpoints with secret rotation,
  * and risk rules per asset. Secrets appear only in the answer to the call that made them.
  */
 

@@ -5,7 +5,7 @@ import { operationStateSchema, operationViewSchema } from './operation.ts';
 const sumMinor = z.string().regex(/^\d{1,78}$/, { error: 'minor units: digits only' });
 
 /**
- * The operator's Overview (issue 14, "What an operator looks at first"): one read of what needs
+ * The operator's Overview (what an operator looks at first): one read of what needs
  * attention now. Amounts are exact minor units as strings; durations are seconds.
  */
 export const overviewSchema = z.object({

@@ -62,7 +62,7 @@ export const resolveWithdrawalProposalSchema = z.strictObject({
 export type ResolveWithdrawalProposal = z.infer<typeof resolveWithdrawalProposalSchema>;
 
 /**
- * Cancel a sent, unmined chain withdrawal (issue 12): the worker signs a zero-value transfer to
+ * Cancel a sent, unmined chain withdrawal: the worker signs a zero-value transfer to
  * the hot wallet itself with the same nonce and a higher fee. If it is mined, the withdrawal is
  * VERIFIED_NOT_SENT and the hold released; if the payment is mined first, it settles as usual.
  */
@@ -73,7 +73,7 @@ export const cancelWithdrawalProposalSchema = z.strictObject({
 export type CancelWithdrawalProposal = z.infer<typeof cancelWithdrawalProposalSchema>;
 
 /**
- * A new fee cap for a sent withdrawal whose fee bump needs more than the approved one (issue 12):
+ * A new fee cap for a sent withdrawal whose fee bump needs more than the approved one:
  * the total fee (gas limit x max fee per gas) in the network's native minor units (wei).
  */
 export const raiseFeeCapProposalSchema = z.strictObject({

@@ -22,7 +22,7 @@ export const assignOwnerInputSchema = z.strictObject({
 });
 
 /**
- * Stop before signing (issue 12): an APPROVED withdrawal no worker has leased goes to REJECTED
+ * Stop before signing: an APPROVED withdrawal no worker has leased goes to REJECTED
  * (code STOPPED_BY_STAFF) and its hold is released. The reason is recorded in the history.
  */
 export const stopWithdrawalInputSchema = z.strictObject({

@@ -44,7 +44,7 @@ export const staffOperationDetailSchema = z.object({
 });
 
 /**
- * The queues staff watch: sent and not yet mined (BROADCAST, issue 12), outcome unknown, stopped
+ * The queues staff watch: sent and not yet mined (BROADCAST), outcome unknown, stopped
  * for a person. Oldest first by when each entered its state.
  */
 export const attentionQueueInputSchema = z.strictObject({

@@ -6,7 +6,7 @@ import { staffRoleSchema } from './staff-roles.ts';
 const uuid = z.uuid();
 
 /**
- * An organisation's slug: what staff type at sign-in instead of a tenant id (issue 14). Lower case
+ * An organisation's slug: what staff type at sign-in instead of a tenant id. Lower case
  * letters, digits and inner hyphens; compared case-insensitively.
  */
 export const organisationSlugSchema = z

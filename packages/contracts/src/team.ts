@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { staffRoleSchema } from './staff-roles.ts';
 
 /**
- * Shapes of staff MFA (TOTP, RFC 6238) and of the Team screen (issue 14), shared by the server's
+ * Shapes of staff MFA (TOTP, RFC 6238) and of the Team screen, shared by the server's
  * `.input()`/`.output()` and the web app.
  */
 

@@ -21,7 +21,7 @@ const custodianTransferSchema = z.object({
   externalReference: z.string().min(1).max(128),
   asset: assetCodeSchema,
   amountMinor: amountMinorSchema,
-  /** Where the custodian sends (or sent) the money: it must be the approved destination (issue 13). */
+  /** Where the custodian sends (or sent) the money: it must be the approved destination. */
   destination: z.string().min(1).max(128),
   memo: z.string().max(256).optional(),
   status: z.enum(['submitted', 'completed', 'failed']),
