@@ -4,7 +4,7 @@ import { openDatabase, rowsOf, submitWithdrawal, submitWithdrawals } from '../sr
 import { fundedTenant } from './workload.ts';
 
 /**
- * Where PostgreSQL's time goes as batches grow (issue 17): one connection writes CALLS items
+ * Where PostgreSQL's time goes as batches grow: one connection writes CALLS items
  * sequentially, alone (the single-item function) or in batches of each size (the batch function,
  * through the bulk entry point), and the backend's own CPU time is read from /proc before and after.
  * Sequential on purpose: no queueing, no other process on that backend, so CPU per item is the

@@ -29,7 +29,7 @@ const LOAD_CHUNK = 10_000;
 const SAMPLES = 300;
 /** Withdrawals left in flight (REQUESTED) after the history is aged: the metrics aggregate reads these. */
 const IN_FLIGHT_KEPT = 10_000;
-/** The bar (issue 14): every list a screen or integrator reads stays under this p99 at 1M rows. */
+/** The bar: every list a screen or integrator reads stays under this p99 at 1M rows. */
 export const HISTORY_P99_TARGET_MS = 20;
 
 export interface HistoryOutcome {

@@ -19,7 +19,7 @@ const STORM_CALLERS = 100;
 const STORM_POOL = 20;
 const STORM_ROUNDS = 10;
 const TARGETS = { many8: 0.7, hot8: 0.3 } as const;
-/** Withdrawals in the long-history tenant (issue 14: 1,000,000); 0 skips the phase. */
+/** Withdrawals in the long-history tenant (the long-history target: 1,000,000); 0 skips the phase. */
 const HISTORY_OPERATIONS = Number(process.env.BENCH_HISTORY_OPERATIONS ?? 1_000_000);
 /**
  * Which phases run: `BENCH_PHASES=creation,history` by default. `creation` is pgbench and the
@@ -141,7 +141,7 @@ async function creationPhases(
       label: 'h8',
       mode: 'statement',
     },
-    // The same calls each written alone (no batching, issue 17), for comparison.
+    // The same calls each written alone (no batching), for comparison.
     {
       name: 'create, many accounts, each alone',
       tenant: manyAlone,

@@ -42,7 +42,7 @@ export async function createWebhookEndpoint(
 
 /**
  * An active endpoint, read in the caller's tenant transaction, with the secrets a signature may
- * use now: the current one, and the one a rotation replaced while its overlap lasts (issue 14).
+ * use now: the current one, and the one a rotation replaced while its overlap lasts.
  */
 export async function findWebhookEndpoint(
   tx: Executor,

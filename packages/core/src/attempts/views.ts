@@ -64,7 +64,7 @@ export async function operationAttempts(
 const NONCE_WINDOW_MAX = 500;
 
 /**
- * Each hot wallet's nonces (issue 12): our operations by nonce from the lowest unsettled one, the
+ * Each hot wallet's nonces: our operations by nonce from the lowest unsettled one, the
  * nonces we allocated that no operation holds, and, given the chain's counts, the operation every
  * later nonce waits for. A transaction that can never be mined (dropped, never broadcast) blocks
  * the queue; a fee bump or a cancel at its nonce closes the gap.

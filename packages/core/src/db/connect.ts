@@ -45,7 +45,7 @@ export interface OpenOptions {
    */
   connectTimeoutSeconds?: number;
   /**
-   * Gathering of concurrent `submitWithdrawal` calls into one statement (issue 17); `false` sends
+   * Gathering of concurrent `submitWithdrawal` calls into one statement; `false` sends
    * each alone. Unset fields take the defaults (DEFAULT_BATCHING: one batch of a tenant in flight
    * at a time, the next gathering behind it).
    */

@@ -128,7 +128,7 @@ export async function rewindCursor(
 /**
  * Records a deposit seen on chain. Seeing it again changes nothing (the id is the chain's), except
  * for an orphaned one: its transaction reappeared, so it is seen again, at its new block, and
- * waits for depth like any other (issue 12). True when inserted or seen again.
+ * waits for depth like any other. True when inserted or seen again.
  */
 export async function observeDeposit(
   tx: Tx,

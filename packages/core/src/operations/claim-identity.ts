@@ -79,7 +79,7 @@ export async function explainTakenIdentity(
  * - another key holds the reference: IDEMPOTENCY_CONFLICT naming that key (C04).
  * "Same payload" is judged against the holder's own policy version: the caller hashed the
  * tenant's current one, which has moved on if the rules changed since the holder was created,
- * and a byte-identical retry must still replay (issue 11, finding 6).
+ * and a byte-identical retry must still replay (insider review finding I11-F6).
  */
 export function answerForHolder(
   holder: Operation,

@@ -1,5 +1,5 @@
 /**
- * Gathers concurrent withdrawal submissions into batches (issue 17). A submission goes out at once
+ * Gathers concurrent withdrawal submissions into batches. A submission goes out at once
  * while fewer than `concurrency` batches of its group (one tenant and actor) are being written;
  * otherwise it waits for one of them to finish, for `maxItems` submissions of its group to be
  * waiting, or for `maxWaitMs`, whichever comes first, and goes out with the others of its group in

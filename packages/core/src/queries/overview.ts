@@ -84,7 +84,7 @@ const toNumber = (value: unknown): number | null =>
   value === null || value === undefined ? null : Number(value);
 
 /**
- * What an operator looks at first (issue 14), for one tenant, in the caller's tenant transaction.
+ * What an operator looks at first, for one tenant, in the caller's tenant transaction.
  * Amounts stay exact (numeric summed in PostgreSQL, carried as text); no live chain balance is
  * invented: the hot-wallet figure is what the last finished balance reconciliation observed, or
  * null.

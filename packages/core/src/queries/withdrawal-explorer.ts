@@ -15,7 +15,7 @@ import { operationPageQuery, pageOperations } from './list.ts';
 type Filter = ReturnType<typeof explorerFilterSchema.parse>;
 
 /**
- * The staff Withdrawals explorer (issue 14): every withdrawal of the tenant, filtered and sorted,
+ * The staff Withdrawals explorer: every withdrawal of the tenant, filtered and sorted,
  * paged by the one keyset pager (`list.ts`). Each filter is an equality or a range on a column an
  * index of `operations` leads with after (tenant, kind), so a page is an index range in its order
  * (core/test/overview.test.ts EXPLAINs them). The destination matches exactly: an address is

@@ -7,7 +7,7 @@ import { SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 /** Withdrawals whose money may have left (or be leaving) custody while the ledger still holds it. */
 export const IN_FLIGHT_WITHDRAWAL_STATES = ['BROADCAST', 'UNKNOWN', 'FAILED_TERMINAL'] as const;
 
-/** One tenant's ledger figures for one asset, in minor units (issue 13). */
+/** One tenant's ledger figures for one asset, in minor units. */
 export interface LedgerFigures {
   assetCode: string;
   network: string;

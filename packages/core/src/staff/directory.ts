@@ -4,7 +4,7 @@ import type { Database } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
 
 /**
- * The two cross-tenant look-ups staff sign-in needs (issue 14, I14-SIGNIN), each through a narrow
+ * The two cross-tenant look-ups staff sign-in needs (I14-SIGNIN), each through a narrow
  * SECURITY DEFINER function (docs/SERIALIZATION.md, "Beyond one primary"), run as the application
  * role, which can read neither the slug directory nor another tenant's staff itself.
  */

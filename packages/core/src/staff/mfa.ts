@@ -6,7 +6,7 @@ import { rowsOf } from '../db/rows.ts';
 import { staffUsers, webSessions } from '../db/schema/index.ts';
 
 /**
- * The stored side of staff TOTP (issue 14, I14-MFA). The server computes and checks codes (it owns
+ * The stored side of staff TOTP (I14-MFA). The server computes and checks codes (it owns
  * the TOTP library); core keeps the state that makes them safe: a pending secret until a code
  * confirms it, the last accepted time step (a code of that step or earlier is a replay), hashed
  * one-time recovery codes, and a failure counter that throttles guessing.

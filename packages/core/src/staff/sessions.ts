@@ -67,7 +67,7 @@ export interface StaffSessionUser extends StaffUser {
   expiresAt: Date;
   /** The SHA-256 of the session token: the key of its row, for marking a verified code on it. */
   sessionHash: string;
-  /** TOTP (issue 14): whether the member enrolled, when this session last verified a code. */
+  /** TOTP: whether the member enrolled, when this session last verified a code. */
   mfaEnrolled: boolean;
   mfaAt: Date | null;
   /** The tenant's settings: TOTP required for approvers, operators and admins; the step-up window. */

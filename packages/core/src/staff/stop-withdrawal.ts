@@ -10,7 +10,7 @@ export const STOPPED_BY_STAFF = 'STOPPED_BY_STAFF';
 export const STOP_REASON_MIN = 10;
 
 /**
- * Stop before signing (issue 12): staff take back an APPROVED withdrawal that no worker has
+ * Stop before signing: staff take back an APPROVED withdrawal that no worker has
  * leased (fraud found after approval, the customer's request). APPROVED -> REJECTED releases the
  * hold through the transition's ledger effect. Stopping only lowers risk, so one person suffices.
  *

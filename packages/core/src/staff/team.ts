@@ -6,7 +6,7 @@ import { hashToken, mintToken, openWebSession, type ParsedToken, STAFF_SESSION_M
 import { createStaffUser, type StaffUser } from './users.ts';
 
 /**
- * The Team screen's operations (issue 14, I14-TEAM): list, invite, change role, disable. An invited
+ * The Team screen's operations (I14-TEAM): list, invite, change role, disable. An invited
  * member exists at once, with an empty password hash that no password verifies, until the one-time
  * link sets a password. Two guards keep a team administrable: an admin cannot disable themselves,
  * and no change may leave the tenant without an active admin (checked under a lock on the admins).

@@ -97,7 +97,7 @@ export async function recordSigned(
     workerId: string;
     /** The hot-wallet nonce (EVM), allocated in this same transaction by `allocateNonce`. */
     chainNonce?: number;
-    /** The fees the chain transaction was signed with: recorded as its attempt 1 (issue 12). */
+    /** The fees the chain transaction was signed with: recorded as its attempt 1. */
     fees?: AttemptFees;
   },
 ): Promise<Operation> {

@@ -45,7 +45,7 @@ const withdrawalEdges: Partial<Record<OperationState, Edge[]>> = {
     { to: 'CONFIRMED', effect: 'settle' },
     { to: 'UNKNOWN', effect: 'none' },
     { to: 'FAILED_TERMINAL', effect: 'none' },
-    // Only on our own approved cancel attempt mined at the asset's depth (issue 12): the nonce is
+    // Only on our own approved cancel attempt mined at the asset's depth: the nonce is
     // spent by a zero-value transaction to ourselves, so the payment can never be mined.
     { to: 'VERIFIED_NOT_SENT', effect: 'release' },
   ],

@@ -39,7 +39,7 @@ export async function createTenant(
     /** The organisation slug staff sign in with; derived from the name when omitted. */
     slug?: string;
     /**
-     * TOTP for approvers, operators and admins (issue 14). On by default; the embedded demo and the
+     * TOTP for approvers, operators and admins. On by default; the embedded demo and the
      * test fixtures turn it off.
      */
     mfaRequired?: boolean;
@@ -106,7 +106,7 @@ export async function createTenant(
 }
 
 /**
- * Changes a tenant's TOTP settings (issue 14): whether approvers, operators and admins must use it,
+ * Changes a tenant's TOTP settings: whether approvers, operators and admins must use it,
  * and the step-up window (30..3600 s). An administrative path, like createTenant: the application
  * role may not update tenants.
  */

@@ -20,7 +20,7 @@ export const apiKeys = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     /**
      * When the key last authenticated, to the minute: written at most once a minute per key, on a
-     * lookup that misses the server's key cache (issue 14), so busy keys cost no extra writes.
+     * lookup that misses the server's key cache, so busy keys cost no extra writes.
      */
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   },
@@ -46,7 +46,7 @@ export const webhookEndpoints = pgTable(
     secret: text('secret').notNull(),
     /**
      * The secret a rotation replaced, still accepted until `previous_secret_until` so the source
-     * can switch without a refused delivery (issue 14); both null outside an overlap.
+     * can switch without a refused delivery; both null outside an overlap.
      */
     previousSecret: text('previous_secret'),
     previousSecretUntil: timestamp('previous_secret_until', { withTimezone: true }),

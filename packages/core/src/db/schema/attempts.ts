@@ -15,7 +15,7 @@ import {
 import { tenantPolicy } from './tenant-policy.ts';
 
 /**
- * Every signed transaction of a withdrawal, append-only (issue 12): attempt 1 is the original
+ * Every signed transaction of a withdrawal, append-only: attempt 1 is the original
  * (the same bytes as operations.signed_artifact, which stay immutable), later ones are fee bumps
  * ('replacement') or a zero-value transfer to the hot wallet itself ('cancel'). All attempts share
  * the operation's chain_nonce, so at most one of them can ever be mined. Recorded before the
@@ -78,7 +78,7 @@ export const feeBumpRequests = pgTable(
 );
 
 /**
- * The first of the two chain passes a VERIFIED_NOT_SENT verdict needs (issue 12): the withdrawal's
+ * The first of the two chain passes a VERIFIED_NOT_SENT verdict needs: the withdrawal's
  * nonce seen consumed, at a pinned block at the asset's depth, by a transaction that is not ours.
  * Kept durably so a restarted worker still needs, and still can complete, the second pass. One row
  * per operation: a pass that sees otherwise replaces or removes it.

@@ -27,7 +27,7 @@ export const outboundEndpoints = pgTable(
     secret: text('secret').notNull(),
     /**
      * The secret a rotation replaced: until `previous_secret_until` every attempt is signed with
-     * both (Standard Webhooks allows several signatures), so the receiver can switch (issue 14).
+     * both (Standard Webhooks allows several signatures), so the receiver can switch.
      */
     previousSecret: text('previous_secret'),
     previousSecretUntil: timestamp('previous_secret_until', { withTimezone: true }),

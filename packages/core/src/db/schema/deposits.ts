@@ -48,7 +48,7 @@ export const depositObservations = pgTable(
     status: text('status').notNull().default('seen'),
     operationId: uuid('operation_id'),
     /**
-     * A reorganisation is acted on only when seen twice (issue 12): the head at which the node
+     * A reorganisation is acted on only when seen twice: the head at which the node
      * first showed another block at this height, and that block's hash. Cleared when the block is
      * seen canonical again; a failed or timed-out read changes neither.
      */

@@ -72,9 +72,10 @@ export const inboxQuarantine = pgTable(
 );
 
 /**
- * Deliveries to a known endpoint that failed verification (C20), one row each, up to issue 11:
- * kept as evidence, no longer written (migration inbox_rejection_buckets_integrity revokes INSERT),
- * since anyone who knows an endpoint id could grow it without bound. See inboxRejectionBuckets.
+ * Deliveries to a known endpoint that failed verification (C20), one row each, until the insider
+ * review (I11-F9): kept as evidence, no longer written (migration inbox_rejection_buckets_integrity
+ * revokes INSERT), since anyone who knows an endpoint id could grow it without bound. See
+ * inboxRejectionBuckets.
  */
 export const inboxRejections = pgTable(
   'inbox_rejections',

@@ -128,8 +128,8 @@ export const operations = pgTable(
       .where(sql`kind = 'withdrawal' and state = 'REQUESTED' and approvals_required > 0`),
     // The staff search by transaction hash. A plain column, not lower(tx_hash): under row-level
     // security a qual calling a function that is not leakproof (lower) cannot be an index condition.
-    // Partial: a withdrawal has no hash when it is created, so creation does not maintain this index
-    // (issue 17); `tx_hash = $1` implies the predicate, so the search still uses it.
+    // Partial: a withdrawal has no hash when it is created, so creation does not maintain this index;
+    // `tx_hash = $1` implies the predicate, so the search still uses it.
     index('operations_tx_hash').on(t.tenantId, t.txHash).where(sql`tx_hash is not null`),
     // The /metrics aggregate (core/sql/idem_operation_stats.sql): counts and oldest age of the
     // states still in flight, across tenants, read from this index alone: O(in flight), not O(history).

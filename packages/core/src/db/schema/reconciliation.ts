@@ -19,7 +19,7 @@ import { tenantPolicy } from './tenant-policy.ts';
 const minor = (name: string) => numeric(name, { precision: 78, scale: 0 });
 
 /**
- * One balance-level reconciliation of a tenant (issue 13): who or what ran it, what it was pinned
+ * One balance-level reconciliation of a tenant: who or what ran it, what it was pinned
  * to, and its result. Written 'running' first; finished once, with its figures, in one
  * transaction; after that the database refuses any change
  * (core/sql/idem_guard_reconciliation_run.sql), so a run is the record an auditor receives.

@@ -30,7 +30,7 @@ export const staffUsers = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
     /**
-     * TOTP (RFC 6238, issue 14). The base32 secret of a confirmed enrolment; never returned by any
+     * TOTP (RFC 6238). The base32 secret of a confirmed enrolment; never returned by any
      * procedure after enrolment. `mfaPendingSecret` holds one being enrolled until a code confirms it.
      */
     mfaSecret: text('mfa_secret'),
@@ -100,7 +100,7 @@ export const customerSessionLinks = pgTable(
 );
 
 /**
- * Invitations to join a tenant's staff (issue 14, Team screen). The link carries a 256-bit token
+ * Invitations to join a tenant's staff (Team screen). The link carries a 256-bit token
  * of which only the SHA-256 is stored; it is used at most once (conditional UPDATE on used_at) and
  * only before it expires. The invited member exists already, without a usable password, until the
  * link sets one.

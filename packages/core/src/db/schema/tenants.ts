@@ -16,7 +16,7 @@ export const tenants = pgTable(
      */
     custodianAccount: text('custodian_account').notNull().default('omnibus'),
     /**
-     * Whether approvers, operators and admins must use TOTP (issue 14). On unless the tenant was
+     * Whether approvers, operators and admins must use TOTP. On unless the tenant was
      * created without it (the embedded demo, the test fixtures); staff who enrolled anyway always
      * use it.
      */

@@ -120,7 +120,7 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
 
 /**
  * The gas a chain payment confirmed by hand paid, as the rail read it from the receipt: posted
- * with the confirmation like the watcher's (issue 12). A chain PAID without it proves nothing yet;
+ * with the confirmation like the watcher's. A chain PAID without it proves nothing yet;
  * a custodian charges its own fee.
  */
 function paidNetworkFee(
