@@ -52,7 +52,7 @@ export {
 export { testTokenAbi, testTokenBytecode } from './evm/test-token.artifact.ts';
 export { type DeployTestTokenOptions, deployTestToken } from './evm/test-token.ts';
 export * from './evm/types.ts';
-// The signer interface: who holds a hot wallet's key (issue 18, docs/SIGNING.md).
+// The signer interface: who holds a hot wallet's key (docs/SIGNING.md).
 export { lateAnsweringSigner } from './signer/faults.ts';
 export { DEVELOPMENT_CHAIN_IDS, localKeySigner } from './signer/local-key.ts';
 export {

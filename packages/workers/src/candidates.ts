@@ -20,7 +20,7 @@ export async function tenantsWithWork(db: Database, reorgWindowSeconds: number):
  * The order one pass visits the tenants with work in: a fresh random permutation each pass.
  * Workers that all took the database's order would all start on the same tenant and queue on its
  * hot wallet's nonce lock (allocateNonce) while the other wallets idle, so adding a worker process
- * added nothing (issue 16, I16-SCALE). Fisher-Yates; the given list is not changed.
+ * added nothing (I16-SCALE). Fisher-Yates; the given list is not changed.
  */
 export function visitOrder<T>(items: readonly T[], random: () => number = Math.random): T[] {
   const order = [...items];

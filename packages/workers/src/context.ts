@@ -6,7 +6,7 @@ import type { ReplacePolicy } from './steps/replace.ts';
 
 /** Points in the send path where a fault-injection probe may run (tests kill the process there). */
 export type SendStep =
-  /** The signer answered; its signature is not persisted yet (issue 18's kill point). */
+  /** The signer answered; its signature is not persisted yet (where the I18 C12 test kills the worker). */
   'signer-answered' | 'signed' | 'broadcast-returned' | 'replacement-signed' | 'replacement-recorded';
 
 export interface WorkerContext {
@@ -22,7 +22,7 @@ export interface WorkerContext {
   reorgWindowSeconds: number;
   /** After this long in UNKNOWN an operation gets a named owner and an alert (C15). */
   unknownEscalateAfterMs: number;
-  /** The least time between the two chain passes a VERIFIED_NOT_SENT verdict needs (issue 12). */
+  /** The least time between the two chain passes a VERIFIED_NOT_SENT verdict needs. */
   notSentConfirmIntervalMs: number;
   /** Who owns escalations. */
   escalationOwner: string;
@@ -31,6 +31,6 @@ export interface WorkerContext {
   /** Per network: a BROADCAST not mined after this long gets the escalation owner and an alert. */
   broadcastEscalateAfterMs?: Partial<Record<Network, number>>;
   probe?: (step: SendStep, operationId: string) => Promise<void>;
-  /** Automatic fee bumps per network (issue 12); networks not named use the defaults. */
+  /** Automatic fee bumps per network; networks not named use the defaults. */
   replacePolicies?: Record<string, ReplacePolicy>;
 }

@@ -5,7 +5,7 @@ export type CustodianTerm = 'providerId' | 'asset' | 'amount' | 'destination' | 
 
 /**
  * The terms in which a custodian transfer under our reference differs from the approved payload
- * (issue 13, C16): asset, amount, destination and memo, and, once the custodian acknowledged the
+ * (C16): asset, amount, destination and memo, and, once the custodian acknowledged the
  * withdrawal, its own transfer id. An empty list means the transfer is the one we approved; anything
  * else is a genuine variance, never a settlement. The inbox, the worker's evidence and reconciliation
  * all ask here.

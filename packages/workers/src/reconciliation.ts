@@ -74,7 +74,7 @@ const SETTLED_OR_SENT: Operation['state'][] = [
  * adjusts a balance because of a break. Also checks the ledger against itself (entries balance,
  * balances equal their postings), which must never fail.
  *
- * Break lifecycle (issue 13): a difference on an operation younger than its asset's window is
+ * Break lifecycle: a difference on an operation younger than its asset's window is
  * `timing`; older, or a timing break older than the window, is `genuine_variance` and escalates
  * the timing break (a new linked break, an alert). A timing break whose operation now matches
  * closes itself as `arrived` with the evidence of the match.
@@ -318,7 +318,7 @@ async function compareCustodian(
       }
       continue;
     }
-    // Our reference under another transfer id, asset, amount, destination or memo: not ours (issue 13).
+    // Our reference under another transfer id, asset, amount, destination or memo: not ours.
     const differs = custodianTermsDiffer(op, transfer);
     if (differs.length > 0) {
       findings.push({

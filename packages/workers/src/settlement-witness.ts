@@ -21,8 +21,8 @@ export interface SettlementAssertion {
 const WITNESS_DEADLINE_MS = 15_000;
 
 /**
- * Asks the authoritative side about a withdrawal a person wants to resolve (C14, C15, issue 11
- * F4): the chain, read at the asset's confirmation depth, or the custodian, by our reference. The
+ * Asks the authoritative side about a withdrawal a person wants to resolve (C14, C15, I11-F4):
+ * the chain, read at the asset's confirmation depth, or the custodian, by our reference. The
  * answer is evidence for the four-eyes proposal, never a decision by itself; an unreachable or
  * slow rail, or an answer short of proof, is UNPROVEN. Error text is not kept (provider URLs can
  * carry keys): only the error's name.

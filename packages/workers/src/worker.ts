@@ -207,7 +207,7 @@ class WorkerLoop {
 
   /**
    * Periodic jobs run for EVERY tenant, idle or not: a quiet tenant's balances must still be
-   * proven and its keys still expire (issue 13). Tenant ids only, from a SECURITY DEFINER function.
+   * proven and its keys still expire. Tenant ids only, from a SECURITY DEFINER function.
    */
   private async periodicJobs(report: TickReport): Promise<void> {
     const { ctx, options } = this;

@@ -65,7 +65,7 @@ export interface EvmRail {
    */
   sign(request: EvmSignRequestInput, approval: Approval): Promise<SignedEvmTransaction>;
   /**
-   * Signs a fee bump of one of our stored transactions (issue 12): the same nonce, recipient,
+   * Signs a fee bump of one of our stored transactions: the same nonce, recipient,
    * value, data and gas limit, higher fees. Offline; refuses bytes this key did not sign and fees
    * that are not higher on both fields.
    */

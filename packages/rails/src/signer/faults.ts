@@ -1,5 +1,5 @@
 /**
- * A signer that misbehaves on purpose, for the chaos run (issue 18), as the custodian simulator
+ * A signer that misbehaves on purpose, for the chaos run, as the custodian simulator
  * does: while the control file says so, the token signs and then its answer is held for `holdMs`,
  * past the rail's deadline, so the caller sees a timeout after the key was used (a lost answer).
  * The control file is JSON `{ "holdUntil": <epoch ms>, "holdMs": <ms> }`, rewritten by the run;

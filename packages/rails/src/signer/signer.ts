@@ -1,5 +1,5 @@
 /**
- * The signer interface (issue 18). A hot wallet's key lives behind a `DigestSigner`: a PKCS#11
+ * The signer interface. A hot wallet's key lives behind a `DigestSigner`: a PKCS#11
  * token in production (pkcs11.ts), an in-process key only on development chains (local-key.ts),
  * and a KMS or an MPC provider the same way (docs/SIGNING.md). The rail never holds key material:
  * it checks what the approval covers (C02), builds the transaction, sends its 32-byte digest to

@@ -83,7 +83,7 @@ async function compareAll(
 }
 
 /**
- * Balance-level reconciliation of one tenant (issue 13, C21): for every asset and holding place,
+ * Balance-level reconciliation of one tenant (C21): for every asset and holding place,
  * the ledger's figure against the balance observed on chain at a pinned block or reported by the
  * custodian, explained by in-flight items; what remains is a `genuine_variance` break with the
  * amounts, the block or report time and an owner. A difference must be seen by two comparisons in

@@ -43,7 +43,7 @@ const POLLER_ENDPOINT = 'custodian-poller';
 const AWAITING_OUTCOME = 'BROADCAST';
 
 /**
- * Recovery of missed custodian events (issue 13). Asks the custodian what happened in a time
+ * Recovery of missed custodian events. Asks the custodian what happened in a time
  * window (deposits confirmed, transfers whose status changed), starting a little before where the
  * last pass stopped, and records each finding in the tenant's inbox as an event, beside the
  * webhooks. The inbox applies them by its one set of rules: a deposit is credited through

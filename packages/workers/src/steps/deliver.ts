@@ -156,7 +156,7 @@ async function post(
   const raw = JSON.stringify(body);
   const at = new Date();
   // During a rotation's overlap each attempt carries a signature by each secret in force, space
-  // separated as Standard Webhooks allows, so a receiver verifies with whichever it holds (issue 14).
+  // separated as Standard Webhooks allows, so a receiver verifies with whichever it holds.
   const signature = secretsInForce(endpoint, at)
     .map((secret) => new Webhook(secret).sign(webhookId, at, raw))
     .join(' ');

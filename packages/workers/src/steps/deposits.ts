@@ -41,11 +41,11 @@ export const REORG_WINDOW_BLOCKS = 256;
  * mined, credited (as deposit operations, through the same identity path as everything else, C24)
  * only once their block is as deep as the asset's confirmation policy, and reversed by a
  * compensating entry with a break if a reorganisation removes them after crediting (C17). A
- * reorganisation is a positive answer seen on two passes (issue 12): a failed, slow or lagging
+ * reorganisation is a positive answer seen on two passes: a failed, slow or lagging
  * node is no evidence and changes nothing; an orphaned deposit whose transaction reappears is
  * seen again and credited at depth.
  *
- * After downtime (issue 13) it resumes from its cursor a window per pass. Two things keep that
+ * After downtime it resumes from its cursor a window per pass. Two things keep that
  * exact however long it was away: the cursor keeps the hash of the last block scanned, and when
  * the canonical block there has another hash the chain was rewritten below the cursor, so the scan
  * goes back a reorganisation window over it (a deposit re-mined lower is found; seeing one again
@@ -77,7 +77,7 @@ export async function watchDeposits(ctx: WorkerContext, tenantId: string): Promi
     tenantId,
     head,
     // The window is behind the scan, not the head: after downtime the scan is far behind, and what
-    // happened while nobody watched is still looked at (issue 13).
+    // happened while nobody watched is still looked at.
     windowStart: Math.min(head, from) - REORG_WINDOW_BLOCKS,
     read: (observation) => readBlock(chain, observation),
     deepEnough: (assetCode, blockNumber) =>
@@ -287,7 +287,7 @@ async function resumeFrom(
 }
 
 /**
- * What the node positively says about an observation's block (issue 12). Only two answers act:
+ * What the node positively says about an observation's block. Only two answers act:
  * its transaction in a canonical block (where it was, or re-mined elsewhere with the same transfer),
  * or another block at its height with the transaction in none. Anything else (an error, a timeout,
  * a node that does not have the block yet, a node contradicting itself) is no answer.

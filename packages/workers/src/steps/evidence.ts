@@ -34,7 +34,7 @@ async function chainVerdict(ctx: WorkerContext, op: Operation): Promise<Verdict>
   if (!op.txHash || op.chainNonce === null)
     return { kind: 'not_found', evidence: { reason: 'nothing signed' } };
   const nonce = op.chainNonce;
-  // Every attempt shares the nonce, so at most one is mined; whichever it is settles (issue 12).
+  // Every attempt shares the nonce, so at most one is mined; whichever it is settles.
   const ours: OurAttempt[] =
     attempts.length > 0
       ? attempts.map((a) => ({ txHash: a.txHash as Hex, attemptNo: a.attemptNo, kind: a.kind }))
@@ -127,7 +127,7 @@ async function custodianVerdict(ctx: WorkerContext, op: Operation): Promise<Verd
     status: transfer.status,
     txHash: transfer.txHash ?? null,
   });
-  // A transfer under our reference with other terms is not ours settling (issue 13): reconciliation
+  // A transfer under our reference with other terms is not ours settling: reconciliation
   // records the variance; the state machine treats it as a contradiction (UNKNOWN, an owner).
   const differs = custodianTermsDiffer(op, transfer);
   if (differs.length > 0) return { kind: 'contradictory', evidence: { ...evidence, differs } };

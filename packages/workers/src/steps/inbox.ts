@@ -138,7 +138,7 @@ async function decide(
       return { status: 'PARKED', reason: 'no matching withdrawal' };
     }
     // A report under another transfer id, or to another destination or memo, is not our withdrawal
-    // settling: it stays as it is and a person looks at the variance (issue 13).
+    // settling: it stays as it is and a person looks at the variance.
     const differs = custodianTermsDiffer(op, transfer);
     if (differs.length > 0) {
       const reason = `custodian transfer terms differ from the approved payload: ${differs.join(', ')}`;

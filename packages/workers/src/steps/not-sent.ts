@@ -17,7 +17,7 @@ interface ChainDetail {
 }
 
 /**
- * Before the reconciler releases an EVM withdrawal's hold as VERIFIED_NOT_SENT (issue 12): the
+ * Before the reconciler releases an EVM withdrawal's hold as VERIFIED_NOT_SENT: the
  * lookup's "absent, nonce consumed" is only a hint, since its reads may hit different nodes behind
  * a load balancer. The proof is the settlement witness (the same one manual resolution uses): every
  * read pinned to one block at the asset's depth, the transaction that took our nonce found there

@@ -28,7 +28,7 @@ async function forEachCandidate(
     try {
       verdict = await gatherEvidence(ctx, op);
     } catch (error) {
-      // No answer is no evidence: no state changes. Escalation by age alone goes on (issue 12).
+      // No answer is no evidence: no state changes. Escalation by age alone goes on.
       const message = scrubbedError(error, 200);
       ctx.log.warn({ tenantId, operationId, stage, message }, 'rail could not be asked');
       await WITHOUT_AN_ANSWER[stage]?.(ctx, op, { rail: 'no answer', message });
@@ -218,7 +218,7 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
       case 'failed_on_rail':
       case 'not_sent':
       case 'cancelled': {
-        // The chain's "not sent" must be proven at a pinned block, twice (issue 12); our own
+        // The chain's "not sent" must be proven at a pinned block, twice; our own
         // cancel mined at depth is a positive answer and needs no second pass.
         const evidence =
           verdict.kind === 'not_sent' && routeFor(op.network).kind === 'evm'
