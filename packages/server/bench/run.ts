@@ -33,13 +33,13 @@ import { fundAccounts, scratchDatabase } from './support.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const ACCOUNTS = 1_000;
 const HOT_ACCOUNT = 'acct-hot';
-/** Issue 17: over HTTP at least pgbench's TPC-B rate; one hot account at least half of it. */
+/** The throughput target: over HTTP at least pgbench's TPC-B rate; one hot account at least half of it. */
 const TARGET_RATIO = 1.0;
 const HOT_TARGET_RATIO = 0.5;
 /** The bulk API phase: this many integrators, each sending this many withdrawals per call. */
 const BULK_CLIENTS = 4;
 const BULK_ITEMS = 250;
-/** Issue 15: the REST face at least 0.4 times pgbench. */
+/** The REST face's target: at least 0.4 times pgbench. */
 const REST_TARGET_RATIO = 0.4;
 /**
  * The server's PostgreSQL pool. On 2 cores shared by PostgreSQL, the server and the clients, a few

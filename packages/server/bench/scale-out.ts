@@ -1,5 +1,5 @@
 /**
- * `pnpm bench` (server), scale-out phase (issue 16): 1, 2 and 4 server processes on one
+ * `pnpm bench` (server), scale-out phase: 1, 2 and 4 server processes on one
  * PostgreSQL, each on its own port, the load generator spreading its SDK clients over them round
  * robin (what a load balancer does). Prints withdrawals created per second per setup and checks
  * after each that the database holds exactly what the clients were told: one operation per

@@ -81,7 +81,7 @@ export async function seedDemoTenant(
   const assets = DEFAULT_ASSETS.map((asset) =>
     asset.code === 'USDC' && usdcContract ? { ...asset, contractAddress: usdcContract } : asset,
   );
-  // The embedded demo signs in with passwords only (issue 14): TOTP is a tenant setting, off here.
+  // The embedded demo signs in with passwords only: TOTP is a tenant setting, off here.
   const { tenantId, slug } = await createTenant(db, { name: DEMO_TENANT_NAME, assets, mfaRequired: false });
   await withTenant(db, tenantId, async (tx) => {
     for (const rule of DEMO_RISK) await setRiskPolicy(tx, { tenantId, ...rule, actor: 'system:demo' });

@@ -56,7 +56,7 @@ const envSchema = z.object({
   IDEM_DATA_DIR: z.string().default(`${repositoryRoot}.idem`),
   IDEM_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(20),
   /**
-   * Gathering of concurrent withdrawal submissions into one statement (issue 17): on (the default),
+   * Gathering of concurrent withdrawal submissions into one statement: on (the default),
    * a submission goes out at once while fewer than IDEM_BATCH_CONCURRENCY batches of its tenant are
    * being written, else it waits at most IDEM_BATCH_MAX_WAIT_MS or until IDEM_BATCH_MAX_ITEMS of its
    * tenant are waiting. Tenants never wait on each other. Off: every submission is its own statement, as before.
@@ -137,19 +137,19 @@ const envSchema = z.object({
     .default(15 * 60_000),
   /**
    * The least time between the two chain passes that must both prove an EVM withdrawal was never
-   * sent (its nonce taken at depth by another transaction) before its hold is released (issue 12).
+   * sent (its nonce taken at depth by another transaction) before its hold is released.
    */
   IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
   IDEM_ESCALATION_OWNER: z.string().min(1).max(100).default('ops-oncall'),
   /**
    * Per network, how long a BROADCAST may stay unmined before an alert, then before it is escalated
-   * to IDEM_ESCALATION_OWNER (issue 12). Defaults: ethereum 30 min / 2 h, bitcoin 2 h / 6 h.
+   * to IDEM_ESCALATION_OWNER. Defaults: ethereum 30 min / 2 h, bitcoin 2 h / 6 h.
    */
   IDEM_BROADCAST_ALERT_AFTER_MS: perNetworkMs,
   IDEM_BROADCAST_ESCALATE_AFTER_MS: perNetworkMs,
   /**
    * Per network, how long a sent EVM withdrawal may sit unmined before the worker signs a fee bump
-   * (same nonce, within the approved cap). Default: ethereum 10 min (issue 12).
+   * (same nonce, within the approved cap). Default: ethereum 10 min.
    */
   IDEM_BUMP_AFTER_MS: perNetworkMs,
   /** How often each worker runs three-way reconciliation per tenant (0 turns it off). */

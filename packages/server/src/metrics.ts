@@ -6,7 +6,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
  * States whose oldest age is a go/no-go signal: an owner must resolve them (C13, C15), or, for
- * BROADCAST, a transaction not mined for long is stuck (a fee too low, dropped; issue 12).
+ * BROADCAST, a transaction not mined for long is stuck (a fee too low, dropped).
  */
 const WATCHED_STATES = ['UNKNOWN', 'FAILED_TERMINAL', 'BROADCAST'] as const;
 
@@ -38,7 +38,7 @@ export function createMetrics(db: Database, options: { cacheMs: number; settledC
     registers: [registry],
   });
   for (const outcome of inboxOutcomes) webhookDeliveries.inc({ outcome }, 0);
-  // The gathering of withdrawal submissions (issue 17): what IDEM_BATCH_* comes to under the
+  // The gathering of withdrawal submissions: what IDEM_BATCH_* comes to under the
   // real load, items per statement and each statement's time.
   const batchItems = new Histogram({
     name: 'idem_withdrawal_batch_items',

@@ -29,7 +29,7 @@ export const appRouter = router({
   staff: staffOperationsRouter,
   staffAudit: staffAuditRouter,
   staffConsole: staffConsoleRouter,
-  // What an operator looks at first: the Overview and the Withdrawals explorer (issue 14).
+  // What an operator looks at first: the Overview and the Withdrawals explorer.
   staffOverview: staffOverviewRouter,
   // Four eyes for every manual money path: resolutions, adjustments, manual credits.
   staffProposals: staffProposalsRouter,

@@ -12,7 +12,7 @@ export interface SettlementWitness {
     op: Operation,
     assertion: { toState: 'CONFIRMED' | 'VERIFIED_NOT_SENT'; txHash?: string | undefined },
   ): Promise<SettlementAttestation>;
-  /** The chain's nonce counts for a hot wallet (the nonce view, issue 12); null when no node answers. */
+  /** The chain's nonce counts for a hot wallet (the nonce view); null when no node answers. */
   readNonces?(address: string, network: string): Promise<{ latest: number; pending: number } | null>;
 }
 

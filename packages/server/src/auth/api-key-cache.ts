@@ -39,7 +39,7 @@ export class ApiKeyCache {
 
   /**
    * Drops a key at once, so a revocation made on this server refuses the key on its next request
-   * instead of after the TTL (issue 14). Other servers still hold it until their TTL ends.
+   * instead of after the TTL. Other servers still hold it until their TTL ends.
    */
   forget(keyId: string): void {
     for (const [digest, entry] of this.entries) {

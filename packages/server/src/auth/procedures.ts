@@ -17,7 +17,7 @@ import { assertCsrf, CUSTOMER_COOKIE, csrfTokenFor, requireWeb, STAFF_COOKIE } f
 const signedOut = () => new IdemError('UNAUTHORIZED', 'not signed in, or the session has ended');
 
 /**
- * Where a staff session stands with TOTP (issue 14). Approvers, operators and admins need it when
+ * Where a staff session stands with TOTP. Approvers, operators and admins need it when
  * their tenant requires it; anyone who enrolled uses it whatever the tenant says.
  */
 export function mfaStatusOf(staff: StaffSessionUser): StaffMfaStatus {
@@ -45,7 +45,7 @@ export const staffSessionProcedure = publicProcedure.use(async ({ ctx, type, pat
   if (type === 'mutation') assertCsrf(web, token);
   const db = ctx.db;
   const actor = staffActor(staff.userId);
-  // Every staff mutation is audited (issue 14). A success is recorded in the transaction of its
+  // Every staff mutation is audited. A success is recorded in the transaction of its
   // first change, so it commits with it or not at all; a refusal is recorded on its own after.
   const audit = type === 'mutation' ? { recorded: false } : null;
   const entry = async (outcome: string) => ({
@@ -96,7 +96,7 @@ export const staffProcedure = staffSessionProcedure.use(({ ctx, next }) => {
 });
 
 /**
- * Step-up (issue 14): approving, resolving, cancelling or stopping, and changing configuration need
+ * Step-up: approving, resolving, cancelling or stopping, and changing configuration need
  * a code verified within the tenant's window (5 minutes by default) when the member uses TOTP;
  * otherwise STEP_UP_REQUIRED, and the screen asks for a code and retries. A member who does not
  * use TOTP (a tenant without the requirement) passes.

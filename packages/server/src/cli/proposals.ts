@@ -64,7 +64,7 @@ async function signIn(
   return { tenantId: user.tenantId, userId: user.userId, email: user.email, role: user.role };
 }
 
-/** An audit entry for the CLI (issue 14): the source is the operator's shell, not an address. */
+/** An audit entry for the CLI: the source is the operator's shell, not an address. */
 function auditCli(
   tx: Tx,
   tenantId: string,

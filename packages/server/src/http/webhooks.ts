@@ -75,8 +75,8 @@ export async function handleWebhook(
     'webhook-timestamp': headerOf(req, 'webhook-timestamp'),
     'webhook-signature': headerOf(req, 'webhook-signature'),
   };
-  // During a rotation's overlap a signature by the previous secret is as good as one by the new
-  // (issue 14); outside it only the current secret verifies.
+  // During a rotation's overlap a signature by the previous secret is as good as one by the new;
+  // outside it only the current secret verifies.
   let reason: string | null = null;
   for (const secret of endpoint.secrets) {
     try {
@@ -122,7 +122,7 @@ export async function handleWebhook(
     // The alert: an owner must look at two bodies under one event id, or a body we cannot read.
     log.error({ ...context, alert: 'webhook_quarantined' }, 'ALERT webhook event quarantined (C19)');
   } else if (recorded.outcome === 'UNHANDLED') {
-    // Stored, never acted on: a sender's event we do not understand may be money moving (issue 13).
+    // Stored, never acted on: a sender's event we do not understand may be money moving.
     log.error(
       { ...context, eventType: recorded.eventType, alert: 'webhook_unhandled' },
       'ALERT webhook event of a type we do not handle stored UNHANDLED (C19)',

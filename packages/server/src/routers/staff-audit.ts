@@ -25,7 +25,7 @@ export function neutraliseFormula(value: string): string {
 }
 
 /**
- * The staff audit log (issue 14), for administrators: every staff action with who, when, from
+ * The staff audit log, for administrators: every staff action with who, when, from
  * which address and what was asked, filterable, and exportable as CSV. The export is a mutation so
  * that it is itself audited (and needs the session's CSRF token).
  */

@@ -32,7 +32,7 @@ import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /**
- * Configuration that needed the CLI (issue 14): API keys, webhook endpoints and risk rules. Every
+ * Configuration that needed the CLI: API keys, webhook endpoints and risk rules. Every
  * change is an administrator's, needs a fresh TOTP code (step-up, when the member uses MFA) and is
  * audited by the staff procedure.
  *

@@ -96,7 +96,7 @@ export const staffOperationsRouter = router({
     ),
 
   /**
-   * Stop before signing (issue 12): an APPROVED withdrawal no worker has leased goes to REJECTED
+   * Stop before signing: an APPROVED withdrawal no worker has leased goes to REJECTED
    * with its hold released, recorded with who and why. Stopping only lowers risk, so one person
    * with either the decide or the operate permission suffices (no four eyes). A leased one is
    * refused (INVALID_TRANSITION): core locks the row and requires APPROVED in the write.
@@ -119,7 +119,7 @@ export const staffOperationsRouter = router({
     ),
 
   // Resolving a stuck withdrawal is a four-eyes proposal with the rail's proof
-  // (staffProposals.propose, kind resolve_withdrawal; issue 11 F4): no one person moves it.
+  // (staffProposals.propose, kind resolve_withdrawal; I11-F4): no one person moves it.
 
   /** A chain withdrawal's signed attempts (original, fee bumps, cancel) with their fees and status. */
   attempts: staffWith('read')

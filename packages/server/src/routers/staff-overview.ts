@@ -32,7 +32,7 @@ const WITHDRAWAL_CSV_COLUMNS = [
 ];
 
 /**
- * The operator's Overview and the Withdrawals explorer (issue 14), for every staff role: reading
+ * The operator's Overview and the Withdrawals explorer, for every staff role: reading
  * them is what support does. The export is a mutation so that the audit log records who exported
  * what filter (and the session's CSRF token is needed).
  */

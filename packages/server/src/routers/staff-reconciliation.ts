@@ -17,7 +17,7 @@ import { router } from '../trpc.ts';
 const csvExportSchema = z.object({ filename: z.string(), csv: z.string() });
 
 /**
- * Balance-level reconciliation for the staff screens (issue 13): run now, the runs and their
+ * Balance-level reconciliation for the staff screens: run now, the runs and their
  * figures, and the two exports an auditor receives (CSV, and JSON signed with the tenant's own
  * outbound-webhook secret). Nothing here adjusts a balance.
  */

@@ -11,7 +11,7 @@ import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
 /**
- * The Team screen (issue 14, I14-TEAM), admins only. Every change needs a fresh code (step-up) and
+ * The Team screen (I14-TEAM), admins only. Every change needs a fresh code (step-up) and
  * is audited by the staff procedure's middleware (who, when, from where, and the input).
  */
 export const staffTeamRouter = router({

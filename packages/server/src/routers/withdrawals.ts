@@ -128,7 +128,7 @@ export const withdrawalsRouter = router({
     }),
 
   /**
-   * The bulk API (issue 17): up to 1,000 withdrawals, each with its own key, answered per item in
+   * The bulk API: up to 1,000 withdrawals, each with its own key, answered per item in
    * the order given, each as `submit` would answer it. Items are validated one by one, so a
    * malformed item is that item's VALIDATION and writes nothing for it; the valid ones are written
    * by one statement. Retrying the whole call is safe: every item replays by its key. Costs one
