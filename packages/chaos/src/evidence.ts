@@ -151,7 +151,7 @@ export function workerLogTails(outDir: string, count: number): string[] {
     });
 }
 
-/** How many signer calls the workers gave up on at their deadline (their warn lines, issue 18). */
+/** How many signer calls the workers gave up on at their deadline (their warn lines). */
 export function signerTimeoutsLogged(outDir: string): number {
   return readdirSync(outDir)
     .filter((name) => name.startsWith('worker-') && name.endsWith('.log'))

@@ -1,5 +1,5 @@
 /**
- * A failover drill inside a chaos run (issue 16): instead of the seeded schedule, the primary is
+ * A failover drill inside a chaos run: instead of the seeded schedule, the primary is
  * lost 40% into the fault phase while a probe commits writes; afterwards the clients' given-up
  * submissions are asked again, and the outcome joins the report with its own checks.
  */

@@ -1,5 +1,5 @@
 /**
- * The failover drill inside a chaos run (issue 16): the run's database lives on a pg_auto_failover
+ * The failover drill inside a chaos run: the run's database lives on a pg_auto_failover
  * formation (a monitor, a primary, a synchronous standby; @idem/testing/formation's startFormation) and
  * the servers and workers connect with its multi-host, read-write connection string. Mid-run the
  * primary's postgres is SIGKILLed, or a planned switchover is performed; nobody restarts anything.

@@ -253,8 +253,8 @@ interface NodeArrival {
 }
 
 /**
- * Issue 18: a signature is used only once persisted. Every transaction of a hot wallet that reached
- * the node is one the ledger stored (the operation's bytes or a recorded attempt), so a signature
+ * Sent only once persisted (I18-SENT): a signature is used only once persisted. Every transaction
+ * of a hot wallet that reached the node is one the ledger stored (the operation's bytes or a recorded attempt), so a signature
  * whose answer came late, or whose worker died before the write, was never sent. (An HSM's second
  * signature of one nonce is a different transaction: sent unpersisted, it would pay twice.)
  * `reachedNode` was copied before the ledger was read (see checkInvariants). A violation carries
@@ -645,7 +645,7 @@ async function journalBalances(sql: Sql): Promise<CheckResult> {
 }
 
 /**
- * 4. The ledger agrees with the chain and the custodian. First at the balance level (issue 13):
+ * 4. The ledger agrees with the chain and the custodian. First at the balance level:
  * for every tenant, asset and holding place, what the hot wallet and deposit addresses hold at a
  * pinned block, and what the shared custodian account reports, equals the ledger's custody figure
  * up to named in-flight items; a place not observed, or a remainder, is a violation (money the

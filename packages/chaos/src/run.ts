@@ -63,7 +63,7 @@ export interface ChaosOptions {
   /** Progress lines (to stderr in the CLI; silent in tests unless asked). */
   progress?: (line: string) => void;
   /**
-   * A failover drill instead of the seeded fault schedule (issue 16): `databaseUrl` is the
+   * A failover drill instead of the seeded fault schedule: `databaseUrl` is the
    * formation's multi-host URL, and the plan's event happens 40% into the fault phase.
    */
   failover?: FailoverPlan;

@@ -12,7 +12,7 @@ export function setCsrfToken(token: string): void {
 }
 
 /**
- * Step-up (issue 14): the staff screens register a prompt that asks for a fresh TOTP code and
+ * Step-up: the staff screens register a prompt that asks for a fresh TOTP code and
  * verifies it (true), or is cancelled (false). A mutation the server refuses with
  * STEP_UP_REQUIRED is then sent once more, unchanged, so no screen handles step-up itself.
  */

@@ -9,7 +9,7 @@ import { SecretOnce } from './SecretOnce.tsx';
 import { useStaff } from './session.tsx';
 
 /**
- * The tenant's API keys (issue 14): created with a label and shown once, listed with a prefix to
+ * The tenant's API keys: created with a label and shown once, listed with a prefix to
  * tell them apart and their last use (to the minute), revoked. Administrators change; operators read.
  */
 export function ApiKeys() {

@@ -40,7 +40,7 @@ const STATUS_COLORS: Record<string, string> = {
 };
 
 /**
- * A chain withdrawal's signed attempts (issue 12): the original and every fee bump or cancel, all
+ * A chain withdrawal's signed attempts: the original and every fee bump or cancel, all
  * with one nonce, so at most one is ever mined. "Bump fee" asks the worker for a higher fee within
  * the approved cap (operate permission); "Propose cancel" is a four-eyes proposal.
  */

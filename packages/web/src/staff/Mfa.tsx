@@ -20,7 +20,7 @@ import { api, setStepUpPrompt } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 
 /**
- * TOTP screens (issue 14, I14-MFA): enrolment (QR code, secret, then the recovery codes once), the
+ * TOTP screens (I14-MFA): enrolment (QR code, secret, then the recovery codes once), the
  * code asked after the password, and the step-up prompt before approving, resolving, cancelling
  * and configuration. The server decides when each is needed (`me.mfa.state`, STEP_UP_REQUIRED).
  */

@@ -208,7 +208,7 @@ const RAIL_MEANING: Record<string, string> = {
 };
 
 /**
- * Manual resolution, four eyes (issue 11 F4): one staff member proposes, another with the approver
+ * Manual resolution, four eyes (I11-F4): one staff member proposes, another with the approver
  * role approves, bound to the hash of the proposal and the evidence the system gathered. The
  * server asks the chain or the custodian again at the approval; without proof nothing moves.
  */

@@ -69,7 +69,7 @@ function lastHours(generatedAt: string): string[] {
 const hourLabel = (hour: string) => `${hour.slice(11, 16)} UTC`;
 
 /**
- * What an operator looks at first (issue 14): withdrawals by state now and per hour, what they
+ * What an operator looks at first: withdrawals by state now and per hour, what they
  * hold, the oldest of each watched queue, submit-to-confirmed latency, open breaks, hot wallets
  * against what may still leave them, dead letters. It reads again every few seconds by itself.
  */

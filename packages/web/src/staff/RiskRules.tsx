@@ -26,7 +26,7 @@ function inUnits(minor: string, decimals: number, asset: string): string {
 }
 
 /**
- * Risk rules per asset (issue 14): the auto-approve limit, the four-eyes threshold and the velocity
+ * Risk rules per asset: the auto-approve limit, the four-eyes threshold and the velocity
  * limit, with every change, who made it and when. Amounts are exact minor-unit strings, shown in
  * the asset's units beside them. Administrators change; every staff member reads.
  */

@@ -89,7 +89,7 @@ export function StaffApp() {
       </Container>
     );
   }
-  // TOTP before anything else where the server requires it (issue 14): enrol, or enter the code.
+  // TOTP before anything else where the server requires it: enrol, or enter the code.
   if (me.data.mfa.state === 'enrol') return <MfaEnrol onSignOut={() => signOut.mutate()} />;
   if (me.data.mfa.state === 'verify') return <MfaVerify onSignOut={() => signOut.mutate()} />;
   return (

@@ -6,7 +6,7 @@ import { api, setCsrfToken } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 
 /**
- * The invitation link's page (issue 14, I14-TEAM): `/staff/invite#<token>`. The token sits in the
+ * The invitation link's page (I14-TEAM): `/staff/invite#<token>`. The token sits in the
  * fragment (never in a server log or a Referer) and is removed from the address bar at once; the
  * person chooses their password, which uses the invitation and signs them in.
  */

@@ -6,7 +6,7 @@ import { api, problemOf, setCsrfToken } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 
 /**
- * Staff sign-in (issue 14): organisation slug, e-mail and password. The organisation may be left
+ * Staff sign-in: organisation slug, e-mail and password. The organisation may be left
  * empty when the e-mail belongs to one organisation only; the server asks for it otherwise.
  * `?org=<slug>` fills it in; an older `?tenant=<id>` link still works (the id is sent instead).
  */

@@ -9,7 +9,7 @@ import { useStaff } from './session.tsx';
 const REASON_MIN = 10;
 
 /**
- * Stop before signing (issue 12): an APPROVED withdrawal that no worker has leased is rejected and
+ * Stop before signing: an APPROVED withdrawal that no worker has leased is rejected and
  * its hold released. Stopping only lowers risk, so one staff member with the approver or operator
  * role may do it; the reason is recorded in the history. Once a worker has leased it the server
  * refuses: it is being signed.

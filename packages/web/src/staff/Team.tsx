@@ -24,7 +24,7 @@ import { useStaff } from './session.tsx';
 const roleOptions = staffRoles.map((role) => ({ value: role, label: role }));
 
 /**
- * The Team screen (issue 14, I14-TEAM), for admins: the staff list, invitations (the link is shown
+ * The Team screen (I14-TEAM), for admins: the staff list, invitations (the link is shown
  * once), role changes and disabling. Every change asks for a fresh code when the last is older than
  * the step-up window, and is audited by the server.
  */

@@ -6,7 +6,7 @@ import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 
 /**
- * Each hot wallet's nonces (issue 12): what the chain has mined and holds in its pool beside the
+ * Each hot wallet's nonces: what the chain has mined and holds in its pool beside the
  * operations Idem signed, by nonce. Every later nonce waits for the one the chain expects next, so
  * that operation is highlighted with a link to its page, where "Bump fee" and "Propose cancel" are.
  */

@@ -32,7 +32,7 @@ interface Lifecycle {
 }
 
 /**
- * Webhook endpoints (issue 14): inbound sources whose signatures intake verifies, and outbound
+ * Webhook endpoints: inbound sources whose signatures intake verifies, and outbound
  * destinations Idem signs for. Created, their secret rotated with an overlap (both secrets valid
  * until it ends), disabled; each outbound one links to its delivery log. Secrets are shown once.
  */

@@ -73,7 +73,7 @@ function filterOf(draft: Draft, decimals: number | null): ExplorerFilter | strin
 }
 
 /**
- * Every withdrawal of the tenant (issue 14): filters, sort, cursor pages, and a CSV export of what
+ * Every withdrawal of the tenant: filters, sort, cursor pages, and a CSV export of what
  * the filter selects (audited). A row opens the withdrawal's page with its full history.
  */
 export function Withdrawals() {
