@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Fails when a function's body runs past FUNCTION_LINES_MAX lines (issue 30: a function that grows
-// past a screen or two is several functions). Scans the shipped code and the scripts a reader runs:
+// Fails when a function's body runs past FUNCTION_LINES_MAX lines (a function that grows past a
+// screen or two is several functions). Scans the shipped code and the scripts a reader runs:
 // packages/*/{src,bench,scripts}/**/*.{ts,tsx}. Tests are left out: a `describe` block is a list of
 // cases, not a function to split. So is packages/testing, the tests' support moved out of their
 // test folders (which this check never read).
@@ -22,7 +22,7 @@ const FUNCTION_LINES_MAX = 150;
 const root = fileURLToPath(new URL('..', import.meta.url));
 const scanned = ['src', 'bench', 'scripts'];
 
-// Functions that were already this long when the check came in (issue 30), by name, with the
+// Functions that were already this long when the check came in, by name, with the
 // length they may not exceed while they wait to be split. Remove each entry once its split lands;
 // the list only shrinks.
 const WAITING_TO_BE_SPLIT = new Map([
@@ -130,7 +130,7 @@ if (waitingCount > 0 && !ownLinesOnly && max === FUNCTION_LINES_MAX) {
 if (over.length > 0) {
   console.error(
     `\n${over.length} function(s) over ${max} lines${ownLinesOnly ? ' (nested bodies not counted)' : ''}. ` +
-      'Split each by job into named functions or files (issue 30).',
+      'Split each by job into named functions or files.',
   );
   process.exit(1);
 }

@@ -254,8 +254,9 @@ interface NodeArrival {
 
 /**
  * Sent only once persisted (I18-SENT): a signature is used only once persisted. Every transaction
- * of a hot wallet that reached the node is one the ledger stored (the operation's bytes or a recorded attempt), so a signature
- * whose answer came late, or whose worker died before the write, was never sent. (An HSM's second
+ * of a hot wallet that reached the node is one the ledger stored (the operation's bytes or a
+ * recorded attempt), so a signature whose answer came late, or whose worker died before the write,
+ * was never sent. (An HSM's second
  * signature of one nonce is a different transaction: sent unpersisted, it would pay twice.)
  * `reachedNode` was copied before the ledger was read (see checkInvariants). A violation carries
  * what explains it: the transaction, when it reached the node, what the ledger holds for its
