@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { bundle, CLI_BUNDLE, SERVER_BUNDLE } from '../../server/scripts/bundle.ts';
+import { bundle, CLI_BUNDLE, SERVER_BUNDLE } from '@idem/server/bundle';
 
 /** Built once per run from the sources under test; a SIGKILL of the node process kills the real thing. */
 let bundles: Promise<unknown> | null = null;

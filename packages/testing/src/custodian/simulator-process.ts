@@ -24,7 +24,8 @@ export interface SimulatorProcess {
   stop(): Promise<void>;
 }
 
-const startupTimeoutMs = 15_000;
+// A tsx start-up; a minute, since the suites run side by side on two cores and it once took over 15 s.
+const startupTimeoutMs = 60_000;
 const seedChunk = 5_000;
 // The simulator's entry point sits beside the rails package's sources (its exports name only src/index.ts).
 const binPath = join(

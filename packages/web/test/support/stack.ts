@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -20,12 +19,13 @@ import {
 import { type AnvilInstance, generateWebhookSecret, startAnvil, startCustodianSimulator } from '@idem/rails';
 import { createIdemClient, type IdemClient } from '@idem/sdk';
 import { hashPassword } from '@idem/server';
+import { bundle } from '@idem/server/bundle';
 import { ETH, rpc } from '@idem/testing/chain';
 import { migratedPgliteDataDir } from '@idem/testing/database';
+import { startServerProcess } from '@idem/testing/server';
 import { strandWithdrawal } from '@idem/testing/tenants';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
-const serverRoot = fileURLToPath(new URL('../../../server/', import.meta.url));
 export const resultsDir = fileURLToPath(new URL('../../test-results/', import.meta.url));
 
 export { ETH };
@@ -213,44 +213,18 @@ interface SpawnedServer {
   stop(): Promise<void>;
 }
 
-/** The real server (src/main.ts) as a child process on a free port, on the embedded database in `dataDir`. */
+let serverBundle: Promise<string> | null = null;
+
+/**
+ * The real server as a child process on a free port, on the embedded database in `dataDir`: the
+ * bundle `pnpm start` runs (built once per test process), started by @idem/testing/server as the
+ * server's own tests start it.
+ */
 async function spawnServer(dataDir: string, env: Record<string, string>): Promise<SpawnedServer> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: serverRoot,
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'test',
-      PORT: '0',
-      LOG_LEVEL: 'warn',
-      IDEM_DATA_DIR: dataDir,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('')}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output.push(chunk.toString('utf8'));
-      const match = /Idem listening on http:\/\/[^\s]+:(\d+) /.exec(output.join(''));
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output.join('')}`)));
-  });
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    output,
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  serverBundle ??= bundle('server');
+  await serverBundle;
+  const server = await startServerProcess({ LOG_LEVEL: 'warn', IDEM_DATA_DIR: dataDir, ...env });
+  return { baseUrl: server.baseUrl, output: server.output, stop: server.stop };
 }
 
 export async function launchBrowser(): Promise<Browser> {
