@@ -31,6 +31,12 @@ interface Lifecycle {
   disabledAt: string | null;
 }
 
+/** A secret to show once, with what it belongs to. */
+interface ShownSecret {
+  title: string;
+  secret: string;
+}
+
 /**
  * Webhook endpoints: inbound sources whose signatures intake verifies, and outbound
  * destinations Idem signs for. Created, their secret rotated with an overlap (both secrets valid
@@ -39,73 +45,25 @@ interface Lifecycle {
 export function WebhookEndpoints() {
   const me = useStaff();
   const admin = roleAllows(me.role, 'administer');
-  const queryClient = useQueryClient();
   const [source, setSource] = useState('');
   const [url, setUrl] = useState('');
   const [overlapMinutes, setOverlapMinutes] = useState<number>(DAY_MINUTES);
-  const [shown, setShown] = useState<{ title: string; secret: string } | null>(null);
+  const [shown, setShown] = useState<ShownSecret | null>(null);
   const endpoints = useQuery({
     queryKey: ['staff', 'endpoints'],
     queryFn: () => api.staffConfig.endpoints.query(),
   });
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff', 'endpoints'] });
-  const createInbound = useMutation({
-    mutationFn: () => api.staffConfig.createInboundEndpoint.mutate({ source }),
-    onSuccess: (created) => {
-      setShown({
-        title: `Secret of the new ${source} endpoint ${created.endpointId}`,
-        secret: created.secret,
-      });
-      setSource('');
-      refresh();
-    },
-  });
-  const createOutbound = useMutation({
-    mutationFn: () => api.staffConfig.createOutboundEndpoint.mutate({ url }),
-    onSuccess: (created) => {
-      setShown({ title: `Signing secret of the new destination ${url}`, secret: created.secret });
-      setUrl('');
-      refresh();
-    },
-  });
-  const rotate = useMutation({
-    mutationFn: (input: { direction: EndpointDirection; endpointId: string }) =>
-      api.staffConfig.rotateEndpointSecret.mutate({ ...input, overlapMinutes }),
-    onSuccess: (rotated) => {
-      const until = rotated.previousSecretUntil
-        ? `; the old one stays valid until ${formatTime(rotated.previousSecretUntil)}`
-        : '; the old one is no longer valid';
-      setShown({ title: `New secret of ${rotated.endpointId}${until}`, secret: rotated.secret });
-      refresh();
-    },
-  });
-  const disable = useMutation({
-    mutationFn: (input: { direction: EndpointDirection; endpointId: string }) =>
-      api.staffConfig.disableEndpoint.mutate(input),
-    onSuccess: refresh,
-  });
+  const { createInbound, createOutbound, rotate, disable } = useEndpointChanges(overlapMinutes, setShown);
 
   const actions = (direction: EndpointDirection, endpoint: Lifecycle, name: string) =>
     admin && !endpoint.disabledAt ? (
-      <Group gap="xs" wrap="nowrap">
-        <Button
-          size="xs"
-          variant="light"
-          loading={rotate.isPending}
-          onClick={() => rotate.mutate({ direction, endpointId: endpoint.endpointId })}
-        >
-          Rotate secret of {name}
-        </Button>
-        <Button
-          size="xs"
-          variant="light"
-          color="red"
-          loading={disable.isPending}
-          onClick={() => disable.mutate({ direction, endpointId: endpoint.endpointId })}
-        >
-          Disable {name}
-        </Button>
-      </Group>
+      <EndpointActions
+        direction={direction}
+        endpoint={endpoint}
+        name={name}
+        rotate={rotate}
+        disable={disable}
+      />
     ) : null;
 
   return (
@@ -139,25 +97,15 @@ export function WebhookEndpoints() {
       </Title>
       <Text size="sm">Custodians and chain watchers post here; Idem verifies their signature first.</Text>
       {admin ? (
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            createInbound.mutate();
-          }}
-        >
-          <Group align="end">
-            <TextInput
-              label="Source name"
-              description="Lowercase, e.g. custodian"
-              value={source}
-              onChange={(event) => setSource(event.currentTarget.value)}
-              required
-            />
-            <Button type="submit" loading={createInbound.isPending}>
-              Create inbound endpoint
-            </Button>
-          </Group>
-        </form>
+        <CreateForm
+          label="Source name"
+          description="Lowercase, e.g. custodian"
+          value={source}
+          onChange={setSource}
+          submit="Create inbound endpoint"
+          loading={createInbound.isPending}
+          onSubmit={() => createInbound.mutate(source, { onSuccess: () => setSource('') })}
+        />
       ) : null}
       <EndpointTable
         testId="inbound-endpoints"
@@ -175,26 +123,16 @@ export function WebhookEndpoints() {
       </Title>
       <Text size="sm">Idem posts every state change here, signed with Standard Webhooks.</Text>
       {admin ? (
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            createOutbound.mutate();
-          }}
-        >
-          <Group align="end">
-            <TextInput
-              label="Destination URL"
-              type="url"
-              value={url}
-              onChange={(event) => setUrl(event.currentTarget.value)}
-              required
-              miw={320}
-            />
-            <Button type="submit" loading={createOutbound.isPending}>
-              Create outbound endpoint
-            </Button>
-          </Group>
-        </form>
+        <CreateForm
+          label="Destination URL"
+          type="url"
+          miw={320}
+          value={url}
+          onChange={setUrl}
+          submit="Create outbound endpoint"
+          loading={createOutbound.isPending}
+          onSubmit={() => createOutbound.mutate(url, { onSuccess: () => setUrl('') })}
+        />
       ) : null}
       <EndpointTable
         testId="outbound-endpoints"
@@ -211,6 +149,118 @@ export function WebhookEndpoints() {
         }))}
       />
     </>
+  );
+}
+
+/** The four changes an administrator makes; each new secret is handed to `show`, once. */
+function useEndpointChanges(overlapMinutes: number, show: (shown: ShownSecret) => void) {
+  const queryClient = useQueryClient();
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff', 'endpoints'] });
+  const createInbound = useMutation({
+    mutationFn: (source: string) => api.staffConfig.createInboundEndpoint.mutate({ source }),
+    onSuccess: (created, source) => {
+      show({ title: `Secret of the new ${source} endpoint ${created.endpointId}`, secret: created.secret });
+      refresh();
+    },
+  });
+  const createOutbound = useMutation({
+    mutationFn: (url: string) => api.staffConfig.createOutboundEndpoint.mutate({ url }),
+    onSuccess: (created, url) => {
+      show({ title: `Signing secret of the new destination ${url}`, secret: created.secret });
+      refresh();
+    },
+  });
+  const rotate = useMutation({
+    mutationFn: (input: { direction: EndpointDirection; endpointId: string }) =>
+      api.staffConfig.rotateEndpointSecret.mutate({ ...input, overlapMinutes }),
+    onSuccess: (rotated) => {
+      const until = rotated.previousSecretUntil
+        ? `; the old one stays valid until ${formatTime(rotated.previousSecretUntil)}`
+        : '; the old one is no longer valid';
+      show({ title: `New secret of ${rotated.endpointId}${until}`, secret: rotated.secret });
+      refresh();
+    },
+  });
+  const disable = useMutation({
+    mutationFn: (input: { direction: EndpointDirection; endpointId: string }) =>
+      api.staffConfig.disableEndpoint.mutate(input),
+    onSuccess: refresh,
+  });
+  return { createInbound, createOutbound, rotate, disable };
+}
+
+type EndpointChanges = ReturnType<typeof useEndpointChanges>;
+
+function EndpointActions({
+  direction,
+  endpoint,
+  name,
+  rotate,
+  disable,
+}: {
+  direction: EndpointDirection;
+  endpoint: Lifecycle;
+  name: string;
+  rotate: EndpointChanges['rotate'];
+  disable: EndpointChanges['disable'];
+}) {
+  return (
+    <Group gap="xs" wrap="nowrap">
+      <Button
+        size="xs"
+        variant="light"
+        loading={rotate.isPending}
+        onClick={() => rotate.mutate({ direction, endpointId: endpoint.endpointId })}
+      >
+        Rotate secret of {name}
+      </Button>
+      <Button
+        size="xs"
+        variant="light"
+        color="red"
+        loading={disable.isPending}
+        onClick={() => disable.mutate({ direction, endpointId: endpoint.endpointId })}
+      >
+        Disable {name}
+      </Button>
+    </Group>
+  );
+}
+
+/** One field and its create button (an inbound source's name, an outbound destination's URL). */
+function CreateForm(props: {
+  label: string;
+  description?: string;
+  type?: 'url';
+  miw?: number;
+  value: string;
+  onChange: (value: string) => void;
+  submit: string;
+  loading: boolean;
+  onSubmit: () => void;
+}) {
+  return (
+    <form
+      onSubmit={(event) => {
+        event.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      <Group align="end">
+        <TextInput
+          label={props.label}
+          {...(props.description ? { description: props.description } : {})}
+          {...(props.type ? { type: props.type } : {})}
+          value={props.value}
+          onChange={(event) => props.onChange(event.currentTarget.value)}
+          required
+          {...(props.miw ? { miw: props.miw } : {})}
+        />
+        <Button type="submit" loading={props.loading}>
+          {props.submit}
+        </Button>
+      </Group>
+    </form>
   );
 }
 

@@ -67,6 +67,41 @@ export function WithdrawFlow({
   duplicateHref,
   onSubmitted,
 }: Props) {
+  const flow = useIntentSubmission(storageKey, submit, onSubmitted);
+  const { intent, result } = flow;
+  if (result) {
+    return <WithdrawResult result={result} detailHref={detailHref} onNew={() => flow.setResult(null)} />;
+  }
+  if (intent) {
+    return (
+      <ConfirmWithdrawal
+        intent={intent}
+        assets={assets}
+        fixedAccountId={fixedAccountId}
+        duplicateHref={duplicateHref}
+        flow={flow}
+      />
+    );
+  }
+  return (
+    <WithdrawForm
+      assets={assets}
+      fixedAccountId={fixedAccountId}
+      onReview={(draft) => {
+        const reviewed: Intent = { ...draft, intentId: newIntentId(), status: 'confirming' };
+        saveIntent(storageKey, reviewed);
+        flow.setIntent(reviewed);
+      }}
+    />
+  );
+}
+
+/**
+ * The intent kept in sessionStorage and its one submission at a time: `send` marks it submitting,
+ * submits, and on an answer clears it; a definite refusal takes it back to confirming, no answer
+ * leaves it submitting (a reload resends it, and the server replays it).
+ */
+function useIntentSubmission(storageKey: string, submit: Props['submit'], onSubmitted: Props['onSubmitted']) {
   const [intent, setIntent] = useState<Intent | null>(() => loadIntent(storageKey));
   const [result, setResult] = useState<Result | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -115,146 +150,175 @@ export function WithdrawFlow({
     if (stored?.status === 'submitting') void send(stored);
   }, [storageKey, send]);
 
-  if (result) {
-    const replayed = result.outcome === 'REPLAYED';
-    return (
-      <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
-        <Stack>
-          <Title order={2} id="withdraw-title" size="h3">
-            Withdraw
-          </Title>
-          <Alert
-            color={replayed ? 'blue' : 'green'}
-            title={replayed ? 'Already submitted' : 'Withdrawal submitted'}
-            role="status"
-            data-testid={replayed ? 'outcome-replayed' : 'outcome-created'}
-          >
-            {replayed
-              ? 'This withdrawal had already reached us; this is the same withdrawal, not a new one. Nothing was sent twice.'
-              : 'We have your withdrawal.'}{' '}
-            Status:{' '}
-            <strong>{customerStateText(result.withdrawal.state, result.withdrawal.rejectionCode)}</strong>.
-          </Alert>
+  /** The person goes back to the form: the intent is dropped, with its error. */
+  const discard = () => {
+    clearIntent(storageKey);
+    setIntent(null);
+    setError(null);
+  };
+  return { intent, setIntent, result, setResult, error, sending, send, discard };
+}
+
+type IntentSubmission = ReturnType<typeof useIntentSubmission>;
+
+function WithdrawResult({
+  result,
+  detailHref,
+  onNew,
+}: {
+  result: Result;
+  detailHref: Props['detailHref'];
+  onNew: () => void;
+}) {
+  const replayed = result.outcome === 'REPLAYED';
+  return (
+    <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
+      <Stack>
+        <Title order={2} id="withdraw-title" size="h3">
+          Withdraw
+        </Title>
+        <Alert
+          color={replayed ? 'blue' : 'green'}
+          title={replayed ? 'Already submitted' : 'Withdrawal submitted'}
+          role="status"
+          data-testid={replayed ? 'outcome-replayed' : 'outcome-created'}
+        >
+          {replayed
+            ? 'This withdrawal had already reached us; this is the same withdrawal, not a new one. Nothing was sent twice.'
+            : 'We have your withdrawal.'}{' '}
+          Status:{' '}
+          <strong>{customerStateText(result.withdrawal.state, result.withdrawal.rejectionCode)}</strong>.
+        </Alert>
+        <Group>
+          <Anchor component={Link} href={detailHref(result.withdrawal)}>
+            View this withdrawal
+          </Anchor>
+          <Button variant="default" onClick={onNew}>
+            New withdrawal
+          </Button>
+        </Group>
+      </Stack>
+    </Paper>
+  );
+}
+
+/** Exactly what will be submitted, with the answers a person may give (or a possible duplicate's two). */
+function ConfirmWithdrawal({
+  intent,
+  assets,
+  fixedAccountId,
+  duplicateHref,
+  flow,
+}: {
+  intent: Intent;
+  assets: WithdrawAsset[];
+  fixedAccountId: string | undefined;
+  duplicateHref: Props['duplicateHref'];
+  flow: IntentSubmission;
+}) {
+  const { error, sending, send, discard } = flow;
+  const asset = assets.find((candidate) => candidate.code === intent.asset);
+  const decimals = asset?.decimals ?? 0;
+  const duplicate = error ? problemOf(error).duplicateOf : undefined;
+  return (
+    <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
+      <Stack>
+        <Title order={2} id="withdraw-title" size="h3">
+          Confirm your withdrawal
+        </Title>
+        <Text>This is exactly what will be submitted. Check the destination character by character.</Text>
+        <ConfirmationTable
+          intent={intent}
+          network={asset?.network}
+          decimals={decimals}
+          fixedAccountId={fixedAccountId}
+        />
+        {duplicate ? (
+          <PossibleDuplicate
+            duplicate={duplicate}
+            amount={`${formatMinor(intent.amountMinor, decimals)} ${intent.asset}`}
+            href={duplicateHref?.(duplicate.operationId) ?? null}
+            sending={sending}
+            onConfirm={() => void send({ ...intent, confirmDuplicateOf: duplicate.operationId })}
+            onKeepFirst={discard}
+          />
+        ) : (
+          <ProblemAlert error={error} />
+        )}
+        {error && problemOf(error).requestId === null ? (
+          <Text size="sm">
+            We did not get an answer. Trying again sends the same withdrawal: it cannot be made twice.
+          </Text>
+        ) : null}
+        {/* While the person decides about a possible duplicate, only its two answers are offered. */}
+        {duplicate ? null : (
           <Group>
-            <Anchor component={Link} href={detailHref(result.withdrawal)}>
-              View this withdrawal
-            </Anchor>
-            <Button variant="default" onClick={() => setResult(null)}>
-              New withdrawal
+            <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
+              {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
+            </Button>
+            <Button variant="default" disabled={sending || intent.status === 'submitting'} onClick={discard}>
+              Change
             </Button>
           </Group>
-        </Stack>
-      </Paper>
-    );
-  }
+        )}
+      </Stack>
+    </Paper>
+  );
+}
 
-  if (intent) {
-    const asset = assets.find((candidate) => candidate.code === intent.asset);
-    const decimals = asset?.decimals ?? 0;
-    const duplicate = error ? problemOf(error).duplicateOf : undefined;
-    return (
-      <Paper withBorder p="md" component="section" aria-labelledby="withdraw-title">
-        <Stack>
-          <Title order={2} id="withdraw-title" size="h3">
-            Confirm your withdrawal
-          </Title>
-          <Text>This is exactly what will be submitted. Check the destination character by character.</Text>
-          <Table data-testid="confirmation" variant="vertical" withTableBorder layout="fixed">
-            <Table.Tbody>
-              <Table.Tr>
-                <Table.Th w={110}>Amount</Table.Th>
-                <Table.Td>
-                  <Text fw={700} ff="monospace" data-testid="confirm-amount">
-                    {formatMinor(intent.amountMinor, decimals)} {intent.asset}
-                  </Text>
-                  <Text size="xs" c="dimmed">
-                    {intent.amountMinor} minor units
-                  </Text>
-                </Table.Td>
-              </Table.Tr>
-              <Table.Tr>
-                <Table.Th>Network</Table.Th>
-                <Table.Td>{asset?.network ?? 'unknown'}</Table.Td>
-              </Table.Tr>
-              <Table.Tr>
-                <Table.Th>Destination</Table.Th>
-                <Table.Td>
-                  <Code
-                    block
-                    style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-all' }}
-                    data-testid="confirm-destination"
-                  >
-                    {intent.destination}
-                  </Code>
-                </Table.Td>
-              </Table.Tr>
-              {intent.memo ? (
-                <Table.Tr>
-                  <Table.Th>Memo</Table.Th>
-                  <Table.Td>{intent.memo}</Table.Td>
-                </Table.Tr>
-              ) : null}
-              <Table.Tr>
-                <Table.Th>From account</Table.Th>
-                <Table.Td>{intent.accountId ?? fixedAccountId}</Table.Td>
-              </Table.Tr>
-            </Table.Tbody>
-          </Table>
-          {duplicate ? (
-            <PossibleDuplicate
-              duplicate={duplicate}
-              amount={`${formatMinor(intent.amountMinor, decimals)} ${intent.asset}`}
-              href={duplicateHref?.(duplicate.operationId) ?? null}
-              sending={sending}
-              onConfirm={() => void send({ ...intent, confirmDuplicateOf: duplicate.operationId })}
-              onKeepFirst={() => {
-                clearIntent(storageKey);
-                setIntent(null);
-                setError(null);
-              }}
-            />
-          ) : (
-            <ProblemAlert error={error} />
-          )}
-          {error && problemOf(error).requestId === null ? (
-            <Text size="sm">
-              We did not get an answer. Trying again sends the same withdrawal: it cannot be made twice.
-            </Text>
-          ) : null}
-          {/* While the person decides about a possible duplicate, only its two answers are offered. */}
-          {duplicate ? null : (
-            <Group>
-              <Button onClick={() => void send(intent)} loading={sending} data-testid="confirm-submit">
-                {error && problemOf(error).requestId === null ? 'Try again' : 'Confirm withdrawal'}
-              </Button>
-              <Button
-                variant="default"
-                disabled={sending || intent.status === 'submitting'}
-                onClick={() => {
-                  clearIntent(storageKey);
-                  setIntent(null);
-                  setError(null);
-                }}
-              >
-                Change
-              </Button>
-            </Group>
-          )}
-        </Stack>
-      </Paper>
-    );
-  }
-
+function ConfirmationTable({
+  intent,
+  network,
+  decimals,
+  fixedAccountId,
+}: {
+  intent: Intent;
+  network: string | undefined;
+  decimals: number;
+  fixedAccountId: string | undefined;
+}) {
   return (
-    <WithdrawForm
-      assets={assets}
-      fixedAccountId={fixedAccountId}
-      onReview={(draft) => {
-        const reviewed: Intent = { ...draft, intentId: newIntentId(), status: 'confirming' };
-        saveIntent(storageKey, reviewed);
-        setIntent(reviewed);
-      }}
-    />
+    <Table data-testid="confirmation" variant="vertical" withTableBorder layout="fixed">
+      <Table.Tbody>
+        <Table.Tr>
+          <Table.Th w={110}>Amount</Table.Th>
+          <Table.Td>
+            <Text fw={700} ff="monospace" data-testid="confirm-amount">
+              {formatMinor(intent.amountMinor, decimals)} {intent.asset}
+            </Text>
+            <Text size="xs" c="dimmed">
+              {intent.amountMinor} minor units
+            </Text>
+          </Table.Td>
+        </Table.Tr>
+        <Table.Tr>
+          <Table.Th>Network</Table.Th>
+          <Table.Td>{network ?? 'unknown'}</Table.Td>
+        </Table.Tr>
+        <Table.Tr>
+          <Table.Th>Destination</Table.Th>
+          <Table.Td>
+            <Code
+              block
+              style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-all' }}
+              data-testid="confirm-destination"
+            >
+              {intent.destination}
+            </Code>
+          </Table.Td>
+        </Table.Tr>
+        {intent.memo ? (
+          <Table.Tr>
+            <Table.Th>Memo</Table.Th>
+            <Table.Td>{intent.memo}</Table.Td>
+          </Table.Tr>
+        ) : null}
+        <Table.Tr>
+          <Table.Th>From account</Table.Th>
+          <Table.Td>{intent.accountId ?? fixedAccountId}</Table.Td>
+        </Table.Tr>
+      </Table.Tbody>
+    </Table>
   );
 }
 
