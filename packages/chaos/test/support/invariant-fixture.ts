@@ -3,12 +3,12 @@ import { createWithdrawal, getOperation, type Operation, withTenant } from '@ide
 import { type AnvilInstance, anvilDevPrivateKeys, type Ledger, startAnvil } from '@idem/rails';
 import { ETH, type FaultProxy, GWEI, startFaultProxy } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionHotWalletTenant } from '@idem/testing/tenants';
 import { createWorker, RailRegistry, type Worker } from '@idem/workers';
 import pino from 'pino';
 import postgres, { type Sql } from 'postgres';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { provisionHotWalletTenant } from './hot-wallet-tenant.ts';
 
 export const CHAIN_ID = 31337;
 export { ETH, GWEI };

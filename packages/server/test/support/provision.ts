@@ -1,15 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import {
-  createApiKey,
-  createTenant,
-  createWebhookEndpoint,
-  type Database,
-  type DatabaseHandle,
-  openDatabase,
-  recordDeposit,
-  withTenant,
-} from '@idem/core';
+import { createWebhookEndpoint, type Database, type DatabaseHandle, openDatabase } from '@idem/core';
 import { ETH } from '@idem/testing/chain';
 import {
   createTestDatabase,
@@ -17,52 +7,9 @@ import {
   onPostgres,
   type TestDatabase,
 } from '@idem/testing/database';
-import { getAddress } from 'viem';
 
-export { ETH };
-
-export function evmAddress(): string {
-  return getAddress(`0x${randomBytes(20).toString('hex')}`);
-}
-
-export function uniqueId(prefix: string): string {
-  return `${prefix}-${randomBytes(6).toString('hex')}`;
-}
-
-export interface TenantFixture {
-  tenantId: string;
-  apiKey: string;
-  keyId: string;
-}
-
-/** A tenant with an API key and a funded account, through core's ordinary paths. */
-export async function provisionTenant(
-  db: Database,
-  options: { name?: string; fund?: { accountId: string; asset: string; amountMinor: string }[] } = {},
-): Promise<TenantFixture> {
-  const { tenantId } = await createTenant(db, {
-    name: options.name ?? 'Contract Exchange',
-    // Staff of these tenants sign in without TOTP (issue 14); staff-team.test.ts covers MFA.
-    mfaRequired: false,
-  });
-  for (const deposit of options.fund ?? [
-    { accountId: 'cust-7', asset: 'ETH', amountMinor: (100n * ETH).toString() },
-  ]) {
-    const reference = uniqueId('dep');
-    await withTenant(db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: { reference, ...deposit },
-        idempotencyKey: `deposit-${reference}`,
-        actor: 'test',
-      }),
-    );
-  }
-  const { apiKey, keyId } = await createApiKey(db, tenantId);
-  return { tenantId, apiKey, keyId };
-}
-
-export { createWebhookEndpoint };
+export { evmAddress, provisionTenant, type TenantFixture, uniqueId } from '@idem/testing/tenants';
+export { createWebhookEndpoint, ETH };
 
 /**
  * Where a contract test's server keeps its data. PostgreSQL: a fresh database the test can query

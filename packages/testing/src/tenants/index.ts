@@ -1,3 +1,5 @@
 /** Tenants and the ledger states tests start from, made through core's real operations. */
 
+export * from './api-tenant.ts';
+export * from './hot-wallet.ts';
 export * from './ledger.ts';

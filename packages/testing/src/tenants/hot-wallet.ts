@@ -6,7 +6,7 @@ import {
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
-import { ETH } from '@idem/testing/chain';
+import { ETH } from '../chain/units.ts';
 
 /**
  * The invariant tests' tenant: ETH on the local chain at `confirmations`, one hot wallet at
