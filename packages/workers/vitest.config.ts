@@ -1,4 +1,5 @@
 import { defineIdemConfig } from '@idem/testing/vitest';
 
-// Each file has its own databases and its own anvil on a free port, so two files run at once.
-export default defineIdemConfig({ testTimeout: 120_000, fileParallelism: true });
+// One file at a time: several tests here time a worker's pass against real intervals (stall alerts,
+// node evidence, signer timeouts), and a second file beside them on two cores made them miss.
+export default defineIdemConfig({ testTimeout: 120_000 });
