@@ -19,7 +19,7 @@ export async function provisionTenant(
 ): Promise<TenantFixture> {
   const { tenantId } = await createTenant(db, {
     name: options.name ?? 'Contract Exchange',
-    // Staff of these tenants sign in without TOTP (issue 14); staff-team.test.ts covers MFA.
+    // Staff of these tenants sign in without TOTP; staff-team.test.ts covers MFA.
     mfaRequired: false,
   });
   for (const deposit of options.fund ?? [
