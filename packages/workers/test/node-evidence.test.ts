@@ -291,7 +291,8 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
     });
     await env.chain.waitForTransactionReceipt({ hash: other });
     await env.mine(1);
-    const intervalMs = 1_500;
+    // Long enough that the first worker's two passes finish inside it even on a loaded machine.
+    const intervalMs = 6_000;
     const first = env.worker({ notSentConfirmIntervalMs: intervalMs });
     await first.runOnce();
     expect((await env.operation(unknown.operationId)).state).toBe('UNKNOWN');
