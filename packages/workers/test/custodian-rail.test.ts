@@ -118,7 +118,13 @@ describe('withdrawals through a custodian that misbehaves', () => {
   });
 
   it('C16 a 200 without our reference leaves the operation UNKNOWN until the custodian is asked', async () => {
-    await simulator.control({ fault: 'ok-without-reference', faultTimes: 1 });
+    // The transfer settles 3 s after submission, so the lookup that follows UNKNOWN finds it still
+    // in flight (BROADCAST) however slow the machine, then completed.
+    await simulator.control({
+      fault: 'ok-without-reference',
+      faultTimes: 1,
+      settlement: { outcome: 'complete', afterMs: 3_000 },
+    });
     const op = await env.withdraw(60_000n, { asset: 'BTC', destination: BTC_DESTINATION });
     // Passes until the custodian's record settles it: on a loaded machine three rounds can end first.
     await settleUntil(op.operationId, 'CONFIRMED');
