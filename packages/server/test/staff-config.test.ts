@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { createOutboundEndpoint, fanOutNotification, withTenant } from '@idem/core';
+import {
+  createOutboundEndpoint,
+  fanOutNotification,
+  leaseDueDeliveries,
+  recordDeliveryAttempt,
+  rowsOf,
+  withTenant,
+} from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
@@ -303,7 +310,15 @@ describe('I14-KEYS configuration changes are audited', () => {
 });
 
 describe('I14-ENDPOINTS redelivery by hand', () => {
-  it('I14-ENDPOINTS a failed delivery waiting for its next retry is retried now by hand, keeping its attempt count', async () => {
+  type RedeliveryView = {
+    status: string;
+    attempts: number;
+    nextAttemptAt: string | null;
+    manualRedeliveries: number;
+  };
+
+  /** One pending delivery that failed three times, to an endpoint nobody answers on. */
+  async function failedDelivery(reference: string): Promise<{ workId: string; endpointId: string }> {
     const { endpointId } = await createOutboundEndpoint(database.db, tenant.tenantId, {
       url: 'http://127.0.0.1:9/hook',
     });
@@ -320,7 +335,7 @@ describe('I14-ENDPOINTS redelivery by hand', () => {
           data: {
             operationId: randomUUID(),
             kind: 'withdrawal',
-            reference: 'wd-retry',
+            reference,
             accountId: 'cust-1',
             asset: 'ETH',
             amountMinor: '1',
@@ -334,26 +349,88 @@ describe('I14-ENDPOINTS redelivery by hand', () => {
           },
         },
       });
-      // Three failed attempts; the next one is scheduled an hour from now.
       await tx.execute(
-        sql`update webhook_deliveries set attempts = 3, last_response_status = 503, available_at = now() + interval '1 hour' where work_id = ${workId}`,
+        sql`update webhook_deliveries set attempts = 3, last_response_status = 503 where work_id = ${workId}`,
       );
     });
-    const operator = await session('operator');
-    const answer = dataOf<{
-      status: string;
-      attempts: number;
-      nextAttemptAt: string | null;
-      manualRedeliveries: number;
-    }>(
+    return { workId, endpointId };
+  }
+
+  const retryByHand = async (delivery: { workId: string; endpointId: string }) =>
+    dataOf<RedeliveryView>(
       await call('staffConsole.redeliver', {
         mutation: true,
-        session: operator,
-        input: { workId, endpointId },
+        session: await session('operator'),
+        input: delivery,
       }),
     );
+
+  it('I14-ENDPOINTS a failed delivery waiting for its next retry is retried now by hand, keeping its attempt count', async () => {
+    const delivery = await failedDelivery('wd-retry');
+    // The next attempt is scheduled an hour from now.
+    await database.db.execute(
+      sql`update webhook_deliveries set available_at = now() + interval '1 hour' where work_id = ${delivery.workId}`,
+    );
+    const answer = await retryByHand(delivery);
     expect(answer).toMatchObject({ status: 'pending', attempts: 3, manualRedeliveries: 1 });
     expect(Date.parse(answer.nextAttemptAt ?? '')).toBeLessThanOrEqual(Date.now() + 1_000);
+  });
+
+  it('I14-ENDPOINTS a retry by hand of a delivery already due (a sender released it uncounted) is recorded and keeps it due', async () => {
+    const delivery = await failedDelivery('wd-retry-due');
+    await database.db.execute(
+      sql`update webhook_deliveries set available_at = now() - interval '1 second' where work_id = ${delivery.workId}`,
+    );
+    const answer = await retryByHand(delivery);
+    expect(answer).toMatchObject({ status: 'pending', attempts: 3, manualRedeliveries: 1 });
+    expect(Date.parse(answer.nextAttemptAt ?? '')).toBeLessThanOrEqual(Date.now() + 1_000);
+  });
+
+  it('I14-ENDPOINTS a retry by hand during an attempt is recorded; when that attempt fails the next one is due at once instead of after the backoff', async () => {
+    const delivery = await failedDelivery('wd-retry-leased');
+    // A sender leases it, with whatever else of this tenant is due.
+    const leased = await leaseDueDeliveries(database.db, tenant.tenantId, {
+      workerId: 'sender-1',
+      limit: 100,
+      leaseMs: 60_000,
+    });
+    const mine = leased.find((d) => d.workId === delivery.workId);
+    expect(mine).toBeDefined();
+    if (!mine) return;
+    const answer = await retryByHand(delivery);
+    expect(answer).toMatchObject({ status: 'pending', attempts: 3, manualRedeliveries: 1 });
+    // The receiver was still down when the sender's request left: the attempt fails.
+    await recordDeliveryAttempt(database.db, tenant.tenantId, mine, 'sender-1', {
+      delivered: false,
+      responseStatus: 503,
+      error: 'HTTP 503',
+    });
+    const [row] = rowsOf<{ attempts: number; due: boolean }>(
+      await database.db.execute(
+        sql`select attempts, available_at <= now() as due from webhook_deliveries where work_id = ${delivery.workId}`,
+      ),
+    );
+    expect(row).toEqual({ attempts: 4, due: true });
+    // That retry was used once: the next failure backs off as usual.
+    const again = await leaseDueDeliveries(database.db, tenant.tenantId, {
+      workerId: 'sender-1',
+      limit: 100,
+      leaseMs: 60_000,
+    });
+    const next = again.find((d) => d.workId === delivery.workId);
+    expect(next).toBeDefined();
+    if (!next) return;
+    await recordDeliveryAttempt(database.db, tenant.tenantId, next, 'sender-1', {
+      delivered: false,
+      responseStatus: 503,
+      error: 'HTTP 503',
+    });
+    const [after] = rowsOf<{ attempts: number; backing_off: boolean }>(
+      await database.db.execute(
+        sql`select attempts, available_at > now() + interval '10 seconds' as backing_off from webhook_deliveries where work_id = ${delivery.workId}`,
+      ),
+    );
+    expect(after).toEqual({ attempts: 5, backing_off: true });
   });
 });
 

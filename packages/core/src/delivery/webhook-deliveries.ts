@@ -6,7 +6,7 @@ import {
   redeliverInputSchema,
   type WebhookDelivery,
 } from '@idem/contracts';
-import { and, asc, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import type { Database, Tx } from '../db/connect.ts';
 import { webhookDeliveries } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
@@ -107,7 +107,7 @@ export type AttemptOutcome =
 export async function recordDeliveryAttempt(
   db: Database,
   tenantId: string,
-  delivery: Pick<DeliveryRow, 'workId' | 'endpointId' | 'attempts'>,
+  delivery: Pick<DeliveryRow, 'workId' | 'endpointId' | 'attempts' | 'manualRedeliveries'>,
   workerId: string,
   outcome: AttemptOutcome,
 ): Promise<{ dead: boolean }> {
@@ -152,9 +152,14 @@ export async function recordDeliveryAttempt(
         lastResponseStatus: outcome.responseStatus,
         lastError: outcome.error.slice(0, 300),
         lastAttemptAt: sql`now()`,
+        // An operator who asked for a retry while this attempt was under way (the receiver is back)
+        // gets it now, once: the next lease reads the new count, and its failure backs off again.
         ...(dead
           ? {}
-          : { availableAt: sql`now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond'` }),
+          : {
+              availableAt: sql`case when ${webhookDeliveries.manualRedeliveries} > ${delivery.manualRedeliveries}
+                then now() else now() + ${workRetryDelayMs(attempts)} * interval '1 millisecond' end`,
+            }),
       })
       .where(mine),
   );
@@ -197,8 +202,8 @@ export async function listDeliveries(
 
 /**
  * Queues a delivery again by hand (a receiver lost it, or it was dead-lettered during an outage):
- * the same webhook id and body, a fresh round of attempts. A pending one waiting out its backoff is
- * made due now; one being attempted is left as it is.
+ * the same webhook id and body, a fresh round of attempts. A pending one is made due now; one being
+ * attempted keeps its sender, and is retried at once if that attempt fails.
  */
 export async function redeliver(
   tx: Tx,
@@ -227,23 +232,17 @@ export async function redeliver(
     .where(and(key, inArray(webhookDeliveries.status, ['done', 'dead'])))
     .returning();
   if (requeued) return deliveryView(requeued);
-  // A failed delivery waiting for its next retry is made due now (the receiver is back and the
-  // operator will not wait out the backoff); its attempts still count toward the dead letter.
-  // One under a sender's lease is being attempted already and is left as it is.
+  // A pending delivery is made due now (the receiver is back and the operator will not wait out
+  // the backoff); its attempts still count toward the dead letter. The request is recorded even
+  // when the row is already due or under a sender's lease: that sender keeps it, and if its attempt
+  // fails the next one is due at once (recordDeliveryAttempt compares the count it leased).
   const [retried] = await tx
     .update(webhookDeliveries)
     .set({
-      availableAt: sql`now()`,
+      availableAt: sql`least(${webhookDeliveries.availableAt}, now())`,
       manualRedeliveries: sql`${webhookDeliveries.manualRedeliveries} + 1`,
     })
-    .where(
-      and(
-        key,
-        eq(webhookDeliveries.status, 'pending'),
-        gt(webhookDeliveries.availableAt, sql`now()`),
-        or(isNull(webhookDeliveries.lockedUntil), lt(webhookDeliveries.lockedUntil, sql`now()`)),
-      ),
-    )
+    .where(and(key, eq(webhookDeliveries.status, 'pending')))
     .returning();
   if (retried) return deliveryView(retried);
   const [current] = await tx.select().from(webhookDeliveries).where(key);
