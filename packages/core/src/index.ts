@@ -215,8 +215,7 @@ export {
   MFA_FAILURE_WINDOW_MS,
   MFA_FAILURES_MAX,
   type MfaRecord,
-  readMfa,
-  recordMfaFailure,
+  reserveMfaAttempt,
   spendRecoveryCode,
   startMfaEnrolment,
 } from './staff/mfa.ts';

@@ -1,15 +1,16 @@
 import { IdemError } from '@idem/contracts';
-import { and, eq, isNull, sql } from 'drizzle-orm';
-import { actAsAppRole } from '../db/app-role.ts';
+import { and, eq, isNull, type SQL, sql } from 'drizzle-orm';
 import type { Database, Tx } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
 import { staffUsers, webSessions } from '../db/schema/index.ts';
+import { withTenant } from '../db/tenant-scope.ts';
 
 /**
  * The stored side of staff TOTP (I14-MFA). The server computes and checks codes (it owns
  * the TOTP library); core keeps the state that makes them safe: a pending secret until a code
  * confirms it, the last accepted time step (a code of that step or earlier is a replay), hashed
- * one-time recovery codes, and a failure counter that throttles guessing.
+ * one-time recovery codes, and two budgets of codes (the member's and each session's) from which a
+ * slot is taken before any code is checked, so guessing is bounded even under concurrency.
  */
 
 /** Failed codes allowed per member in one window, and the window. */
@@ -20,31 +21,91 @@ export interface MfaRecord {
   secret: string | null;
   pendingSecret: string | null;
   lastStep: number | null;
-  /** Milliseconds until a code may be tried again; 0 when the member is not throttled. */
-  blockedForMs: number;
 }
 
-export async function readMfa(tx: Tx, tenantId: string, userId: string): Promise<MfaRecord> {
-  const [row] = rowsOf<{
-    secret: string | null;
-    pending: string | null;
-    last_step: string | null;
-    blocked_ms: string | null;
-  }>(
+/** Whether a budget's window has ended (or never started): the next slot starts a new one. */
+const windowOver = (table: 'staff_users' | 'web_sessions') =>
+  sql.raw(`(${table}.mfa_failures_reset_at is null or ${table}.mfa_failures_reset_at <= now())`);
+
+/** The SET of a slot taken: one more in the window, or the first of a new one. */
+const takeSlot = (table: 'staff_users' | 'web_sessions') => sql`
+  mfa_failures = case when ${windowOver(table)} then 1 else ${sql.raw(table)}.mfa_failures + 1 end,
+  mfa_failures_reset_at = case when ${windowOver(table)}
+                               then now() + make_interval(secs => ${MFA_FAILURE_WINDOW_MS / 1000})
+                               else ${sql.raw(table)}.mfa_failures_reset_at end`;
+
+/** The WHERE that lets a slot be taken: the window is over, or it still has one free. */
+const slotFree = (table: 'staff_users' | 'web_sessions') =>
+  sql`(${windowOver(table)} or ${sql.raw(table)}.mfa_failures < ${MFA_FAILURES_MAX})`;
+
+const tooManyCodes = (retryAfterMs: number) =>
+  new IdemError('RATE_LIMITED', 'too many wrong codes; wait and try again', {
+    retryAfterMs: Math.max(1, retryAfterMs),
+  });
+
+/**
+ * Takes one slot of the member's budget and, with `sessionHash`, of that session's, BEFORE a code
+ * is checked, and answers what the check needs. Each slot is one conditional UPDATE (the row lock
+ * makes a concurrent one wait and re-read the count), and both commit together before the caller
+ * checks anything, so however many codes arrive at once at most MFA_FAILURES_MAX per window are
+ * ever checked. A slot stays taken whatever the check finds: a right code resets the counts
+ * (acceptMfaStep, spendRecoveryCode, confirmMfaEnrolment). Out of slots: RATE_LIMITED with the
+ * time until the window ends; nothing is taken.
+ */
+export async function reserveMfaAttempt(
+  db: Database,
+  input: { tenantId: string; userId: string; sessionHash: string | null },
+): Promise<MfaRecord> {
+  const { tenantId, userId, sessionHash } = input;
+  return withTenant(db, tenantId, async (tx) => {
+    const [member] = rowsOf<{ secret: string | null; pending: string | null; last_step: string | null }>(
+      await tx.execute(sql`
+        update staff_users set ${takeSlot('staff_users')}
+        where tenant_id = ${tenantId}::uuid and user_id = ${userId}::uuid and disabled_at is null
+          and ${slotFree('staff_users')}
+        returning mfa_secret as secret, mfa_pending_secret as pending, mfa_last_step::text as last_step`),
+    );
+    if (!member) {
+      const waitMs = await msUntilReset(
+        tx,
+        sql`staff_users where tenant_id = ${tenantId}::uuid
+        and user_id = ${userId}::uuid and disabled_at is null`,
+      );
+      if (waitMs === null) throw new IdemError('UNAUTHORIZED', 'not signed in, or the session has ended');
+      throw tooManyCodes(waitMs);
+    }
+    if (sessionHash !== null) {
+      const taken = await tx.execute(sql`
+        update web_sessions set ${takeSlot('web_sessions')}
+        where tenant_id = ${tenantId}::uuid and session_hash = ${sessionHash} and ${slotFree('web_sessions')}
+        returning 1`);
+      // Throwing rolls back the member's slot too: a refused code takes nothing.
+      if (rowsOf(taken).length === 0) {
+        const waitMs = await msUntilReset(
+          tx,
+          sql`web_sessions where tenant_id = ${tenantId}::uuid
+          and session_hash = ${sessionHash}`,
+        );
+        throw tooManyCodes(waitMs ?? MFA_FAILURE_WINDOW_MS);
+      }
+    }
+    return {
+      secret: member.secret,
+      pendingSecret: member.pending,
+      lastStep: member.last_step === null ? null : Number(member.last_step),
+    };
+  });
+}
+
+/** Milliseconds until the one row `from` names ends its window; null when there is no such row. */
+async function msUntilReset(tx: Tx, from: SQL): Promise<number | null> {
+  const [row] = rowsOf<{ wait_ms: string }>(
     await tx.execute(sql`
-      select mfa_secret as secret, mfa_pending_secret as pending, mfa_last_step::text as last_step,
-             case when mfa_failures >= ${MFA_FAILURES_MAX} and mfa_failures_reset_at > now()
-                  then ceil(extract(epoch from mfa_failures_reset_at - now()) * 1000)::bigint::text
-                  else '0' end as blocked_ms
-      from staff_users where tenant_id = ${tenantId}::uuid and user_id = ${userId}::uuid`),
+      select greatest(0, ceil(extract(epoch from coalesce(mfa_failures_reset_at, now()) - now()) * 1000))::bigint::text
+             as wait_ms
+      from ${from}`),
   );
-  if (!row) throw new IdemError('UNAUTHORIZED', 'not signed in, or the session has ended');
-  return {
-    secret: row.secret,
-    pendingSecret: row.pending,
-    lastStep: row.last_step === null ? null : Number(row.last_step),
-    blockedForMs: Number(row.blocked_ms ?? 0),
-  };
+  return row ? Number(row.wait_ms) : null;
 }
 
 /** Keeps a new secret pending; refused when the member has enrolled already (the secret is never shown again). */
@@ -110,7 +171,7 @@ export async function confirmMfaEnrolment(
  */
 export async function acceptMfaStep(
   tx: Tx,
-  input: { tenantId: string; userId: string; step: number; sessionHash: string },
+  input: { tenantId: string; userId: string; step: number; sessionHash: string | null },
 ): Promise<Date | null> {
   const updated = await tx
     .update(staffUsers)
@@ -150,30 +211,21 @@ export async function spendRecoveryCode(
   return updated.length === 0 ? null : markSessionVerified(tx, input);
 }
 
-async function markSessionVerified(tx: Tx, input: { tenantId: string; sessionHash: string }): Promise<Date> {
+/**
+ * Marks the session verified and resets its own count of codes. Without a session (the CLI, where
+ * each command is checked alone) there is nothing to mark: the time of the check is answered.
+ */
+async function markSessionVerified(
+  tx: Tx,
+  input: { tenantId: string; sessionHash: string | null },
+): Promise<Date> {
+  const { sessionHash } = input;
+  if (sessionHash === null) return new Date();
   const [row] = await tx
     .update(webSessions)
-    .set({ mfaAt: sql`now()` })
-    .where(and(eq(webSessions.tenantId, input.tenantId), eq(webSessions.sessionHash, input.sessionHash)))
+    .set({ mfaAt: sql`now()`, mfaFailures: 0 })
+    .where(and(eq(webSessions.tenantId, input.tenantId), eq(webSessions.sessionHash, sessionHash)))
     .returning({ mfaAt: webSessions.mfaAt });
   if (!row?.mfaAt) throw new IdemError('UNAUTHORIZED', 'not signed in, or the session has ended');
   return row.mfaAt;
-}
-
-/**
- * Counts a failed code in its own transaction (the refused request rolls its own back). The window
- * starts at the first failure and is never extended by later ones, so waiting it out always works.
- */
-export async function recordMfaFailure(db: Database, tenantId: string, userId: string): Promise<void> {
-  await db.transaction(async (tx) => {
-    await actAsAppRole(tx, tenantId);
-    await tx.execute(sql`
-      update staff_users set
-        mfa_failures = case when mfa_failures_reset_at is null or mfa_failures_reset_at <= now()
-                            then 1 else mfa_failures + 1 end,
-        mfa_failures_reset_at = case when mfa_failures_reset_at is null or mfa_failures_reset_at <= now()
-                                     then now() + make_interval(secs => ${MFA_FAILURE_WINDOW_MS / 1000})
-                                     else mfa_failures_reset_at end
-      where tenant_id = ${tenantId}::uuid and user_id = ${userId}::uuid`);
-  });
 }

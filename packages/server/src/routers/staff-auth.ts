@@ -19,9 +19,8 @@ import {
   NO_PASSWORD_YET,
   openWebSession,
   parseWebToken,
-  readMfa,
   recordAudit,
-  recordMfaFailure,
+  reserveMfaAttempt,
   revokeWebSession,
   STAFF_SESSION_MS,
   spendRecoveryCode,
@@ -237,13 +236,14 @@ export const staffAuthRouter = router({
     .output(mfaRecoveryCodesSchema)
     .mutation(async ({ ctx, input }) => {
       const { tenantId, staff } = ctx;
-      const record = await withTenant(ctx.db, tenantId, (tx) => readMfa(tx, tenantId, staff.userId));
-      throttled(record.blockedForMs);
+      // The slot is taken (and committed) before the code is checked: see reserveMfaAttempt.
+      const record = await reserveMfaAttempt(ctx.db, {
+        tenantId,
+        userId: staff.userId,
+        sessionHash: staff.sessionHash,
+      });
       const step = record.pendingSecret ? await checkTotp(record.pendingSecret, input.code, null) : null;
-      if (!record.pendingSecret || step === null) {
-        await recordMfaFailure(ctx.db, tenantId, staff.userId);
-        throw wrongCode();
-      }
+      if (!record.pendingSecret || step === null) throw wrongCode();
       const recoveryCodes = newRecoveryCodes();
       await ctx.inTenant((tx) =>
         confirmMfaEnrolment(tx, {
@@ -261,17 +261,19 @@ export const staffAuthRouter = router({
   /**
    * A code from the authenticator (or a recovery code, once each): completes sign-in, and is the
    * step-up before approving, resolving, cancelling and configuration. A code is accepted once
-   * (its time step must be after the last accepted); failures are counted, five in 15 minutes
-   * block the member's codes (RATE_LIMITED), and each is audited.
+   * (its time step must be after the last accepted). Each code takes a slot of the member's budget
+   * and of the session's before it is checked (five per 15 minutes each; a right code resets the
+   * member's and its own session's), so even codes sent at once are checked at most five times;
+   * beyond, RATE_LIMITED unchecked. Each refusal is audited.
    */
   mfaVerify: staffSessionProcedure
     .input(mfaVerifyInputSchema)
     .output(mfaVerifiedSchema)
     .mutation(async ({ ctx, input }) => {
       const { tenantId, staff } = ctx;
-      const record = await withTenant(ctx.db, tenantId, (tx) => readMfa(tx, tenantId, staff.userId));
-      throttled(record.blockedForMs);
       const base = { tenantId, userId: staff.userId, sessionHash: staff.sessionHash };
+      // The slot is taken (and committed) before the code is checked: see reserveMfaAttempt.
+      const record = await reserveMfaAttempt(ctx.db, base);
       let verifiedAt: Date | null = null;
       if (record.secret && 'code' in input) {
         const step = await checkTotp(record.secret, input.code, record.lastStep);
@@ -280,10 +282,7 @@ export const staffAuthRouter = router({
         const codeHash = recoveryCodeHash(input.recoveryCode);
         verifiedAt = await ctx.inTenant((tx) => spendRecoveryCode(tx, { ...base, codeHash }));
       }
-      if (!verifiedAt) {
-        await recordMfaFailure(ctx.db, tenantId, staff.userId);
-        throw wrongCode();
-      }
+      if (!verifiedAt) throw wrongCode();
       return { freshUntil: new Date(verifiedAt.getTime() + staff.mfaFreshSeconds * 1000).toISOString() };
     }),
 
@@ -341,10 +340,3 @@ export const staffAuthRouter = router({
 
 const wrongCode = () =>
   new IdemError('UNAUTHORIZED', 'that code is not valid (wrong, expired or already used)');
-
-function throttled(blockedForMs: number): void {
-  if (blockedForMs > 0)
-    throw new IdemError('RATE_LIMITED', 'too many wrong codes; wait and try again', {
-      retryAfterMs: blockedForMs,
-    });
-}

@@ -40,7 +40,10 @@ export const staffUsers = pgTable(
     mfaLastStep: bigint('mfa_last_step', { mode: 'number' }),
     /** SHA-256 of each unused recovery code; one is removed when used. */
     mfaRecoveryHashes: text('mfa_recovery_hashes').array().notNull().default(sql`'{}'::text[]`),
-    /** Failed codes in the window that ends at `mfaFailuresResetAt` (throttled, see staff/mfa.ts). */
+    /**
+     * Codes tried (each takes its slot before it is checked) in the window that ends at
+     * `mfaFailuresResetAt`; a right one resets it (see staff/mfa.ts).
+     */
     mfaFailures: integer('mfa_failures').notNull().default(0),
     mfaFailuresResetAt: timestamp('mfa_failures_reset_at', { withTimezone: true }),
   },
@@ -70,6 +73,12 @@ export const webSessions = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     /** When this staff session last verified a TOTP or recovery code (null: never); step-up reads it. */
     mfaAt: timestamp('mfa_at', { withTimezone: true }),
+    /**
+     * This session's own budget of codes, beside the member's (staff/mfa.ts): a right code in
+     * another session of the same member does not refill it.
+     */
+    mfaFailures: integer('mfa_failures').notNull().default(0),
+    mfaFailuresResetAt: timestamp('mfa_failures_reset_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.sessionHash] }),
