@@ -42,6 +42,12 @@ export {
 } from './attempts/attempts.ts';
 export { operationAttempts, walletNonceView } from './attempts/views.ts';
 export { type AuditRecord, exportAudit, listAudit, recordAudit } from './audit/audit-log.ts';
+export {
+  type AuditedResult,
+  type AuditOkWhen,
+  runAudited,
+  settled,
+} from './audit/audited-transaction.ts';
 export { type Branding, DEFAULT_PRIMARY_COLOR, getBranding, setBranding } from './branding/branding.ts';
 export { explorerUrlFor, listExplorers, setExplorer } from './branding/explorers.ts';
 export {

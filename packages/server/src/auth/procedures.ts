@@ -5,6 +5,7 @@ import {
   authenticateStaffSession,
   parseWebToken,
   recordAudit,
+  runAudited,
   type StaffSessionUser,
   staffActor,
   type Tx,
@@ -45,9 +46,12 @@ export const staffSessionProcedure = publicProcedure.use(async ({ ctx, type, pat
   if (type === 'mutation') assertCsrf(web, token);
   const db = ctx.db;
   const actor = staffActor(staff.userId);
-  // Every staff mutation is audited. A success is recorded in the transaction of its
-  // first change, so it commits with it or not at all; a refusal is recorded on its own after.
-  const audit = type === 'mutation' ? { recorded: false } : null;
+  // Every staff mutation is audited, once per outcome, where the outcome is decided: a transaction
+  // that writes records `ok` with its change (commits with it or not at all); one that refuses
+  // records the refusal's code in that same transaction, after its savepoint undid what it wrote
+  // (core's runAudited). Reads before the deciding transaction record nothing. A refusal decided
+  // outside any transaction (role, TOTP, a missing row after a read) is recorded on its own after.
+  const audit = type === 'mutation' ? { ok: false, refused: false } : null;
   const entry = async (outcome: string) => ({
     tenantId: staff.tenantId,
     actor,
@@ -57,25 +61,22 @@ export const staffSessionProcedure = publicProcedure.use(async ({ ctx, type, pat
     requestId: ctx.requestId,
     details: await getRawInput().catch(() => null),
   });
+  const inTenant = async <T>(work: (tx: Tx) => Promise<T>): Promise<T> => {
+    if (!audit) return withTenant(db, staff.tenantId, work);
+    // After a recorded `ok`, a later transaction's success adds nothing; its refusal is recorded.
+    const okWhen = audit.ok ? 'never' : 'wrote';
+    const result = await runAudited(db, staff.tenantId, { entry, okWhen }, work);
+    if (result.outcome === 'refused') {
+      audit.refused = true;
+      throw result.error;
+    }
+    if (result.recorded) audit.ok = true;
+    return result.value;
+  };
   const result = await next({
-    ctx: {
-      web,
-      staff,
-      tenantId: staff.tenantId,
-      actor,
-      csrfToken: csrfTokenFor(token),
-      inTenant: <T>(work: (tx: Tx) => Promise<T>) =>
-        withTenant(db, staff.tenantId, async (tx) => {
-          const answer = await work(tx);
-          if (audit && !audit.recorded) {
-            await recordAudit(tx, await entry('ok'));
-            audit.recorded = true;
-          }
-          return answer;
-        }),
-    },
+    ctx: { web, staff, tenantId: staff.tenantId, actor, csrfToken: csrfTokenFor(token), inTenant },
   });
-  if (audit && (!result.ok || !audit.recorded)) {
+  if (audit && (result.ok ? !audit.ok : !audit.refused)) {
     const outcome = result.ok ? 'ok' : asIdemError(result.error).code;
     await withTenant(db, staff.tenantId, async (tx) => recordAudit(tx, await entry(outcome)));
   }

@@ -6,6 +6,7 @@ import {
   roleAllows,
 } from '@idem/contracts';
 import {
+  type AuditRecord,
   cancelProposal,
   type Database,
   decideProposal,
@@ -14,7 +15,9 @@ import {
   listProposals,
   propose,
   recordAudit,
+  runAudited,
   type StaffUser,
+  settled,
   staffActor,
   type Tx,
   toProposalView,
@@ -65,22 +68,14 @@ async function signIn(
 }
 
 /** An audit entry for the CLI: the source is the operator's shell, not an address. */
-function auditCli(
-  tx: Tx,
+function cliEntry(
   tenantId: string,
   actor: string,
   action: string,
   outcome: string,
   details: unknown,
-): Promise<void> {
-  return recordAudit(tx, {
-    tenantId,
-    actor,
-    action: `cli:${action}`,
-    outcome,
-    sourceAddress: 'cli',
-    details,
-  });
+): AuditRecord {
+  return { tenantId, actor, action: `cli:${action}`, outcome, sourceAddress: 'cli', details };
 }
 
 /** The same, in a transaction of its own (a refusal, after its rollback). */
@@ -92,12 +87,15 @@ function auditCliAlone(
   outcome: string,
   details: unknown,
 ): Promise<void> {
-  return withTenant(db, tenantId, (tx) => auditCli(tx, tenantId, actor, action, outcome, details));
+  return withTenant(db, tenantId, (tx) =>
+    recordAudit(tx, cliEntry(tenantId, actor, action, outcome, details)),
+  );
 }
 
 /**
  * A staff action from the CLI, audited like one from the screens: a success in the action's own
- * transaction, a refusal on its own after the rollback.
+ * transaction; a refusal in that same transaction, recorded with its code after a savepoint undid
+ * what the action wrote (core's runAudited); any other failure on its own after the rollback.
  */
 async function audited<T>(
   db: Database,
@@ -107,15 +105,12 @@ async function audited<T>(
   work: (tx: Tx) => Promise<T>,
 ): Promise<T> {
   const actor = staffActor(staff.userId);
+  const entry = (outcome: string) => cliEntry(staff.tenantId, actor, action, outcome, details);
   try {
-    return await withTenant(db, staff.tenantId, async (tx) => {
-      const result = await work(tx);
-      await auditCli(tx, staff.tenantId, actor, action, 'ok', details);
-      return result;
-    });
+    return settled(await runAudited(db, staff.tenantId, { entry, okWhen: 'always' }, work));
   } catch (error) {
-    const code = error instanceof IdemError ? error.code : 'INTERNAL';
-    await auditCliAlone(db, staff.tenantId, actor, action, code, details).catch(() => undefined);
+    if (error instanceof IdemError) throw error;
+    await auditCliAlone(db, staff.tenantId, actor, action, 'INTERNAL', details).catch(() => undefined);
     throw error;
   }
 }

@@ -1,0 +1,95 @@
+import { listAudit, withTenant } from '@idem/core';
+import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningServer } from '../src/app.ts';
+import { hashPassword } from '../src/auth/password.ts';
+import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
+import { provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+
+/**
+ * The audit log tells the truth about outcomes: a staff action refused where it is decided (an
+ * admin approving their own proposal, a decision on a proposal no longer pending) is recorded
+ * once, with the refusal's code, and never as `ok`; an accepted one is recorded once as `ok`.
+ * Driven over real HTTP; the log is read straight from the database.
+ */
+const PASSWORD = 'a long enough test password';
+let database: TestDatabase;
+let server: RunningServer;
+let base: string;
+let tenant: TenantFixture;
+const { call, signIn } = staffHttp(() => base);
+
+const session = (role: 'approver' | 'admin'): Promise<StaffSession> =>
+  signIn({ tenantId: tenant.tenantId, email: `${role}@outcomes.invalid`, password: PASSWORD });
+
+async function outcomesOf(action: string, proposalId: string): Promise<string[]> {
+  const { items } = await withTenant(database.db, tenant.tenantId, (tx) =>
+    listAudit(tx, tenant.tenantId, { action, limit: 100 }),
+  );
+  return items
+    .filter((entry) => (entry.details as { proposalId?: string }).proposalId === proposalId)
+    .map((entry) => entry.outcome)
+    .reverse();
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase({ maxConnections: 5 });
+  tenant = await provisionTenant(database.db, { name: 'Audited outcomes', fund: [] });
+  const passwordHash = await hashPassword(PASSWORD);
+  await createStaffOfRoles(
+    database.db,
+    tenant.tenantId,
+    ['approver', 'admin'],
+    'outcomes.invalid',
+    passwordHash,
+  );
+  ({ server, base } = await startSilentServer(database));
+});
+
+afterAll(async () => {
+  await server?.close();
+  await database?.dispose();
+});
+
+describe('I31-AUDIT refused actions are recorded as refused', () => {
+  it('I31-AUDIT deciding your own proposal is recorded FORBIDDEN, once, never ok; the accepted decision ok; a late one INVALID_TRANSITION', async () => {
+    const admin = await session('admin');
+    const approver = await session('approver');
+    const proposal = dataOf<{ proposal: { proposalId: string; payloadHash: string } }>(
+      await call('staffProposals.propose', {
+        mutation: true,
+        session: admin,
+        input: {
+          kind: 'adjustment',
+          idempotencyKey: uniqueId('adj'),
+          payload: {
+            accountId: uniqueId('cust'),
+            asset: 'ETH',
+            amountMinor: '900',
+            reason: 'goodwill credit, ticket 1',
+          },
+        },
+      }),
+    ).proposal;
+    const decide = (who: StaffSession) =>
+      call('staffProposals.decide', {
+        mutation: true,
+        session: who,
+        input: { proposalId: proposal.proposalId, payloadHash: proposal.payloadHash, decision: 'approve' },
+      });
+
+    expect((await decide(admin)).body.error?.data.code).toBe('FORBIDDEN');
+    expect(await outcomesOf('staffProposals.decide', proposal.proposalId)).toEqual(['FORBIDDEN']);
+
+    dataOf(await decide(approver));
+    expect(await outcomesOf('staffProposals.decide', proposal.proposalId)).toEqual(['FORBIDDEN', 'ok']);
+
+    expect((await decide(admin)).body.error?.data.code).toBe('INVALID_TRANSITION');
+    expect(await outcomesOf('staffProposals.decide', proposal.proposalId)).toEqual([
+      'FORBIDDEN',
+      'ok',
+      'INVALID_TRANSITION',
+    ]);
+  });
+});
