@@ -221,6 +221,7 @@ export {
   MFA_FAILURE_WINDOW_MS,
   MFA_FAILURES_MAX,
   type MfaRecord,
+  resealMfaSecret,
   reserveMfaAttempt,
   spendRecoveryCode,
   startMfaEnrolment,

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DatabaseHandle } from '@idem/core';
 import type { DestinationStream, Logger } from 'pino';
+import { loadMfaKeys, type MfaKeyRing } from './auth/totp-secrets.ts';
 import { openConfiguredDatabase } from './database.ts';
 import { DEMO_ACCOUNT, demoCustomerLink, seedDemoTenant } from './demo.ts';
 import { type Env, isDevelopment } from './env.ts';
@@ -35,6 +36,8 @@ export async function startServer(
     ...(options.logDestination ? { destination: options.logDestination } : {}),
   });
   const announce = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
+  // The key file is read before anything starts: a bad one stops the start, not the first sign-in.
+  const mfaKeys = mfaKeysOf(env, { handedDatabase: options.database !== undefined, announce, log });
   const database = options.database
     ? { ...options.database, close: async () => {} }
     : await openConfiguredDatabase(env, { purpose: 'server' });
@@ -88,6 +91,7 @@ export async function startServer(
     metrics,
     development,
     metricsToken,
+    mfaKeys,
     witness: railWitness(database.db, moneyMovers.rails),
     reconciler: railReconciler(database.db, moneyMovers.rails, log),
   });
@@ -131,4 +135,28 @@ export async function startServer(
 async function openedMigrate(database: DatabaseHandle): Promise<void> {
   const withOwner = database as DatabaseHandle & { migrateAsOwner?: () => Promise<void> };
   await (withOwner.migrateAsOwner ? withOwner.migrateAsOwner() : database.migrate());
+}
+
+/** The TOTP key ring (auth/totp-secrets.ts), saying when development made its key file. */
+function mfaKeysOf(
+  env: Env,
+  options: { handedDatabase: boolean; announce: (line: string) => void; log: Logger },
+): MfaKeyRing | null {
+  const { ring, created } = loadMfaKeys({
+    keyFile: env.IDEM_MFA_KEY_FILE,
+    dataDir: env.IDEM_DATA_DIR,
+    // Embedded exactly when no database is handed in and none is named (openConfiguredDatabase).
+    development: isDevelopment(env, { embedded: !options.handedDatabase && !env.DATABASE_URL }),
+  });
+  if (ring && created) {
+    options.announce(
+      `Idem: made a TOTP key file for development at ${ring.path} (it seals staff TOTP secrets; ` +
+        'set IDEM_MFA_KEY_FILE to your own in production and keep it out of database backups)',
+    );
+  } else if (!ring) {
+    options.log.warn(
+      'IDEM_MFA_KEY_FILE is not set: staff TOTP enrolment and codes are refused (MFA_KEY_UNAVAILABLE)',
+    );
+  }
+  return ring;
 }

@@ -172,6 +172,13 @@ const envSchema = z.object({
   IDEM_SIGNER_FAULT_FILE: z.string().optional(),
   /** `idem deposit` against PostgreSQL: a credit with no approval, for development databases only. */
   IDEM_ALLOW_DIRECT_CREDIT: flag,
+  /**
+   * The key file whose key-encryption keys seal staff TOTP secrets at rest (auth/totp-secrets.ts;
+   * docs/RUNBOOK.md). Keep it off the database host and out of database backups. Unset in
+   * development: `mfa-kek.key` in IDEM_DATA_DIR, made on first use. Unset in production: TOTP is
+   * refused (MFA_KEY_UNAVAILABLE) until it is set.
+   */
+  IDEM_MFA_KEY_FILE: z.string().min(1).optional(),
   /** The CLI's staff password for `idem proposal ... --as EMAIL` (else read from standard input). */
   IDEM_STAFF_PASSWORD: z.string().optional(),
   /**

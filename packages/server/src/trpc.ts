@@ -5,6 +5,7 @@ import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
 import type { ApiKeyCache } from './auth/api-key-cache.ts';
 import type { PasswordCheckCap } from './auth/sign-in-throttle.ts';
+import type { MfaKeyRing } from './auth/totp-secrets.ts';
 import type { WebRequest } from './auth/web-request.ts';
 import { asIdemError, toProblem, trpcCodeFor } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -35,6 +36,8 @@ export interface Context {
   rateLimiter: RateLimiter;
   /** Bounds concurrent argon2id verifications in this process (staff sign-in). */
   passwordChecks: PasswordCheckCap;
+  /** The keys that seal and open staff TOTP secrets (null or absent: TOTP is MFA_KEY_UNAVAILABLE). */
+  mfaKeys?: MfaKeyRing | null;
   /** The client address the sign-in budget per address counts against (http/client-address.ts). */
   clientAddress: string;
   /** Recently authenticated API keys (absent: every request looks its key up). */

@@ -126,6 +126,30 @@ export async function startMfaEnrolment(tx: Tx, input: { tenantId: string; userI
 }
 
 /**
+ * Stores a secret sealed anew (under the current key, or for the first time when it was kept in
+ * clear) in place of the value it was read as. Conditional on that value: an enrolment or another
+ * reseal that changed the row meanwhile wins, and this one changes nothing.
+ */
+export async function resealMfaSecret(
+  tx: Tx,
+  input: { tenantId: string; userId: string; which: 'secret' | 'pending'; from: string; to: string },
+): Promise<boolean> {
+  const column = input.which === 'secret' ? staffUsers.mfaSecret : staffUsers.mfaPendingSecret;
+  const updated = await tx
+    .update(staffUsers)
+    .set(input.which === 'secret' ? { mfaSecret: input.to } : { mfaPendingSecret: input.to })
+    .where(
+      and(
+        eq(staffUsers.tenantId, input.tenantId),
+        eq(staffUsers.userId, input.userId),
+        eq(column, input.from),
+      ),
+    )
+    .returning({ userId: staffUsers.userId });
+  return updated.length > 0;
+}
+
+/**
  * Confirms the pending secret with the step of a code the server checked against it, stores the
  * recovery codes' hashes and marks the session verified. One conditional UPDATE: a pending secret
  * replaced meanwhile (enrolment started again elsewhere) confirms nothing.

@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { ApiKeyCache } from '../auth/api-key-cache.ts';
 import { PasswordCheckCap } from '../auth/sign-in-throttle.ts';
+import type { MfaKeyRing } from '../auth/totp-secrets.ts';
 import { webRequestOf } from '../auth/web-request.ts';
 import type { Env } from '../env.ts';
 import type { Metrics } from '../metrics.ts';
@@ -37,6 +38,8 @@ export interface ServerDeps {
   reconciler?: BalanceReconciler;
   /** Development defaults (env.ts isDevelopment): plain cookie names, no Secure. */
   development: boolean;
+  /** The keys that seal staff TOTP secrets (auth/totp-secrets.ts); null: TOTP is refused. */
+  mfaKeys: MfaKeyRing | null;
   /** The bearer token /metrics asks for; null: no metrics are served (404). */
   metricsToken: string | null;
 }
@@ -174,6 +177,7 @@ function contextFactory(deps: ServerDeps, info: WeakMap<IncomingMessage, Request
       rateLimiter,
       apiKeyCache,
       passwordChecks,
+      mfaKeys: deps.mfaKeys,
       clientAddress: clientAddressOf(req, env.IDEM_TRUSTED_PROXY_HOPS),
       requestId: request.requestId,
       apiKey: bearer(req.headers.authorization),

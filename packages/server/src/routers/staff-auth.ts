@@ -20,7 +20,6 @@ import {
   openWebSession,
   parseWebToken,
   recordAudit,
-  reserveMfaAttempt,
   revokeWebSession,
   STAFF_SESSION_MS,
   spendRecoveryCode,
@@ -31,10 +30,12 @@ import {
   withTenant,
 } from '@idem/core';
 import type { z } from 'zod';
+import { reserveAndOpen } from '../auth/mfa-check.ts';
 import { hashPassword, verifyPassword } from '../auth/password.ts';
 import { mfaStatusOf, staffSessionProcedure } from '../auth/procedures.ts';
 import { signInSucceeded, takeSignInAttempt } from '../auth/sign-in-throttle.ts';
 import { checkTotp, enrolmentOf, newRecoveryCodes, newTotpSecret, recoveryCodeHash } from '../auth/totp.ts';
+import { requireMfaKeys, sealSecret } from '../auth/totp-secrets.ts';
 import { assertSameOrigin, csrfTokenFor, requireWeb, STAFF_COOKIE } from '../auth/web-request.ts';
 import { asIdemError } from '../errors.ts';
 import { type Context, publicProcedure, router } from '../trpc.ts';
@@ -221,8 +222,14 @@ export const staffAuthRouter = router({
    */
   mfaEnrolStart: staffSessionProcedure.output(mfaEnrolmentSchema).mutation(async ({ ctx }) => {
     const secret = newTotpSecret();
+    // Stored sealed (auth/totp-secrets.ts); shown in clear this once, for the authenticator.
+    const sealed = sealSecret(
+      requireMfaKeys(ctx.mfaKeys),
+      { tenantId: ctx.tenantId, userId: ctx.staff.userId },
+      secret,
+    );
     await ctx.inTenant((tx) =>
-      startMfaEnrolment(tx, { tenantId: ctx.tenantId, userId: ctx.staff.userId, secret }),
+      startMfaEnrolment(tx, { tenantId: ctx.tenantId, userId: ctx.staff.userId, secret: sealed }),
     );
     return enrolmentOf(secret, ctx.staff.email);
   }),
@@ -237,19 +244,21 @@ export const staffAuthRouter = router({
     .mutation(async ({ ctx, input }) => {
       const { tenantId, staff } = ctx;
       // The slot is taken (and committed) before the code is checked: see reserveMfaAttempt.
-      const record = await reserveMfaAttempt(ctx.db, {
-        tenantId,
-        userId: staff.userId,
-        sessionHash: staff.sessionHash,
-      });
+      const record = await reserveAndOpen(
+        ctx.db,
+        requireMfaKeys(ctx.mfaKeys),
+        { tenantId, userId: staff.userId, sessionHash: staff.sessionHash },
+        ctx.log,
+      );
       const step = record.pendingSecret ? await checkTotp(record.pendingSecret, input.code, null) : null;
-      if (!record.pendingSecret || step === null) throw wrongCode();
+      if (!record.storedPending || step === null) throw wrongCode();
+      const storedPending = record.storedPending;
       const recoveryCodes = newRecoveryCodes();
       await ctx.inTenant((tx) =>
         confirmMfaEnrolment(tx, {
           tenantId,
           userId: staff.userId,
-          secret: record.pendingSecret ?? '',
+          secret: storedPending,
           step,
           recoveryHashes: recoveryCodes.map(recoveryCodeHash),
           sessionHash: staff.sessionHash,
@@ -273,7 +282,7 @@ export const staffAuthRouter = router({
       const { tenantId, staff } = ctx;
       const base = { tenantId, userId: staff.userId, sessionHash: staff.sessionHash };
       // The slot is taken (and committed) before the code is checked: see reserveMfaAttempt.
-      const record = await reserveMfaAttempt(ctx.db, base);
+      const record = await reserveAndOpen(ctx.db, requireMfaKeys(ctx.mfaKeys), base, ctx.log);
       let verifiedAt: Date | null = null;
       if (record.secret && 'code' in input) {
         const step = await checkTotp(record.secret, input.code, record.lastStep);
