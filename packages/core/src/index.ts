@@ -41,6 +41,12 @@ export {
   type SignedAttempt,
 } from './attempts/attempts.ts';
 export { operationAttempts, walletNonceView } from './attempts/views.ts';
+export {
+  AUDIT_GENESIS_HASH,
+  type AuditChainRow,
+  auditEntryHash,
+  verifyAuditChain,
+} from './audit/audit-chain.ts';
 export { type AuditRecord, exportAudit, listAudit, recordAudit } from './audit/audit-log.ts';
 export {
   type AuditedResult,

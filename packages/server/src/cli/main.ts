@@ -39,6 +39,7 @@ import { readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
 import { startMoneyMovers } from '../money-movers.ts';
 import { workerSettingsFrom } from '../worker-settings.ts';
+import { AUDIT_USAGE, auditCommand } from './audit.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
 import { RECONCILE_USAGE, reconcileCommand } from './reconcile.ts';
@@ -97,6 +98,7 @@ const USAGE = `Usage: pnpm idem <command> [options]
   outbound-endpoint create --tenant ID --url URL [--json]
                                                   where the operator receives signed state-change webhooks
 ${RECONCILE_USAGE}
+${AUDIT_USAGE}
   user create --tenant ID --email E --role support|approver|operator|admin [--password P]
                                                   create a staff user for the web screens; without
                                                   --password it prompts (or reads one line from stdin)
@@ -405,6 +407,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals[0] === 'reconcile') return reconcileCommand(positionals.slice(1), values);
+  if (positionals[0] === 'audit') return auditCommand(positionals.slice(1), values);
   if (name === 'worker')
     return runWorker(typeof values.id === 'string' ? values.id : `worker-${process.pid}`);
   const run = commands[name];

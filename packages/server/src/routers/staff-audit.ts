@@ -1,5 +1,10 @@
-import { auditEntrySchema, auditExportInputSchema, auditListInputSchema } from '@idem/contracts';
-import { exportAudit, listAudit } from '@idem/core';
+import {
+  auditChainReportSchema,
+  auditEntrySchema,
+  auditExportInputSchema,
+  auditListInputSchema,
+} from '@idem/contracts';
+import { exportAudit, listAudit, verifyAuditChain } from '@idem/core';
 import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import { staffWith } from '../auth/procedures.ts';
@@ -48,4 +53,13 @@ export const staffAuditRouter = router({
         return { csv, rows: items.length, truncated };
       }),
     ),
+
+  /**
+   * Walks the tenant's audit chain as `idem audit verify --tenant` does: the entries and head hash,
+   * or the first row that does not hold. A read: it changes nothing and is not itself logged.
+   */
+  verify: staffWith('administer')
+    .input(z.strictObject({}).optional())
+    .output(auditChainReportSchema)
+    .query(({ ctx }) => ctx.inTenant((tx) => verifyAuditChain(tx, ctx.tenantId))),
 });
