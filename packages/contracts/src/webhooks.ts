@@ -104,6 +104,13 @@ export type OperationWebhook = z.infer<typeof operationWebhookSchema>;
 export const deliveryStatuses = ['pending', 'done', 'dead'] as const;
 export type DeliveryStatus = (typeof deliveryStatuses)[number];
 
+/**
+ * What staff read of every failed attempt, whatever went wrong: a receiver's status, a timeout, a
+ * refused connection and an address the egress policy refused all look alike, so the delivery log
+ * cannot be used to fingerprint services inside the network. The reason is in the worker's log.
+ */
+export const DELIVERY_FAILED = 'delivery failed';
+
 /** One line of the outbound delivery log: one notification to one endpoint. */
 export const webhookDeliverySchema = z.object({
   workId: z.uuid(),
@@ -112,7 +119,9 @@ export const webhookDeliverySchema = z.object({
   event: operationWebhookSchema.shape.data,
   status: z.enum(deliveryStatuses),
   attempts: z.number().int(),
+  /** The receiver's 2xx status when the last attempt succeeded; null otherwise. */
   lastResponseStatus: z.number().int().nullable(),
+  /** DELIVERY_FAILED when the last attempt failed; null otherwise. */
   lastError: z.string().nullable(),
   lastAttemptAt: z.string().nullable(),
   nextAttemptAt: z.string().nullable(),

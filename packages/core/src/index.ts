@@ -78,6 +78,18 @@ export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';
 export { withTenant } from './db/tenant-scope.ts';
 export {
+  addressRefusal,
+  assertEgressAllowed,
+  type EgressPolicy,
+  EgressRefused,
+  type HostResolver,
+  parseAllowEntry,
+  permittedAddresses,
+  type ResolvedAddress,
+  STRICT_EGRESS,
+  urlRefusal,
+} from './delivery/egress.ts';
+export {
   activeOutboundEndpoints,
   createOutboundEndpoint,
   type OutboundEndpoint,

@@ -6,7 +6,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { loadMfaKeys, type MfaKeyRing } from './auth/totp-secrets.ts';
 import { openConfiguredDatabase } from './database.ts';
 import { DEMO_ACCOUNT, demoCustomerLink, seedDemoTenant } from './demo.ts';
-import { type Env, isDevelopment } from './env.ts';
+import { type Env, egressPolicyFrom, isDevelopment } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
@@ -70,7 +70,8 @@ export async function startServer(
     }
   }
 
-  const development = isDevelopment(env, { embedded: database.kind === 'pglite' && !options.database });
+  const embedded = database.kind === 'pglite' && !options.database;
+  const development = isDevelopment(env, { embedded });
   const metrics = createMetrics(database.db, {
     cacheMs: env.IDEM_METRICS_CACHE_MS,
     settledCacheMs: env.IDEM_METRICS_SETTLED_CACHE_MS,
@@ -92,6 +93,7 @@ export async function startServer(
     development,
     metricsToken,
     mfaKeys,
+    egress: egressPolicyFrom(env, { embedded }),
     witness: railWitness(database.db, moneyMovers.rails),
     reconciler: railReconciler(database.db, moneyMovers.rails, log),
   });

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { type Network, networkSchema } from '@idem/contracts';
-import { connectionStringSchema } from '@idem/core';
+import { connectionStringSchema, type EgressPolicy, parseAllowEntry } from '@idem/core';
 import type { FeePolicyInput } from '@idem/rails';
 import { z } from 'zod';
 
@@ -33,6 +33,29 @@ const perNetworkMs = z
       result[network.data] = duration;
     }
     return result;
+  });
+
+/**
+ * The deployment's internal webhook targets: IP addresses, CIDR ranges and exact host names,
+ * comma-separated (e.g. `10.20.0.0/16,hooks.corp.internal`). An entry that is none of these stops
+ * the start, so a typo never silently allows nothing (or something else).
+ */
+const allowInternal = z
+  .string()
+  .optional()
+  .transform((value, check) => {
+    const entries = (value ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    for (const entry of entries) {
+      const parsed = parseAllowEntry(entry);
+      if ('error' in parsed) {
+        check.addIssue({ code: 'custom', message: parsed.error });
+        return z.NEVER;
+      }
+    }
+    return entries;
   });
 
 /**
@@ -193,6 +216,13 @@ const envSchema = z.object({
    * background, so no scrape but the first waits on a read of every tenant's history (I14-LIST).
    */
   IDEM_METRICS_SETTLED_CACHE_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+  /**
+   * Internal targets outbound webhooks may reach although they are not public addresses (loopback,
+   * private, link-local, unique-local, CGNAT, ...): by address, CIDR range or exact host name.
+   * Empty (the default): public addresses only. Cloud metadata addresses are refused whatever is
+   * listed. A host named here may also be reached over plain http outside development.
+   */
+  IDEM_WEBHOOK_ALLOW_INTERNAL: allowInternal,
   /** The built web app (packages/web/dist), served at /. */
   IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });
@@ -206,6 +236,18 @@ export type Env = z.infer<typeof envSchema>;
  */
 export function isDevelopment(env: Env, options: { embedded: boolean }): boolean {
   return env.NODE_ENV !== 'production' || options.embedded;
+}
+
+/**
+ * Where outbound webhooks may connect (core/src/delivery/egress.ts): https only outside
+ * development (isDevelopment), public addresses only, plus the IDEM_WEBHOOK_ALLOW_INTERNAL
+ * allowlist. Checked when an endpoint is saved and again by the worker at every connection.
+ */
+export function egressPolicyFrom(env: Env, options: { embedded: boolean }): EgressPolicy {
+  return {
+    allowPlainHttp: isDevelopment(env, options),
+    allowInternal: env.IDEM_WEBHOOK_ALLOW_INTERNAL,
+  };
 }
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {

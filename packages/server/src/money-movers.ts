@@ -91,7 +91,7 @@ export async function startMoneyMovers(
       rails,
       log,
       workerId: `server-${process.pid}`,
-      ...workerSettingsFrom(env),
+      ...workerSettingsFrom(env, options),
     });
     worker.start(env.IDEM_WORKER_INTERVAL_MS);
     describe.push('a worker in this process');

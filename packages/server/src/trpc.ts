@@ -1,5 +1,5 @@
 import { IdemError } from '@idem/contracts';
-import { authenticateApiKey, type Database, type Tx, withTenant } from '@idem/core';
+import { authenticateApiKey, type Database, type EgressPolicy, type Tx, withTenant } from '@idem/core';
 import { initTRPC } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
@@ -63,6 +63,8 @@ export interface Context {
    * started with another value alert at theirs.
    */
   broadcastAlertAfterMs?: Partial<Record<string, number>>;
+  /** Where outbound webhook endpoints may point (env.ts egressPolicyFrom; absent: the strictest). */
+  egress?: EgressPolicy;
 }
 
 const t = initTRPC.context<Context>().create({

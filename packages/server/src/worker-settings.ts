@@ -1,16 +1,20 @@
 import { DEFAULT_REPLACE_POLICIES, type WorkerOptions } from '@idem/workers';
-import type { Env } from './env.ts';
+import { type Env, egressPolicyFrom } from './env.ts';
 
 /**
  * The worker's settings read from the environment, in one place for both ways a worker runs (in
  * the server process, and `idem worker`): leases, escalation, the two-pass not-sent interval,
- * BROADCAST alert ages, the stalled-pass alert, reconciliation and custodian-poll cadence and automatic fee bumps.
+ * BROADCAST alert ages, the stalled-pass alert, reconciliation and custodian-poll cadence, automatic
+ * fee bumps and where outbound webhooks may connect (`embedded`: the demo, which counts as
+ * development).
  */
 export function workerSettingsFrom(
   env: Env,
+  options: { embedded: boolean } = { embedded: false },
 ): Omit<WorkerOptions, 'db' | 'rails' | 'log' | 'workerId' | 'probe'> {
   const bumpAfter = env.IDEM_BUMP_AFTER_MS;
   return {
+    egress: egressPolicyFrom(env, options),
     leaseMs: env.IDEM_WORKER_LEASE_MS,
     stallAlertMs: env.IDEM_WORKER_STALL_ALERT_MS,
     unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,

@@ -22,6 +22,7 @@ import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
 import { idem } from './support/cli-process.ts';
+import { LOCAL_RECEIVERS } from './support/in-process.ts';
 import { ETH } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
@@ -65,7 +66,12 @@ beforeAll(async () => {
       await createStaffUser(tx, { tenantId, email: staff[role], role, passwordHash });
     }
   });
-  ({ secret } = await createOutboundEndpoint(database.db, tenantId, { url: 'http://127.0.0.1:9/hooks' }));
+  ({ secret } = await createOutboundEndpoint(
+    database.db,
+    tenantId,
+    { url: 'http://127.0.0.1:9/hooks' },
+    LOCAL_RECEIVERS,
+  ));
   server = await startServer(
     readEnv({
       PORT: '0',

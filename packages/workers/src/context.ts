@@ -1,5 +1,5 @@
 import type { Network } from '@idem/contracts';
-import type { Database } from '@idem/core';
+import type { Database, EgressPolicy } from '@idem/core';
 import type { Logger } from 'pino';
 import type { RailRegistry } from './rails.ts';
 import type { ReplacePolicy } from './steps/replace.ts';
@@ -33,4 +33,6 @@ export interface WorkerContext {
   probe?: (step: SendStep, operationId: string) => Promise<void>;
   /** Automatic fee bumps per network; networks not named use the defaults. */
   replacePolicies?: Record<string, ReplacePolicy>;
+  /** Where outbound webhooks may connect, checked again at every connection (absent: the strictest). */
+  egress?: EgressPolicy;
 }

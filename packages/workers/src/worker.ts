@@ -1,5 +1,5 @@
 import { scrubbedError } from '@idem/contracts';
-import { allTenantIds, type Database } from '@idem/core';
+import { allTenantIds, type Database, type EgressPolicy, STRICT_EGRESS } from '@idem/core';
 import type { Logger } from 'pino';
 import type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
 import { reconcileBalances } from './balance-reconciliation/run.ts';
@@ -45,6 +45,12 @@ export interface WorkerOptions {
    * (default 5 minutes): a worker whose pass never ends moves nothing, and says nothing otherwise.
    */
   stallAlertMs?: number;
+  /**
+   * Where outbound webhooks may connect: the deployment's policy (https, public addresses, its
+   * allowlist). Default: the strictest (https to public addresses only); the server and `idem
+   * worker` always state the deployment's (server/src/env.ts).
+   */
+  egress?: EgressPolicy;
 }
 
 export interface TickReport {
@@ -103,6 +109,7 @@ function contextOf(options: WorkerOptions): WorkerContext {
       : {}),
     ...(options.probe ? { probe: options.probe } : {}),
     replacePolicies: { ...DEFAULT_REPLACE_POLICIES, ...options.replacePolicies },
+    egress: options.egress ?? STRICT_EGRESS,
   };
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  type EgressPolicy,
   getBalances,
   getOperation,
   type Operation,
@@ -23,6 +24,12 @@ import { createWorker, type WorkerOptions } from '../src/worker.ts';
 
 export { ETH };
 export const CHAIN_ID = 31337;
+
+/**
+ * The tests' receivers listen on 127.0.0.1: a deployment's allowlist admits them, as one would
+ * admit an internal receiver (plain http only because the allowlist names the host).
+ */
+export const LOCAL_RECEIVERS: EgressPolicy = { allowPlainHttp: false, allowInternal: ['127.0.0.1'] };
 
 /**
  * A real PostgreSQL (or PGlite) database, a real anvil node, and one tenant whose hot wallet is
@@ -138,6 +145,7 @@ export async function startEnvironment(
         log,
         workerId: `worker-${randomBytes(3).toString('hex')}`,
         leaseMs: 5_000,
+        egress: LOCAL_RECEIVERS,
         ...rest,
       });
     },

@@ -1,4 +1,5 @@
 import {
+  DELIVERY_FAILED,
   type DeliveryListInput,
   deliveryListInputSchema,
   IdemError,
@@ -94,10 +95,13 @@ export async function leaseDueDeliveries(
   });
 }
 
-/** The outcome of one attempt, as the sender saw it. */
+/**
+ * The outcome of one attempt, as staff may see it: a failure is recorded as DELIVERY_FAILED with no
+ * status, whatever the sender saw (its reason goes to the worker's log).
+ */
 export type AttemptOutcome =
   | { delivered: true; responseStatus: number }
-  | { delivered: false; responseStatus: number | null; error: string }
+  | { delivered: false }
   | { delivered: null }; // not attempted this pass: the lease is released, nothing counted
 
 /**
@@ -149,8 +153,8 @@ export async function recordDeliveryAttempt(
         ...released,
         status: dead ? 'dead' : 'pending',
         attempts,
-        lastResponseStatus: outcome.responseStatus,
-        lastError: outcome.error.slice(0, 300),
+        lastResponseStatus: null,
+        lastError: DELIVERY_FAILED,
         lastAttemptAt: sql`now()`,
         // An operator who asked for a retry while this attempt was under way (the receiver is back)
         // gets it now, once: the next lease reads the new count, and its failure backs off again.
@@ -259,8 +263,13 @@ function deliveryView(row: DeliveryRow): WebhookDelivery {
     event: body.data,
     status: row.status,
     attempts: row.attempts,
-    lastResponseStatus: row.lastResponseStatus,
-    lastError: row.lastError,
+    // Rows written before failures were recorded generically may hold a status or reason: shown as
+    // the generic failure too.
+    lastResponseStatus:
+      row.lastResponseStatus !== null && row.lastResponseStatus >= 200 && row.lastResponseStatus < 300
+        ? row.lastResponseStatus
+        : null,
+    lastError: row.lastError === null ? null : DELIVERY_FAILED,
     lastAttemptAt: row.lastAttemptAt?.toISOString() ?? null,
     nextAttemptAt: row.status === 'pending' ? row.availableAt.toISOString() : null,
     deliveredAt: row.deliveredAt?.toISOString() ?? null,

@@ -35,7 +35,7 @@ import { createWorker, keyLocation, routeFor } from '@idem/workers';
 import { z } from 'zod';
 import { hashPassword, PASSWORD_LENGTH_MIN } from '../auth/password.ts';
 import { openConfiguredDatabase } from '../database.ts';
-import { readEnv } from '../env.ts';
+import { egressPolicyFrom, readEnv } from '../env.ts';
 import { createLogger } from '../logger.ts';
 import { startMoneyMovers } from '../money-movers.ts';
 import { workerSettingsFrom } from '../worker-settings.ts';
@@ -315,8 +315,12 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     );
     return { closed };
   },
-  'outbound-endpoint create': async (db, flags) =>
-    createOutboundEndpoint(db, required(flags, 'tenant'), { url: required(flags, 'url') }),
+  // The same egress policy as the server's: the embedded database (no DATABASE_URL) is the demo.
+  'outbound-endpoint create': async (db, flags) => {
+    const env = readEnv();
+    const egress = egressPolicyFrom(env, { embedded: env.DATABASE_URL === undefined });
+    return createOutboundEndpoint(db, required(flags, 'tenant'), { url: required(flags, 'url') }, egress);
+  },
   'user create': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
     const role = staffRoleSchema.safeParse(required(flags, 'role'));

@@ -1,7 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { scrubMessage, WITHDRAWAL_BATCH_BODY_LIMIT_BYTES } from '@idem/contracts';
-import type { Database } from '@idem/core';
+import type { Database, EgressPolicy } from '@idem/core';
 import { BROADCAST_ALERT_AFTER_MS } from '@idem/workers';
 import type { TRPCError } from '@trpc/server';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
@@ -42,6 +42,8 @@ export interface ServerDeps {
   mfaKeys: MfaKeyRing | null;
   /** The bearer token /metrics asks for; null: no metrics are served (404). */
   metricsToken: string | null;
+  /** Where outbound webhook endpoints may point (env.ts egressPolicyFrom). */
+  egress: EgressPolicy;
 }
 
 interface RequestInfo {
@@ -188,6 +190,7 @@ function contextFactory(deps: ServerDeps, info: WeakMap<IncomingMessage, Request
       ...(deps.witness ? { witness: deps.witness } : {}),
       ...(deps.reconciler ? { reconciler: deps.reconciler } : {}),
       broadcastAlertAfterMs,
+      egress: deps.egress,
     };
   };
 }

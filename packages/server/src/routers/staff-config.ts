@@ -26,6 +26,7 @@ import {
   revokeApiKey,
   riskRuleHistory,
   rotateEndpointSecret,
+  STRICT_EGRESS,
 } from '@idem/core';
 import { z } from 'zod';
 import { staffWith, staffWithFresh } from '../auth/procedures.ts';
@@ -79,11 +80,16 @@ export const staffConfigRouter = router({
       return { endpointId, secret };
     }),
 
+  /**
+   * Refused (VALIDATION, nothing written) unless the URL passes the deployment's egress policy:
+   * https outside development, and a host that resolves only to public addresses or is allowlisted.
+   */
   createOutboundEndpoint: change
     .input(createOutboundEndpointInputSchema)
     .output(createdEndpointSchema)
     .mutation(async ({ ctx, input }) => {
-      const { endpointId, secret } = await createOutboundEndpoint(ctx.db, ctx.tenantId, input);
+      const egress = ctx.egress ?? STRICT_EGRESS;
+      const { endpointId, secret } = await createOutboundEndpoint(ctx.db, ctx.tenantId, input, egress);
       return { endpointId, secret };
     }),
 

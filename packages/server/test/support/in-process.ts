@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
-import { createStaffUser, type Database, withTenant } from '@idem/core';
+import { createStaffUser, type Database, type EgressPolicy, withTenant } from '@idem/core';
 import type { TestDatabase } from '@idem/testing/database';
 import { type RunningServer, startServer } from '../../src/app.ts';
 import { readEnv } from '../../src/env.ts';
@@ -21,6 +21,12 @@ export async function startSilentServer(
   );
   return { server, base: `http://127.0.0.1:${server.port}` };
 }
+
+/**
+ * The tests' webhook receivers listen on 127.0.0.1: a deployment's allowlist admits them
+ * (IDEM_WEBHOOK_ALLOW_INTERNAL=127.0.0.1 for a server), as one would admit an internal receiver.
+ */
+export const LOCAL_RECEIVERS: EgressPolicy = { allowPlainHttp: false, allowInternal: ['127.0.0.1'] };
 
 /** One staff member per role, `<role>@<domain>`, all with the same password hash. */
 export async function createStaffOfRoles(

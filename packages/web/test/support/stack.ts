@@ -417,6 +417,8 @@ export async function startChainStack(
     IDEM_BROADCAST_ALERT_AFTER_MS: 'ethereum=1000',
     IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: '0',
     IDEM_RECONCILE_EVERY_MS: '0',
+    // The tests' webhook receivers listen on 127.0.0.1: admitted as a deployment admits an internal one.
+    IDEM_WEBHOOK_ALLOW_INTERNAL: '127.0.0.1',
   });
   return {
     baseUrl: server.baseUrl,

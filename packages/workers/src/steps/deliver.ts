@@ -1,19 +1,23 @@
-import type { OperationWebhook } from '@idem/contracts';
+import { type OperationWebhook, scrubMessage } from '@idem/contracts';
 import {
+  type AttemptOutcome,
   activeOutboundEndpoints,
   fanOutNotification,
   findOperation,
   leaseDueDeliveries,
   type OutboundEndpoint,
   recordDeliveryAttempt,
+  STRICT_EGRESS,
   schema,
   secretsInForce,
+  urlRefusal,
   withTenant,
 } from '@idem/core';
 import { and, eq, lte, sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import type { WorkerContext } from '../context.ts';
 import { processWorkItems } from '../work-items.ts';
+import { egressPost, egressRefusalOf } from './egress-fetch.ts';
 
 const { workItems } = schema;
 
@@ -122,20 +126,25 @@ async function sendDue(
           await recordDeliveryAttempt(ctx.db, tenantId, delivery, ctx.workerId, { delivered: null });
           continue;
         }
-        const outcome = await post(endpoint, delivery.workId, delivery.body as OperationWebhook);
+        const { outcome, reason } = await post(
+          ctx,
+          endpoint,
+          delivery.workId,
+          delivery.body as OperationWebhook,
+        );
         const { dead } = await recordDeliveryAttempt(ctx.db, tenantId, delivery, ctx.workerId, outcome);
         if (outcome.delivered) continue;
         blocked = true;
+        const attempt = { tenantId, workId: delivery.workId, endpointId, attempts: delivery.attempts + 1 };
+        // Staff see only the generic failure; the reason (a status, a timeout, an egress refusal)
+        // is for the people who run the deployment.
+        ctx.log.warn(
+          { ...attempt, ...reason },
+          reason.refused ? 'egress refused' : 'outbound webhook attempt failed',
+        );
         if (dead) {
           ctx.log.error(
-            {
-              alert: true,
-              tenantId,
-              workId: delivery.workId,
-              endpointId,
-              attempts: delivery.attempts + 1,
-              lastError: outcome.error,
-            },
+            { alert: true, ...attempt, lastError: reason.error },
             'ALERT outbound webhook dead-lettered after retries',
           );
         }
@@ -145,14 +154,28 @@ async function sendDue(
   return leased.length;
 }
 
+/** Why an attempt failed, for the worker's log: the host (never the path), and what went wrong. */
+interface FailureReason {
+  host: string;
+  error: string;
+  refused: boolean;
+}
+
 async function post(
-  endpoint: { url: string; secret: string; previousSecret: string | null; previousSecretUntil: Date | null },
+  ctx: WorkerContext,
+  endpoint: OutboundEndpoint,
   webhookId: string,
   body: OperationWebhook,
-): Promise<
-  | { delivered: true; responseStatus: number }
-  | { delivered: false; responseStatus: number | null; error: string }
-> {
+): Promise<{ outcome: AttemptOutcome; reason: FailureReason }> {
+  const failed = (error: string, refused = false) => ({
+    outcome: { delivered: false } as const,
+    reason: { host: hostForLog(endpoint.url), error: scrubMessage(error), refused },
+  });
+  // The URL's rules again (https outside development): a row saved before them, or under another
+  // deployment's settings, is held to this worker's.
+  const egress = ctx.egress ?? STRICT_EGRESS;
+  const checked = urlRefusal(endpoint.url, egress);
+  if ('error' in checked) return failed(checked.error, true);
   const raw = JSON.stringify(body);
   const at = new Date();
   // During a rotation's overlap each attempt carries a signature by each secret in force, space
@@ -161,8 +184,7 @@ async function post(
     .map((secret) => new Webhook(secret).sign(webhookId, at, raw))
     .join(' ');
   try {
-    const response = await fetch(endpoint.url, {
-      method: 'POST',
+    const response = await egressPost(endpoint.url, egress, {
       headers: {
         'content-type': 'application/json',
         'webhook-id': webhookId,
@@ -171,14 +193,29 @@ async function post(
       },
       body: raw,
       signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
-      redirect: 'manual',
     });
     await response.body?.cancel();
-    if (response.status >= 200 && response.status < 300)
-      return { delivered: true, responseStatus: response.status };
-    return { delivered: false, responseStatus: response.status, error: `HTTP ${response.status}` };
+    if (response.status >= 200 && response.status < 300) {
+      return {
+        outcome: { delivered: true, responseStatus: response.status },
+        reason: { host: '', error: '', refused: false },
+      };
+    }
+    return failed(`HTTP ${response.status}`);
   } catch (error) {
-    const reason = (error as Error).name === 'TimeoutError' ? 'timeout' : 'connection failed';
-    return { delivered: false, responseStatus: null, error: reason };
+    const refusal = egressRefusalOf(error);
+    if (refusal) return failed(refusal.message, true);
+    if ((error as Error).name === 'TimeoutError') return failed('timeout');
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    return failed(`connection failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+  }
+}
+
+/** The endpoint's host and port only: a path or query may carry the receiver's own token. */
+function hostForLog(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'unparseable url';
   }
 }
