@@ -239,6 +239,7 @@ export {
   MFA_FAILURE_WINDOW_MS,
   MFA_FAILURES_MAX,
   type MfaRecord,
+  mfaStateOf,
   resealMfaSecret,
   reserveMfaAttempt,
   spendRecoveryCode,

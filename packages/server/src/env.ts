@@ -204,6 +204,8 @@ const envSchema = z.object({
   IDEM_MFA_KEY_FILE: z.string().min(1).optional(),
   /** The CLI's staff password for `idem proposal ... --as EMAIL` (else read from standard input). */
   IDEM_STAFF_PASSWORD: z.string().optional(),
+  /** The CLI's TOTP code for `idem proposal ... --as EMAIL` when the member uses TOTP (else --code or a prompt). */
+  IDEM_STAFF_TOTP: z.string().optional(),
   /**
    * The bearer token `/metrics` asks for. Unset: outside development `/metrics` answers 404; in
    * development a random token is made and printed at start.

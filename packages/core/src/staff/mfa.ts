@@ -108,6 +108,25 @@ async function msUntilReset(tx: Tx, from: SQL): Promise<number | null> {
   return row ? Number(row.wait_ms) : null;
 }
 
+/**
+ * Whether a member uses TOTP and whether their tenant requires it of approvers, operators and
+ * admins: what a check outside a web session (the CLI) needs to decide if a code is due.
+ */
+export async function mfaStateOf(
+  tx: Tx,
+  tenantId: string,
+  userId: string,
+): Promise<{ enrolled: boolean; tenantRequired: boolean }> {
+  const [row] = rowsOf<{ enrolled: boolean; required: boolean }>(
+    await tx.execute(sql`
+      select u.mfa_enrolled_at is not null as enrolled, t.mfa_required as required
+      from staff_users u join tenants t on t.tenant_id = u.tenant_id
+      where u.tenant_id = ${tenantId}::uuid and u.user_id = ${userId}::uuid and u.disabled_at is null`),
+  );
+  if (!row) throw new IdemError('UNAUTHORIZED', 'wrong organisation, e-mail or password');
+  return { enrolled: row.enrolled, tenantRequired: row.required };
+}
+
 /** Keeps a new secret pending; refused when the member has enrolled already (the secret is never shown again). */
 export async function startMfaEnrolment(tx: Tx, input: { tenantId: string; userId: string; secret: string }) {
   const updated = await tx
@@ -162,7 +181,7 @@ export async function confirmMfaEnrolment(
     secret: string;
     step: number;
     recoveryHashes: string[];
-    sessionHash: string;
+    sessionHash: string | null;
   },
 ): Promise<Date> {
   const updated = await tx

@@ -71,7 +71,9 @@ const USAGE = `Usage: pnpm idem <command> [options]
   proposal cancel --tenant ID --as EMAIL --id PROPOSAL
                                                   the proposer withdraws a pending proposal
                                                   (proposal commands sign in as --as: the password comes
-                                                  from IDEM_STAFF_PASSWORD or standard input)
+                                                  from IDEM_STAFF_PASSWORD or standard input; a member
+                                                  who uses TOTP adds a code: --code CODE, IDEM_STAFF_TOTP
+                                                  or the prompt)
   webhook-endpoint create --tenant ID --source NAME [--json]
                                                   create a webhook endpoint; prints its id and secret
   hot-wallet register --tenant ID --network ethereum --address ADDR --key-ref env:VAR|keystore:/file.json#PASSWORD_VAR [--next-nonce N]
@@ -383,6 +385,7 @@ function parseFlags(argv: string[]) {
         as: { type: 'string' },
         reason: { type: 'string' },
         hash: { type: 'string' },
+        code: { type: 'string' },
         state: { type: 'string' },
         cursor: { type: 'string' },
         run: { type: 'string' },

@@ -26,6 +26,7 @@ import {
 import { z } from 'zod';
 import { verifyPassword } from '../auth/password.ts';
 import { readEnv } from '../env.ts';
+import { requireCliCode } from './mfa.ts';
 import { readPassword } from './read-password.ts';
 
 import { required, UsageError } from './usage.ts';
@@ -41,7 +42,8 @@ function proposalId(flags: Flags): string {
 /**
  * The staff member acting from the CLI: `--as EMAIL`, the password from IDEM_STAFF_PASSWORD or
  * standard input, verified with the same argon2id check as the web sign-in. The role must hold
- * `permission`. Unknown e-mail and wrong password are refused alike.
+ * `permission`. Unknown e-mail and wrong password are refused alike. A member who uses TOTP (or
+ * must) gives a code too (cli/mfa.ts); every refusal is audited.
  */
 async function signIn(
   db: Database,
@@ -64,7 +66,15 @@ async function signIn(
     await auditCliAlone(db, tenantId, staffActor(user.userId), action, 'FORBIDDEN', {});
     throw new IdemError('FORBIDDEN', `the ${user.role} role may not do this (needs ${permission})`);
   }
-  return { tenantId: user.tenantId, userId: user.userId, email: user.email, role: user.role };
+  const staff = { tenantId: user.tenantId, userId: user.userId, email: user.email, role: user.role };
+  try {
+    await requireCliCode(db, readEnv(), staff, flags);
+  } catch (error) {
+    const code = error instanceof IdemError ? error.code : 'INTERNAL';
+    await auditCliAlone(db, tenantId, staffActor(user.userId), action, code, {}).catch(() => undefined);
+    throw error;
+  }
+  return staff;
 }
 
 /** An audit entry for the CLI: the source is the operator's shell, not an address. */
