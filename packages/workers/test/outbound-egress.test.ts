@@ -160,6 +160,20 @@ describe('I31-EGRESS the worker refuses internal targets at every connection', (
     expect(rows.some((r) => r.status === 'done' && r.last_response_status === 204)).toBe(true);
   });
 
+  it('I31-EGRESS outside development a plain-http endpoint saved earlier is refused at connection, unless the allowlist names its host', async () => {
+    const resolve: HostResolver = async () => [{ address: '127.0.0.1', family: 4 }];
+    // The address is allowlisted by range, the host name is not: https would be allowed, http is not.
+    const production: EgressPolicy = { allowPlainHttp: false, allowInternal: ['127.0.0.0/8'], resolve };
+    const endpointId = await savedBeforeTheCheck(`http://receiver.local.test:${port}/hook`);
+    await onePass(production);
+    expect(connections).toBe(0);
+    const [row] = (await deliveriesOf(endpointId)).filter((r) => r.attempts > 0);
+    expect(row).toMatchObject({ last_error: 'delivery failed', last_response_status: null });
+    expect(
+      env.logLines.some((line) => line.includes('"egress refused"') && line.includes('url must use https')),
+    ).toBe(true);
+  });
+
   it('I31-EGRESS a receiver that answers an error shows staff the generic failure; its status is in the log only', async () => {
     answer = 503;
     const { endpointId } = await createOutboundEndpoint(
