@@ -24,6 +24,8 @@ export const errorCodes = {
     'Approving, resolving, cancelling and changing configuration need a TOTP code verified within the tenant’s step-up window (5 minutes by default). Verify a fresh code (staffAuth.mfaVerify) and retry. Nothing was done.',
   MFA_KEY_UNAVAILABLE:
     'A stored TOTP secret cannot be opened: the key file (IDEM_MFA_KEY_FILE) is missing, unreadable, not the one the secret was sealed under, or the stored value was changed. Nothing was checked or done; an operator restores the right key file (docs/RUNBOOK.md). Retrying does not help until then.',
+  EXPIRED:
+    'The proposal was not decided within its tenant’s proposal lifetime (72 hours by default) and is now EXPIRED: nothing it proposed was done. Propose it again if it is still wanted.',
   INVALID_TRANSITION: 'The state machine does not allow this transition from the operation’s current state.',
   STALE_WRITE:
     'The operation changed since it was read (state, version, or a newer lease generation): another actor won. Re-read; do not retry blindly.',
@@ -57,6 +59,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   MFA_REQUIRED: 403,
   STEP_UP_REQUIRED: 403,
   MFA_KEY_UNAVAILABLE: 503,
+  EXPIRED: 409,
   INVALID_TRANSITION: 409,
   STALE_WRITE: 409,
   PAYLOAD_MISMATCH: 409,

@@ -20,7 +20,7 @@ export const proposalKinds = [
 export const proposalKindSchema = z.enum(proposalKinds);
 export type ProposalKind = z.infer<typeof proposalKindSchema>;
 
-export const proposalStates = ['PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED'] as const;
+export const proposalStates = ['PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED', 'EXPIRED'] as const;
 export const proposalStateSchema = z.enum(proposalStates);
 export type ProposalState = z.infer<typeof proposalStateSchema>;
 
@@ -129,8 +129,12 @@ export const proposalViewSchema = z.object({
   targetOperationId: z.uuid().nullable(),
   proposedBy: z.string(),
   proposedAt: z.string(),
+  /** Distinct approvers needed besides the proposer: by amount, or the tenant's admin quorum. */
   approvalsRequired: z.number().int(),
+  /** Approvals bound to the hash by members still active and still allowed to decide. */
   approvalsGiven: z.number().int(),
+  /** Nobody may decide after this; the proposal is then EXPIRED. */
+  expiresAt: z.string(),
   decisions: z.array(proposalDecisionViewSchema),
   result: z.record(z.string(), z.unknown()).nullable(),
   decidedAt: z.string().nullable(),

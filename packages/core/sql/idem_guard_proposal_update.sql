@@ -1,6 +1,7 @@
--- Trigger proposals_guard_update: what was proposed (payload, evidence, hash, proposer) never
--- changes; a proposal leaves PENDING once, and becomes EXECUTED only with enough distinct
--- approvals, none of them the proposer's, each bound to the stored hash.
+-- Trigger proposals_guard_update: what was proposed (payload, evidence, hash, proposer, expiry)
+-- never changes; a proposal leaves PENDING once. It becomes EXECUTED only before it expires and
+-- with enough distinct approvals bound to the stored hash, none of them the proposer's, each by a
+-- member still active whose role may still decide; it becomes EXPIRED only once its time is up.
 CREATE OR REPLACE FUNCTION public.idem_guard_proposal_update()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -15,7 +16,7 @@ BEGIN
      OR NEW.payload IS DISTINCT FROM OLD.payload OR NEW.evidence IS DISTINCT FROM OLD.evidence
      OR NEW.payload_hash IS DISTINCT FROM OLD.payload_hash OR NEW.proposed_by IS DISTINCT FROM OLD.proposed_by
      OR NEW.approvals_required IS DISTINCT FROM OLD.approvals_required
-     OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+     OR NEW.created_at IS DISTINCT FROM OLD.created_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at THEN
     RAISE EXCEPTION 'idem: proposal % is immutable; only its outcome is recorded', OLD.proposal_id
       USING ERRCODE = 'integrity_constraint_violation';
   END IF;
@@ -23,10 +24,18 @@ BEGIN
     RAISE EXCEPTION 'idem: proposal % is already %', OLD.proposal_id, OLD.state
       USING ERRCODE = 'integrity_constraint_violation';
   END IF;
+  IF NEW.state = 'EXPIRED' AND NEW.expires_at > now() THEN
+    RAISE EXCEPTION 'idem: proposal % has not expired yet', NEW.proposal_id USING ERRCODE = 'check_violation';
+  END IF;
   IF NEW.state = 'EXECUTED' THEN
+    IF NEW.expires_at <= now() THEN
+      RAISE EXCEPTION 'idem: proposal % has expired', NEW.proposal_id USING ERRCODE = 'check_violation';
+    END IF;
     SELECT count(*) INTO approvals FROM public.proposal_decisions d
+      JOIN public.staff_users s ON s.tenant_id = d.tenant_id AND d.approver = 'staff:' || s.user_id::text
      WHERE d.tenant_id = NEW.tenant_id AND d.proposal_id = NEW.proposal_id
-       AND d.decision = 'approve' AND d.payload_hash = NEW.payload_hash AND d.approver <> NEW.proposed_by;
+       AND d.decision = 'approve' AND d.payload_hash = NEW.payload_hash AND d.approver <> NEW.proposed_by
+       AND s.disabled_at IS NULL AND s.role IN ('approver', 'admin');
     IF approvals < NEW.approvals_required THEN
       RAISE EXCEPTION 'idem: proposal % has % of % approvals', NEW.proposal_id, approvals, NEW.approvals_required
         USING ERRCODE = 'check_violation';
@@ -34,4 +43,3 @@ BEGIN
   END IF;
   RETURN NEW;
 END $function$
-

@@ -167,7 +167,13 @@ export {
   type WorkTopic,
   workRetryDelayMs,
 } from './outbox/enqueue.ts';
-export { decideProposal, type ProposalDecision, type ProposalDecisionResult } from './proposals/decide.ts';
+export {
+  countedApprovers,
+  decideProposal,
+  type ProposalDecision,
+  type ProposalDecisionResult,
+  refuseExpired,
+} from './proposals/decide.ts';
 export { proposalOperationKey } from './proposals/kinds/preconditions.ts';
 export {
   type SettlementAttestation,
@@ -304,6 +310,13 @@ export {
   SETTLED_STATES,
 } from './state-machine/transitions.ts';
 export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
+export {
+  GOVERNANCE_DEFAULTS,
+  type Governance,
+  governanceOf,
+  PROPOSAL_TTL_SECONDS_DEFAULT,
+  setTenantGovernance,
+} from './tenants/governance.ts';
 export {
   type AssetConfig,
   createTenant,

@@ -1,6 +1,15 @@
 import { payloadHash } from '@idem/contracts/payload';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
+import {
+  databaseRefusal,
+  ETH,
+  fund,
+  newTenant,
+  refusal,
+  staffMember,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -22,11 +31,14 @@ import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
 let tenantId: string;
+/** Approvers are real, active members: only their approvals count. */
+let bob: string;
 let nonce = 0;
 
 beforeAll(async () => {
   t = await createTestDatabase({ maxConnections: 10 });
   tenantId = await newTenant(t.db);
+  bob = await staffMember(t.db, tenantId, 'approver', 'bob@example.test');
   await fund(t.db, tenantId, 'acct-1', 'ETH', 100n * ETH);
 });
 afterAll(() => t.dispose());
@@ -281,7 +293,7 @@ describe('signed attempts (issue 12)', () => {
       decideProposal(tx, {
         tenantId,
         proposalId: result.proposalId,
-        staffId: 'staff:bob',
+        staffId: bob,
         payloadHash: result.payloadHash,
         decision: 'approve',
       }),

@@ -6,6 +6,7 @@ import {
   fund,
   newTenant,
   refusal,
+  staffMember,
   strandWithdrawal,
   withdrawal,
 } from '@idem/testing/tenants';
@@ -22,10 +23,15 @@ import { getProposal } from '../src/proposals/record.ts';
 
 let t: TestDatabase;
 let tenantId: string;
+/** Approvers are real, active members: only their approvals count. */
+let petra: string;
+let quinn: string;
 
 beforeAll(async () => {
   t = await createTestDatabase();
   tenantId = await newTenant(t.db);
+  petra = await staffMember(t.db, tenantId, 'approver', 'petra@example.test');
+  quinn = await staffMember(t.db, tenantId, 'approver', 'quinn@example.test');
   await fund(t.db, tenantId, 'acct-1', 'ETH', 10_000n);
 });
 afterAll(() => t.dispose());
@@ -73,10 +79,10 @@ describe('proposals: one person proposes, another approves, bound to the hash', 
 
     const own = await refusal(decide(proposal.proposalId, 'staff:olga', proposal.payloadHash));
     expect(own.code).toBe('FORBIDDEN');
-    const wrongHash = await refusal(decide(proposal.proposalId, 'staff:petra', 'a'.repeat(64)));
+    const wrongHash = await refusal(decide(proposal.proposalId, petra, 'a'.repeat(64)));
     expect(wrongHash.code).toBe('PAYLOAD_MISMATCH');
 
-    const approved = await decide(proposal.proposalId, 'staff:petra', proposal.payloadHash);
+    const approved = await decide(proposal.proposalId, petra, proposal.payloadHash);
     expect(approved.proposal.state).toBe('EXECUTED');
     const operationId = (approved.proposal.result as { operationId?: string } | null)?.operationId;
     expect(typeof operationId).toBe('string');
@@ -85,7 +91,7 @@ describe('proposals: one person proposes, another approves, bound to the hash', 
     expect(op.amountMinor).toBe('250');
     expect((await balanceOf(t.db, tenantId, 'acct-1')).available).toBe(before.available + 250n);
 
-    const again = await refusal(decide(proposal.proposalId, 'staff:quinn', proposal.payloadHash));
+    const again = await refusal(decide(proposal.proposalId, quinn, proposal.payloadHash));
     expect(again.code).toBe('INVALID_TRANSITION');
     expect((await balanceOf(t.db, tenantId, 'acct-1')).available).toBe(before.available + 250n);
   });
@@ -101,7 +107,7 @@ describe('proposals: one person proposes, another approves, bound to the hash', 
 
   it('I11-F5 a debit that would overdraw is refused at approval and records nothing', async () => {
     const { proposal } = await proposeAdjustment('-99999999');
-    const refused = await refusal(decide(proposal.proposalId, 'staff:petra', proposal.payloadHash));
+    const refused = await refusal(decide(proposal.proposalId, petra, proposal.payloadHash));
     expect(refused.code).toBe('INSUFFICIENT_FUNDS');
     const after = await inTenant((tx) => getProposal(tx, tenantId, proposal.proposalId));
     expect(after.state).toBe('PENDING');
@@ -109,15 +115,13 @@ describe('proposals: one person proposes, another approves, bound to the hash', 
 
   it('I11-F5 a rejection ends the proposal; the proposer can cancel only their own open proposal', async () => {
     const a = await proposeAdjustment('5');
-    const rejected = await decide(a.proposal.proposalId, 'staff:petra', a.proposal.payloadHash, 'reject');
+    const rejected = await decide(a.proposal.proposalId, petra, a.proposal.payloadHash, 'reject');
     expect(rejected.proposal.state).toBe('REJECTED');
     const b = await proposeAdjustment('6');
     expect(
       (
         await refusal(
-          inTenant((tx) =>
-            cancelProposal(tx, { tenantId, proposalId: b.proposal.proposalId, actor: 'staff:petra' }),
-          ),
+          inTenant((tx) => cancelProposal(tx, { tenantId, proposalId: b.proposal.proposalId, actor: petra })),
         )
       ).code,
     ).toBe('INVALID_TRANSITION');
@@ -149,11 +153,9 @@ describe('proposals: one person proposes, another approves, bound to the hash', 
       );
     const { proposal } = await credit(key());
     const second = await credit(key());
-    await decide(proposal.proposalId, 'staff:petra', proposal.payloadHash);
+    await decide(proposal.proposalId, petra, proposal.payloadHash);
     expect((await balanceOf(t.db, tenantId, 'acct-2')).available).toBe(700n);
-    const late = await refusal(
-      decide(second.proposal.proposalId, 'staff:petra', second.proposal.payloadHash),
-    );
+    const late = await refusal(decide(second.proposal.proposalId, petra, second.proposal.payloadHash));
     expect(late.code).toBe('IDEMPOTENCY_CONFLICT');
     expect((await refusal(credit(key()))).code).toBe('IDEMPOTENCY_CONFLICT');
     expect((await balanceOf(t.db, tenantId, 'acct-2')).available).toBe(700n);
@@ -197,8 +199,8 @@ describe('proposals: one person proposes, another approves, bound to the hash', 
         );
         await t.db.execute(sql`alter table proposals enable trigger proposals_guard_update`);
         const results = await Promise.allSettled([
-          decide(proposal.proposalId, 'staff:petra', proposal.payloadHash),
-          decide(proposal.proposalId, 'staff:quinn', proposal.payloadHash),
+          decide(proposal.proposalId, petra, proposal.payloadHash),
+          decide(proposal.proposalId, quinn, proposal.payloadHash),
         ]);
         expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
         const after = await inTenant((tx) => getProposal(tx, tenantId, proposal.proposalId));
@@ -259,19 +261,11 @@ describe('manual resolution is a proposal, and needs the rail to prove it', () =
         )
       ).code,
     ).toBe('FORBIDDEN');
-    expect((await refusal(decide(proposal.proposalId, 'staff:petra', proposal.payloadHash))).code).toBe(
-      'UNPROVEN',
-    );
+    expect((await refusal(decide(proposal.proposalId, petra, proposal.payloadHash))).code).toBe('UNPROVEN');
     expect(
       (
         await refusal(
-          decide(
-            proposal.proposalId,
-            'staff:petra',
-            proposal.payloadHash,
-            'approve',
-            attestation('UNPROVEN'),
-          ),
+          decide(proposal.proposalId, petra, proposal.payloadHash, 'approve', attestation('UNPROVEN')),
         )
       ).code,
     ).toBe('UNPROVEN');
@@ -280,7 +274,7 @@ describe('manual resolution is a proposal, and needs the rail to prove it', () =
 
     const done = await decide(
       proposal.proposalId,
-      'staff:petra',
+      petra,
       proposal.payloadHash,
       'approve',
       attestation('NOT_SENT'),
@@ -301,7 +295,7 @@ describe('manual resolution is a proposal, and needs the rail to prove it', () =
         await refusal(
           decide(
             proposal.proposalId,
-            'staff:petra',
+            petra,
             proposal.payloadHash,
             'approve',
             attestation('PAID', `0x${'cd'.repeat(32)}`),
@@ -313,7 +307,7 @@ describe('manual resolution is a proposal, and needs the rail to prove it', () =
     const withoutFee = await refusal(
       decide(
         proposal.proposalId,
-        'staff:petra',
+        petra,
         proposal.payloadHash,
         'approve',
         attestation('PAID', `0x${'ab'.repeat(32)}`),
@@ -321,7 +315,7 @@ describe('manual resolution is a proposal, and needs the rail to prove it', () =
     );
     expect(withoutFee.code).toBe('UNPROVEN');
     const paid = attestation('PAID', `0x${'ab'.repeat(32)}`);
-    const done = await decide(proposal.proposalId, 'staff:petra', proposal.payloadHash, 'approve', {
+    const done = await decide(proposal.proposalId, petra, proposal.payloadHash, 'approve', {
       ...paid,
       detail: { ...paid.detail, networkFeeAsset: 'ETH', networkFeeMinor: '21000000000000' },
     });

@@ -4,6 +4,7 @@ import {
   fund,
   newTenant,
   refusal,
+  staffMember,
   strandWithdrawal,
   submit,
   withdrawal,
@@ -20,10 +21,13 @@ import { escalateOperation } from '../src/staff/runbook.ts';
 
 let t: TestDatabase;
 let tenantId: string;
+/** Approvers are real, active members: only their approvals count. */
+let lead: string;
 
 beforeAll(async () => {
   t = await createTestDatabase();
   tenantId = await newTenant(t.db);
+  lead = await staffMember(t.db, tenantId, 'approver', 'lead@example.test');
   await fund(t.db, tenantId, 'acct-rb', 'ETH', 10_000n);
 });
 afterAll(() => t.dispose());
@@ -114,7 +118,7 @@ describe('runbook actions on withdrawals that need a person', () => {
       decideProposal(tx, {
         tenantId,
         proposalId: proposal.proposalId,
-        staffId: 'staff:lead',
+        staffId: lead,
         payloadHash: proposal.payloadHash,
         decision: 'approve',
         attestation: attested('NOT_SENT'),
@@ -142,7 +146,7 @@ describe('runbook actions on withdrawals that need a person', () => {
       decideProposal(tx, {
         tenantId,
         proposalId: proposal.proposalId,
-        staffId: 'staff:lead',
+        staffId: lead,
         payloadHash: proposal.payloadHash,
         decision: 'approve',
         attestation: attested('PAID', found),

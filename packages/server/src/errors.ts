@@ -17,6 +17,7 @@ const titles: Record<ErrorCode, string> = {
   MFA_REQUIRED: 'Multi-factor authentication required',
   STEP_UP_REQUIRED: 'Fresh authentication code required',
   MFA_KEY_UNAVAILABLE: 'TOTP key file unavailable',
+  EXPIRED: 'Proposal expired',
   INVALID_TRANSITION: 'Invalid transition',
   STALE_WRITE: 'Stale write',
   PAYLOAD_MISMATCH: 'Payload mismatch',

@@ -12,6 +12,7 @@ import {
 import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
 import { GWEI } from '@idem/testing/chain';
 import { onPostgres } from '@idem/testing/database';
+import { staffMember } from '@idem/testing/tenants';
 import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -283,8 +284,9 @@ async function held(): Promise<bigint> {
   return BigInt(rows.find((b) => b.asset === 'ETH')?.held ?? 0);
 }
 
-/** staff:alice proposes the cancel, staff:bob approves it (four eyes). */
+/** staff:alice proposes the cancel, an approver (a real, active member) approves it (four eyes). */
 async function approveCancel(op: Operation): Promise<void> {
+  const bob = await staffMember(env.t.db, env.tenantId, 'approver');
   await withTenant(env.t.db, env.tenantId, async (tx) => {
     const { proposal } = await propose(tx, {
       tenantId: env.tenantId,
@@ -298,7 +300,7 @@ async function approveCancel(op: Operation): Promise<void> {
     const decided = await decideProposal(tx, {
       tenantId: env.tenantId,
       proposalId: proposal.proposalId,
-      staffId: 'staff:bob',
+      staffId: bob,
       payloadHash: proposal.payloadHash,
       decision: 'approve',
     });

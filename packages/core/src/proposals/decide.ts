@@ -1,8 +1,9 @@
 import { IdemError } from '@idem/contracts';
-import { and, count, eq, ne, sql } from 'drizzle-orm';
+import { and, eq, ne, sql } from 'drizzle-orm';
 import { assertFirstDecision, assertFourEyes } from '../approvals/four-eyes.ts';
 import type { Tx } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
+import { activeMembers, counts } from './approvers.ts';
 import { PROPOSAL_RULES } from './kinds.ts';
 import type { ProposalRecord } from './record.ts';
 
@@ -20,6 +21,7 @@ export interface ProposalDecision {
 }
 
 export interface ProposalDecisionResult {
+  /** EXPIRED when the proposal's time was up: nothing was recorded but its expiry. */
   proposal: ProposalRecord;
   approvalsGiven: number;
   approvalsRequired: number;
@@ -29,19 +31,32 @@ export interface ProposalDecisionResult {
  * Records one staff member's decision on a proposal, four eyes (../approvals/four-eyes.ts): the
  * proposer never decides, each person counts once, and the decision binds the hash shown.
  * Decisions are serialised on the proposal row (FOR UPDATE), so two approvers at the same moment
- * cannot both miss the last approval. The last approval runs the action in this same transaction; if the action is refused
- * (funds gone, evidence not there), everything rolls back, the decision included.
+ * cannot both miss the last approval. The last approval runs the action in this same transaction;
+ * if the action is refused (funds gone, evidence not there), everything rolls back, the decision
+ * included.
+ *
+ * Only approvals by members still active and still holding the kind's permission count, when
+ * deciding and again in the database as it executes (core/sql/idem_guard_proposal_update.sql).
+ * A proposal past its expiry is marked EXPIRED and returned as such, so the caller commits the mark
+ * and answers EXPIRED (`refuseExpired`); one already marked is refused with EXPIRED at once.
  */
 export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<ProposalDecisionResult> {
   const locked = await tx
-    .select()
+    .select({ proposal: proposals, expired: sql<boolean>`${proposals.expiresAt} <= now()` })
     .from(proposals)
     .where(and(eq(proposals.tenantId, input.tenantId), eq(proposals.proposalId, input.proposalId)))
     .for('update');
-  const proposal = locked[0] as ProposalRecord | undefined;
-  if (!proposal) throw new IdemError('NOT_FOUND', 'no such proposal');
+  const row = locked[0];
+  if (!row) throw new IdemError('NOT_FOUND', 'no such proposal');
+  const proposal = row.proposal as ProposalRecord;
+  const required = proposal.approvalsRequired;
+  if (proposal.state === 'EXPIRED') throw expiredError(proposal);
   if (proposal.state !== 'PENDING') {
     throw new IdemError('INVALID_TRANSITION', `the proposal is ${proposal.state}, not awaiting approval`);
+  }
+  if (row.expired) {
+    const expired = await finish(tx, proposal, 'EXPIRED', { expiredAt: new Date().toISOString() });
+    return { proposal: expired, approvalsGiven: 0, approvalsRequired: required };
   }
   assertFourEyes(
     {
@@ -65,19 +80,14 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
     .onConflictDoNothing()
     .returning();
   assertFirstDecision(inserted, 'proposal');
-  const required = proposal.approvalsRequired;
+  const approvers = await countedApprovers(tx, proposal);
   if (input.decision === 'reject') {
     const rejected = await finish(tx, proposal, 'REJECTED', {
       rejectedBy: input.staffId,
       reason: input.reason ?? null,
     });
-    return {
-      proposal: rejected,
-      approvalsGiven: await approvalsOf(tx, proposal),
-      approvalsRequired: required,
-    };
+    return { proposal: rejected, approvalsGiven: approvers.length, approvalsRequired: required };
   }
-  const approvers = await approversOf(tx, proposal);
   if (approvers.length < required) {
     return { proposal, approvalsGiven: approvers.length, approvalsRequired: required };
   }
@@ -88,10 +98,26 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
   return { proposal: executed, approvalsGiven: approvers.length, approvalsRequired: required };
 }
 
+/**
+ * Answers EXPIRED for a decision that found its proposal expired. Called by the transport after
+ * the deciding transaction committed, so the proposal stays marked EXPIRED.
+ */
+export function refuseExpired<T extends ProposalDecisionResult>(result: T): T {
+  if (result.proposal.state === 'EXPIRED') throw expiredError(result.proposal);
+  return result;
+}
+
+function expiredError(proposal: ProposalRecord): IdemError {
+  return new IdemError(
+    'EXPIRED',
+    `the proposal expired at ${proposal.expiresAt.toISOString()} without enough approvals; nothing was done`,
+  );
+}
+
 async function finish(
   tx: Tx,
   proposal: ProposalRecord,
-  state: 'EXECUTED' | 'REJECTED',
+  state: 'EXECUTED' | 'REJECTED' | 'EXPIRED',
   result: Record<string, unknown>,
 ): Promise<ProposalRecord> {
   const rows = await tx
@@ -111,7 +137,11 @@ async function finish(
   return done;
 }
 
-async function approversOf(tx: Tx, proposal: ProposalRecord): Promise<string[]> {
+/**
+ * The distinct approvers whose approvals count now, in the order they approved: bound to the
+ * stored hash, never the proposer, each an active member whose role holds the kind's permission.
+ */
+export async function countedApprovers(tx: Tx, proposal: ProposalRecord): Promise<string[]> {
   const rows = await tx
     .select({ approver: proposalDecisions.approver })
     .from(proposalDecisions)
@@ -125,19 +155,7 @@ async function approversOf(tx: Tx, proposal: ProposalRecord): Promise<string[]> 
       ),
     )
     .orderBy(proposalDecisions.createdAt);
-  return rows.map((row) => row.approver);
-}
-
-async function approvalsOf(tx: Tx, proposal: ProposalRecord): Promise<number> {
-  const rows = await tx
-    .select({ n: count() })
-    .from(proposalDecisions)
-    .where(
-      and(
-        eq(proposalDecisions.tenantId, proposal.tenantId),
-        eq(proposalDecisions.proposalId, proposal.proposalId),
-        eq(proposalDecisions.decision, 'approve'),
-      ),
-    );
-  return rows[0]?.n ?? 0;
+  const members = await activeMembers(tx, proposal.tenantId);
+  const permission = PROPOSAL_RULES[proposal.kind].approverPermission;
+  return rows.map((row) => row.approver).filter((approver) => counts(members, approver, permission));
 }

@@ -1,4 +1,4 @@
-import type { ProposalKind } from '@idem/contracts';
+import type { Permission, ProposalKind } from '@idem/contracts';
 import type { z } from 'zod';
 import type { Tx } from '../db/connect.ts';
 import { adjustmentRule } from './kinds/adjustment.ts';
@@ -39,7 +39,13 @@ export interface ProposalRule<P> {
     tx: Tx,
     ctx: PrepareContext<P>,
   ): Promise<{ targetOperationId: string | null; evidence: Record<string, unknown> | null }>;
-  approvalsRequired(payload: P): number;
+  /** Distinct approvers needed besides the proposer, fixed when the proposal is made. */
+  approvalsRequired(tx: Tx, ctx: PrepareContext<P>): Promise<number>;
+  /**
+   * The permission an approver must hold, when deciding and still when it executes: an approval by
+   * a member since disabled or moved to a role without it does not count.
+   */
+  approverPermission: Permission;
   /** Runs the approved action; returns what it produced (recorded as the proposal's result). */
   execute(tx: Tx, ctx: ExecuteContext<P>): Promise<Record<string, unknown>>;
 }

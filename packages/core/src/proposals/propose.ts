@@ -6,6 +6,7 @@ import type { Tx } from '../db/connect.ts';
 import { errorCodes } from '../db/error-codes.ts';
 import { proposals } from '../db/schema/index.ts';
 import { parseOrThrow } from '../operations/input-validation.ts';
+import { governanceOf } from '../tenants/governance.ts';
 import { PROPOSAL_RULES } from './kinds.ts';
 import { type ProposalRecord, proposalHash } from './record.ts';
 
@@ -16,8 +17,9 @@ export interface ProposeResult {
 
 /**
  * One staff member proposes an action that moves or releases money. The rule of its kind checks
- * it and names the evidence bound into its hash; nothing moves until other staff approve it
- * (`decideProposal`). Retried with the same key and payload it replays; the same key with another
+ * it, names the evidence bound into its hash and how many approvers it needs (by amount, ./tiers.ts);
+ * nothing moves until other staff approve it (`decideProposal`) before it expires (the tenant's
+ * proposal lifetime). Retried with the same key and payload it replays; the same key with another
  * payload is IDEMPOTENCY_CONFLICT. A second open proposal for the same operation is refused too.
  */
 export async function propose(
@@ -35,11 +37,10 @@ export async function propose(
   const existing = await byKey(tx, input.tenantId, request.idempotencyKey);
   if (existing) return replayOrConflict(existing, request);
 
-  const prepared = await rule.prepare(tx, {
-    tenantId: input.tenantId,
-    payload: request.payload,
-    gathered: input.gathered ?? null,
-  });
+  const context = { tenantId: input.tenantId, payload: request.payload, gathered: input.gathered ?? null };
+  const prepared = await rule.prepare(tx, context);
+  const approvalsRequired = await rule.approvalsRequired(tx, context);
+  const { proposalTtlSeconds } = await governanceOf(tx, input.tenantId);
   const payloadHash = proposalHash({
     tenantId: input.tenantId,
     kind: request.kind,
@@ -61,7 +62,9 @@ export async function propose(
           evidence: prepared.evidence,
           payloadHash,
           proposedBy: input.actor,
-          approvalsRequired: rule.approvalsRequired(request.payload),
+          approvalsRequired,
+          // On the database's clock, like created_at: the lifetime is exact whatever the app's clock.
+          expiresAt: sql`now() + make_interval(secs => ${proposalTtlSeconds})`,
         })
         .onConflictDoNothing({ target: [proposals.tenantId, proposals.idempotencyKey] })
         .returning(),

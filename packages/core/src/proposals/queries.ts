@@ -3,6 +3,7 @@ import { and, desc, eq, lt, or, type SQL } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { proposals } from '../db/schema/index.ts';
 import { decodeCursor, encodeCursor } from '../queries/page-cursor.ts';
+import { activeMembers } from './approvers.ts';
 import { decisionsOf, type ProposalRecord, proposalView } from './record.ts';
 
 /** Proposals newest first, optionally by state or target operation, keyed on (created_at, id). */
@@ -44,6 +45,7 @@ export async function listProposals(
     tenantId,
     page.map((row) => row.proposalId),
   );
-  const items = page.map((row) => proposalView(row, decisions.get(row.proposalId) ?? []));
+  const members = await activeMembers(tx, tenantId);
+  const items = page.map((row) => proposalView(row, decisions.get(row.proposalId) ?? [], members));
   return { items, nextCursor };
 }

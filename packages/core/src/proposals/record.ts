@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { ProposalKind, ProposalState, ProposalView } from '@idem/contracts';
+import type { ProposalKind, ProposalState, ProposalView, StaffRole } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import canonicalize from 'canonicalize';
 import { and, asc, eq, inArray } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
+import { activeMembers, counts } from './approvers.ts';
+import { PROPOSAL_RULES } from './kinds.ts';
 
 export type ProposalRecord = typeof proposals.$inferSelect & { kind: ProposalKind; state: ProposalState };
 
@@ -53,7 +55,7 @@ export async function getProposal(
 /** The proposal as staff see it: what was proposed, the evidence, who decided and who must. */
 export async function toProposalView(db: Executor, p: ProposalRecord): Promise<ProposalView> {
   const decisions = await decisionsOf(db, p.tenantId, [p.proposalId]);
-  return proposalView(p, decisions.get(p.proposalId) ?? []);
+  return proposalView(p, decisions.get(p.proposalId) ?? [], await activeMembers(db, p.tenantId));
 }
 
 export type ProposalDecisionRow = typeof proposalDecisions.$inferSelect;
@@ -79,7 +81,13 @@ export async function decisionsOf(
   return byProposal;
 }
 
-export function proposalView(p: ProposalRecord, decisions: ProposalDecisionRow[]): ProposalView {
+/** The view; `members` (activeMembers) decides which approvals still count. */
+export function proposalView(
+  p: ProposalRecord,
+  decisions: ProposalDecisionRow[],
+  members: Map<string, StaffRole>,
+): ProposalView {
+  const permission = PROPOSAL_RULES[p.kind].approverPermission;
   return {
     proposalId: p.proposalId,
     kind: p.kind,
@@ -91,8 +99,14 @@ export function proposalView(p: ProposalRecord, decisions: ProposalDecisionRow[]
     proposedBy: p.proposedBy,
     proposedAt: p.createdAt.toISOString(),
     approvalsRequired: p.approvalsRequired,
-    approvalsGiven: decisions.filter((d) => d.decision === 'approve' && d.payloadHash === p.payloadHash)
-      .length,
+    approvalsGiven: decisions.filter(
+      (d) =>
+        d.decision === 'approve' &&
+        d.payloadHash === p.payloadHash &&
+        d.approver !== p.proposedBy &&
+        counts(members, d.approver, permission),
+    ).length,
+    expiresAt: p.expiresAt.toISOString(),
     decisions: decisions.map((d) => ({
       approver: d.approver,
       decision: d.decision as 'approve' | 'reject',

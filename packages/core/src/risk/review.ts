@@ -35,6 +35,17 @@ export async function assessRisk(tx: Tx, op: Operation): Promise<RiskAssessment>
   };
 }
 
+/**
+ * Whether an amount needs two approvers besides the person who asked: at or above the asset's
+ * four-eyes threshold. The one threshold for withdrawals and for proposals (adjustments, manual
+ * credits, resolutions, cancels, fee-cap raises), so a person cannot move through a proposal what
+ * they could not move through a withdrawal. A debit counts by its size.
+ */
+export function reachesFourEyes(amountMinor: bigint, policy: { fourEyesMinMinor: string }): boolean {
+  const size = amountMinor < 0n ? -amountMinor : amountMinor;
+  return size >= BigInt(policy.fourEyesMinMinor);
+}
+
 async function assessRules(tx: Tx, op: Operation): Promise<RiskAssessment> {
   const policies = await tx
     .select()
@@ -46,7 +57,7 @@ async function assessRules(tx: Tx, op: Operation): Promise<RiskAssessment> {
   if (!policy) return { flags: ['amount_above_auto_approve'], approvalsRequired: 1 };
 
   if (amount > BigInt(policy.autoApproveMaxMinor)) flags.push('amount_above_auto_approve');
-  const fourEyes = amount >= BigInt(policy.fourEyesMinMinor);
+  const fourEyes = reachesFourEyes(amount, policy);
   if (fourEyes) flags.push('four_eyes_amount');
 
   const recent = await tx

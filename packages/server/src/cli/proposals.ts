@@ -16,6 +16,7 @@ import {
   propose,
   recordAudit,
   runAudited,
+  refuseExpired,
   type StaffUser,
   settled,
   staffActor,
@@ -152,17 +153,26 @@ async function decideFromFlags(db: Database, flags: Flags, decision: 'approve' |
   const reason = typeof flags.reason === 'string' ? flags.reason : undefined;
   if (decision === 'reject' && !reason) throw new UsageError('--reason is required to reject');
   const staff = await signIn(db, tenantId, flags, 'decide', `proposal ${decision}`);
-  return audited(db, staff, `proposal ${decision}`, { proposalId: id, payloadHash, reason }, async (tx) => {
-    const decided = await decideProposal(tx, {
-      tenantId,
-      proposalId: id,
-      staffId: staffActor(staff.userId),
-      payloadHash,
-      decision,
-      reason,
-    });
-    return { proposal: await toProposalView(tx, decided.proposal) };
-  });
+  const decided = await audited(
+    db,
+    staff,
+    `proposal ${decision}`,
+    { proposalId: id, payloadHash, reason },
+    async (tx) => {
+      const result = await decideProposal(tx, {
+        tenantId,
+        proposalId: id,
+        staffId: staffActor(staff.userId),
+        payloadHash,
+        decision,
+        reason,
+      });
+      return { ...result, view: await toProposalView(tx, result.proposal) };
+    },
+  );
+  // Marked EXPIRED in the committed transaction above; the command still fails with EXPIRED.
+  refuseExpired(decided);
+  return { proposal: decided.view };
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   getOperation,
   listProposals,
   propose,
+  refuseExpired,
   type SettlementAttestation,
   type Tx,
   toProposalView,
@@ -83,7 +84,8 @@ export const staffProposalsRouter = router({
         current.kind === 'resolve_withdrawal' && input.decision === 'approve'
           ? await attestFor(ctx, current.payload as ResolveWithdrawalProposal, witness)
           : undefined;
-      return ctx.inTenant(async (tx) => {
+      // An expired proposal is marked EXPIRED in this transaction; EXPIRED is answered once it commits.
+      const decided = await ctx.inTenant(async (tx) => {
         const result = await decideProposal(tx, {
           tenantId: ctx.tenantId,
           proposalId: input.proposalId,
@@ -94,11 +96,16 @@ export const staffProposalsRouter = router({
           attestation,
         });
         return {
-          proposal: await toProposalView(tx, result.proposal),
-          approvalsGiven: result.approvalsGiven,
-          approvalsRequired: result.approvalsRequired,
+          ...result,
+          view: await toProposalView(tx, result.proposal),
         };
       });
+      refuseExpired(decided);
+      return {
+        proposal: decided.view,
+        approvalsGiven: decided.approvalsGiven,
+        approvalsRequired: decided.approvalsRequired,
+      };
     }),
 
   cancel: staffWithFresh('operate')

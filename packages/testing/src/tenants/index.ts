@@ -3,3 +3,4 @@
 export * from './api-tenant.ts';
 export * from './hot-wallet.ts';
 export * from './ledger.ts';
+export * from './staff.ts';

@@ -22,6 +22,7 @@ const STATE_COLORS: Record<ProposalView['state'], string> = {
   EXECUTED: 'teal.9',
   REJECTED: 'gray.7',
   CANCELLED: 'gray.7',
+  EXPIRED: 'gray.7',
 };
 
 /**
@@ -95,6 +96,11 @@ export function ProposalReview({
               {proposal.approvalsGiven} of {proposal.approvalsRequired} approval
               {proposal.approvalsRequired === 1 ? '' : 's'}
             </Badge>
+            {proposal.state === 'PENDING' ? (
+              <Badge variant="outline" color="gray" tt="none" data-testid="proposal-expires">
+                expires {new Date(proposal.expiresAt).toLocaleString()}
+              </Badge>
+            ) : null}
           </Group>
         </Group>
         <Table variant="vertical" withTableBorder fz="sm">

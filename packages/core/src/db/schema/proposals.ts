@@ -43,6 +43,13 @@ export const proposals = pgTable(
     /** What the execution produced (the operation it created or moved), or why it was refused. */
     result: jsonb('result').$type<Record<string, unknown>>(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * Past this, nobody may decide on it and it is marked EXPIRED (the tenant's proposal lifetime,
+     * 72 hours by default, from its creation).
+     */
+    expiresAt: timestamp('expires_at', { withTimezone: true })
+      .notNull()
+      .default(sql`now() + interval '72 hours'`),
     decidedAt: timestamp('decided_at', { withTimezone: true }),
   },
   (t) => [
@@ -57,7 +64,10 @@ export const proposals = pgTable(
       'proposals_kind_known',
       sql`${t.kind} in ('resolve_withdrawal', 'adjustment', 'manual_credit', 'cancel_withdrawal', 'raise_fee_cap')`,
     ),
-    check('proposals_state_known', sql`${t.state} in ('PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED')`),
+    check(
+      'proposals_state_known',
+      sql`${t.state} in ('PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED', 'EXPIRED')`,
+    ),
     check('proposals_approvals_positive', sql`${t.approvalsRequired} >= 1`),
     check('proposals_hash_hex', sql`${t.payloadHash} ~ '^[0-9a-f]{64}$'`),
     tenantPolicy(),

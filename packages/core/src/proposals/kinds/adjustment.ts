@@ -3,6 +3,7 @@ import type { Tx } from '../../db/connect.ts';
 import { getBalances } from '../../journal/balances.ts';
 import { recordAdjustment } from '../../operations/record-credit.ts';
 import type { ProposalRule } from '../kinds.ts';
+import { approvalsByAmount } from '../tiers.ts';
 import { assetKnown, proposalOperationKey } from './preconditions.ts';
 
 /**
@@ -22,7 +23,9 @@ export const adjustmentRule: ProposalRule<AdjustmentProposal> = {
       evidence: { balanceAtProposal: { available: balance?.available ?? '0', held: balance?.held ?? '0' } },
     };
   },
-  approvalsRequired: () => 1,
+  approvalsRequired: (tx, { tenantId, payload }) =>
+    approvalsByAmount(tx, tenantId, payload.asset, BigInt(payload.amountMinor)),
+  approverPermission: 'decide',
   async execute(tx, { proposal, payload, approvers }) {
     const key = proposalOperationKey(proposal.proposalId);
     const claim = await recordAdjustment(tx, {

@@ -3,6 +3,7 @@ import type { Tx } from '../../db/connect.ts';
 import { findByReference } from '../../operations/operation-record.ts';
 import { recordDeposit } from '../../operations/record-credit.ts';
 import type { ProposalRule } from '../kinds.ts';
+import { approvalsByAmount } from '../tiers.ts';
 import { assetKnown, proposalOperationKey } from './preconditions.ts';
 
 /**
@@ -17,7 +18,9 @@ export const manualCreditRule: ProposalRule<ManualCreditProposal> = {
     await notCreditedYet(tx, tenantId, payload.reference);
     return { targetOperationId: null, evidence: null };
   },
-  approvalsRequired: () => 1,
+  approvalsRequired: (tx, { tenantId, payload }) =>
+    approvalsByAmount(tx, tenantId, payload.asset, BigInt(payload.amountMinor)),
+  approverPermission: 'decide',
   async execute(tx, { proposal, payload, approvers }) {
     await notCreditedYet(tx, proposal.tenantId, payload.reference);
     const claim = await recordDeposit(tx, {

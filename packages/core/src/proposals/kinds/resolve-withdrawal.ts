@@ -4,6 +4,7 @@ import type { Tx } from '../../db/connect.ts';
 import { getOperation, type Operation } from '../../operations/operation-record.ts';
 import { transition } from '../../state-machine/transition.ts';
 import type { ProposalRule } from '../kinds.ts';
+import { approvalsForOperation } from '../tiers.ts';
 
 /**
  * What the authoritative source says about a withdrawal, read by the rail just before the
@@ -61,7 +62,8 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
       },
     };
   },
-  approvalsRequired: () => 1,
+  approvalsRequired: (tx, { tenantId, payload }) => approvalsForOperation(tx, tenantId, payload.operationId),
+  approverPermission: 'decide',
   async execute(tx, { proposal, payload, approvers, attestation }) {
     const op = await getOperation(tx, proposal.tenantId, payload.operationId);
     needsAPerson(op);

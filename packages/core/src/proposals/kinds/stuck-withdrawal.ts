@@ -11,6 +11,7 @@ import type { Tx } from '../../db/connect.ts';
 import { getOperation, type Operation } from '../../operations/operation-record.ts';
 import type { ProposalRule } from '../kinds.ts';
 import type { ProposalRecord } from '../record.ts';
+import { approvalsForOperation } from '../tiers.ts';
 
 /** Only a signed chain withdrawal that is sent and not settled can be replaced or cancelled. */
 function replaceable(op: Operation): void {
@@ -59,7 +60,8 @@ export const cancelWithdrawalRule: ProposalRule<CancelWithdrawalProposal> = {
       },
     };
   },
-  approvalsRequired: () => 1,
+  approvalsRequired: (tx, { tenantId, payload }) => approvalsForOperation(tx, tenantId, payload.operationId),
+  approverPermission: 'decide',
   async execute(tx, { proposal, payload, approvers }) {
     const op = await getOperation(tx, proposal.tenantId, payload.operationId);
     replaceable(op);
@@ -100,7 +102,8 @@ export const raiseFeeCapRule: ProposalRule<RaiseFeeCapProposal> = {
       },
     };
   },
-  approvalsRequired: () => 1,
+  approvalsRequired: (tx, { tenantId, payload }) => approvalsForOperation(tx, tenantId, payload.operationId),
+  approverPermission: 'decide',
   async execute(tx, { proposal, payload, approvers }) {
     const op = await getOperation(tx, proposal.tenantId, payload.operationId);
     replaceable(op);
