@@ -1,10 +1,20 @@
+import { rmSync } from 'node:fs';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { egressPolicyFrom, readEnv } from '../src/env.ts';
+import { idem } from './support/cli-process.ts';
+import { printed } from './support/cli-results.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
-import { provisionTenant, type TenantFixture } from './support/provision.ts';
+import {
+  backendKinds,
+  createBackend,
+  disposeBackend,
+  provisionTenant,
+  type TenantFixture,
+  withDirectDatabase,
+} from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
@@ -89,5 +99,58 @@ describe('I31-EGRESS outbound endpoints cannot reach inside through the staff AP
     expect(() => readEnv({ IDEM_WEBHOOK_ALLOW_INTERNAL: 'http://10.0.0.5/' })).toThrow(
       /IDEM_WEBHOOK_ALLOW_INTERNAL/,
     );
+  });
+});
+
+describe('I31-EGRESS idem outbound-endpoint create holds to the same policy', () => {
+  it('I31-EGRESS the CLI refuses internal targets with VALIDATION and saves an allowlisted one', async () => {
+    const kind = backendKinds[0] ?? 'pglite';
+    const backend = await createBackend(kind);
+    try {
+      const tenantId = await withDirectDatabase(
+        backend,
+        async (db) => (await provisionTenant(db, { name: 'CLI egress' })).tenantId,
+      );
+      for (const url of ['http://169.254.169.254/latest/meta-data/', 'https://10.0.0.5:8080/admin']) {
+        const run = await idem(
+          backend.env,
+          'outbound-endpoint',
+          'create',
+          '--tenant',
+          tenantId,
+          '--url',
+          url,
+        );
+        expect(run.code, url).toBe(1);
+        expect(run.stderr).toContain('VALIDATION: url must reach a public address');
+      }
+      const allowed = printed<{ url: string }>(
+        await idem(
+          { ...backend.env, IDEM_WEBHOOK_ALLOW_INTERNAL: '127.0.0.1' },
+          'outbound-endpoint',
+          'create',
+          '--tenant',
+          tenantId,
+          '--url',
+          'http://127.0.0.1:9/hook',
+          '--json',
+        ),
+      );
+      expect(allowed.url).toBe('http://127.0.0.1:9/hook');
+      const badList = await idem(
+        { ...backend.env, IDEM_WEBHOOK_ALLOW_INTERNAL: '10.0.0.0/33' },
+        'outbound-endpoint',
+        'create',
+        '--tenant',
+        tenantId,
+        '--url',
+        'https://10.0.0.5/',
+      );
+      expect(badList.code).not.toBe(0);
+      expect(badList.stderr).toContain('IDEM_WEBHOOK_ALLOW_INTERNAL');
+    } finally {
+      await disposeBackend(backend);
+      if (backend.kind === 'pglite') rmSync(backend.dataDir, { recursive: true, force: true });
+    }
   });
 });
