@@ -22,8 +22,7 @@ export type AuditedResult<T> =
  * write that decides it, in that same transaction. The work runs inside a savepoint: when it
  * refuses (throws an IdemError), the savepoint undoes whatever it wrote, the entry records the
  * refusal's code, and that entry commits; the refusal is returned, for the caller to throw. So a
- * refusal is recorded as what it was, while the locks that decided it are still held, and never
- * inferred afterwards. Any other error rolls everything back and is rethrown unrecorded (the caller
+ * refusal is recorded as what it was by the transaction that decided it, never inferred afterwards. Any other error rolls everything back and is rethrown unrecorded (the caller
  * records it on its own, since nothing was decided).
  */
 export async function runAudited<T>(
