@@ -111,18 +111,20 @@ describe('sign-in throttle in one server', () => {
     expect(locked).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
 
     // An attacker spends 10,001 failures on throwaway tenants, e-mails and addresses, through the
-    // throttle's own function (the SQL path every HTTP attempt takes), four at a time.
-    for (let i = 0; i < 10_001; i += 4) {
-      await Promise.all(
-        Array.from({ length: Math.min(4, 10_001 - i) }, (_, j) =>
-          takeSignInAttempt(database.db, {
-            tenantId: randomUUID(),
-            email: `throwaway-${i + j}@x.invalid`,
-            clientAddress: randomAddress(),
-          }),
-        ),
-      );
-    }
+    // throttle's own function (the SQL every HTTP attempt runs, under the application role), all in
+    // one statement: what is measured is the table's behaviour, not 40,000 round trips.
+    const taken = await withTenant(database.db, victim.tenantId, async (tx) =>
+      rowsOf<{ n: number }>(
+        await tx.execute(sql`
+          select count(idem_sign_in_take(
+            gen_random_uuid(),
+            encode(sha256(convert_to('throwaway-' || g || '@x.invalid', 'UTF8')), 'hex'),
+            encode(sha256(convert_to('address-' || g || '-' || random(), 'UTF8')), 'hex')
+          ))::int as n
+          from generate_series(1, 10001) as g`),
+      ),
+    );
+    expect(taken).toEqual([{ n: 10_001 }]);
 
     // The victim stays locked, even with the right password.
     const still = await signIn(base, victim.tenantId, email, PASSWORD);
