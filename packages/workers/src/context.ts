@@ -35,4 +35,10 @@ export interface WorkerContext {
   replacePolicies?: Record<string, ReplacePolicy>;
   /** Where outbound webhooks may connect, checked again at every connection (absent: the strictest). */
   egress?: EgressPolicy;
+  /**
+   * The time, in epoch milliseconds, that ages are measured against (a BROADCAST not mined, an
+   * UNKNOWN past its window, a fee bump's wait, a timing break's window): Date.now unless injected,
+   * so a test ages a row by moving the clock instead of sleeping through the age.
+   */
+  now(): number;
 }

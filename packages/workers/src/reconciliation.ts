@@ -92,7 +92,7 @@ export async function reconcileTenant(
     openBreaksOfClass(tx, { tenantId, breakClass: 'timing' }),
   );
   const ops = await operationsToCompare(ctx, tenantId, windowHours, timingBreaks);
-  const young = (op: Operation) => Date.now() - op.updatedAt.getTime() < windowOf(op.assetCode);
+  const young = (op: Operation) => ctx.now() - op.updatedAt.getTime() < windowOf(op.assetCode);
 
   const findings: Finding[] = [];
   /** Operations compared with their rail, and what the rail showed: the evidence when a timing break closes. */
@@ -113,7 +113,7 @@ export async function reconcileTenant(
   for (const finding of findings) {
     const open = openTiming.get(finding.subject);
     const windowMs = windowOf(finding.assetCode);
-    if (finding.breakClass === 'timing' && open && Date.now() - open.openedAt.getTime() >= windowMs) {
+    if (finding.breakClass === 'timing' && open && ctx.now() - open.openedAt.getTime() >= windowMs) {
       finding.breakClass = 'genuine_variance';
       finding.reason = `not resolved within the asset's window of ${windowMs / 1000} s: ${finding.reason}`;
     }

@@ -51,6 +51,8 @@ export interface WorkerOptions {
    * worker` always state the deployment's (server/src/env.ts).
    */
   egress?: EgressPolicy;
+  /** The clock ages are measured against (default Date.now): see WorkerContext.now. */
+  now?: () => number;
 }
 
 export interface TickReport {
@@ -110,6 +112,7 @@ function contextOf(options: WorkerOptions): WorkerContext {
     ...(options.probe ? { probe: options.probe } : {}),
     replacePolicies: { ...DEFAULT_REPLACE_POLICIES, ...options.replacePolicies },
     egress: options.egress ?? STRICT_EGRESS,
+    now: options.now ?? Date.now,
   };
 }
 

@@ -32,6 +32,21 @@ export const CHAIN_ID = 31337;
 export const LOCAL_RECEIVERS: EgressPolicy = { allowPlainHttp: false, allowInternal: ['127.0.0.1'] };
 
 /**
+ * A clock for a worker's `now` option that a test moves forward: a row is aged by advancing the
+ * clock past an age of minutes, so a slow pass on a loaded machine can never cross the next age
+ * by itself (a fixed sleep past an age of a second or two could).
+ */
+export function testClock(): { now: () => number; advance(ms: number): void } {
+  let offsetMs = 0;
+  return {
+    now: () => Date.now() + offsetMs,
+    advance: (ms) => {
+      offsetMs += ms;
+    },
+  };
+}
+
+/**
  * A real PostgreSQL (or PGlite) database, a real anvil node, and one tenant whose hot wallet is
  * anvil's dev account 1, with ETH confirmed at depth 2 and auto-approval up to 10 ETH.
  */
@@ -213,5 +228,6 @@ export function reconcilerContext(db: TestDatabase['db'], rails: RailsConfig, lo
     unknownEscalateAfterMs: 60_000,
     notSentConfirmIntervalMs: 60_000,
     escalationOwner: 'ops-oncall',
+    now: Date.now,
   };
 }

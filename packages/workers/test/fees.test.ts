@@ -341,5 +341,6 @@ function workerContext(): WorkerContext {
     notSentConfirmIntervalMs: 0,
     unknownEscalateAfterMs: 60_000,
     escalationOwner: 'ops',
+    now: Date.now,
   };
 }

@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { getOperation, operationStats, schema, transition, withTenant } from '@idem/core';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
+import { CHAIN_ID, type Environment, ETH, startEnvironment, testClock } from './environment.ts';
 
 /**
  * Issue 12, stuck transactions: anvil with automine off, so a broadcast transaction waits in the
@@ -50,10 +50,12 @@ async function broadcastUnmined(worker: ReturnType<Environment['worker']>) {
 
 describe('I12-STUCK a BROADCAST transaction that is not mined', () => {
   it('I12-STUCK past the alert age: alert fired and the age in the metric; past the second age: escalated to a named owner; then mined once', async () => {
+    const clock = testClock();
     const worker = env.worker({
       escalationOwner: 'treasury-oncall',
-      broadcastAlertAfterMs: { ethereum: 1_500 },
-      broadcastEscalateAfterMs: { ethereum: 4_000 },
+      broadcastAlertAfterMs: { ethereum: 60_000 },
+      broadcastEscalateAfterMs: { ethereum: 120_000 },
+      now: clock.now,
     });
     const op = await broadcastUnmined(worker);
 
@@ -61,18 +63,20 @@ describe('I12-STUCK a BROADCAST transaction that is not mined', () => {
     await worker.runOnce();
     expect(alerts(op.operationId, 'not mined')).toHaveLength(0);
 
-    await sleep(1_600);
+    clock.advance(61_000);
     await worker.runOnce();
     expect(alerts(op.operationId, 'not mined')).toHaveLength(1);
     expect((await env.operation(op.operationId)).owner).toBeNull();
     // The alert is raised once per worker, not on every pass.
     await worker.runOnce();
     expect(alerts(op.operationId, 'not mined')).toHaveLength(1);
+    // The metric is the database's own age of the row, in real time.
+    await sleep(1_600);
     const stats = await operationStats(env.t.db);
     const broadcast = stats.find((row) => row.state === 'BROADCAST');
     expect(broadcast?.oldestSeconds).toBeGreaterThanOrEqual(1.5);
 
-    await sleep(2_500);
+    clock.advance(60_000);
     await worker.runOnce();
     const escalated = await env.operation(op.operationId);
     expect([escalated.state, escalated.owner]).toEqual(['BROADCAST', 'treasury-oncall']);
@@ -93,13 +97,15 @@ describe('I12-STUCK a BROADCAST transaction that is not mined', () => {
 
   it('I12-STUCK a BROADCAST whose node cannot be reached is still escalated after the second age', async () => {
     const op = await broadcastUnmined(env.worker());
+    const clock = testClock();
     const unreachable = env.worker({
       rails: { evm: { rpcUrl: closedPortUrl, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
       escalationOwner: 'treasury-oncall',
-      broadcastAlertAfterMs: { ethereum: 100 },
-      broadcastEscalateAfterMs: { ethereum: 600 },
+      broadcastAlertAfterMs: { ethereum: 60_000 },
+      broadcastEscalateAfterMs: { ethereum: 120_000 },
+      now: clock.now,
     });
-    await sleep(700);
+    clock.advance(121_000);
     await unreachable.runOnce();
     expect((await env.operation(op.operationId)).owner).toBe('treasury-oncall');
     await env.mine(3);
@@ -118,14 +124,16 @@ describe('I12-STUCK an UNKNOWN withdrawal whose rail cannot be asked', () => {
         reason: 'broadcast answer lost',
       }),
     );
+    const clock = testClock();
     const unreachable = env.worker({
       rails: { evm: { rpcUrl: closedPortUrl, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
       escalationOwner: 'unknown-oncall',
-      unknownEscalateAfterMs: 800,
+      unknownEscalateAfterMs: 60_000,
+      now: clock.now,
     });
     await unreachable.runOnce();
     expect((await env.operation(unknown.operationId)).owner).toBeNull();
-    await sleep(900);
+    clock.advance(61_000);
     await unreachable.runOnce();
     const escalated = await env.operation(unknown.operationId);
     expect([escalated.state, escalated.owner]).toEqual(['UNKNOWN', 'unknown-oncall']);

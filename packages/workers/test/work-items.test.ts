@@ -138,6 +138,7 @@ describe('I11-F9 what a worker stores and logs about a failure is scrubbed', () 
       unknownEscalateAfterMs: 60_000,
       notSentConfirmIntervalMs: 60_000,
       escalationOwner: 'ops',
+      now: Date.now,
     };
     const [viaProvider, viaQuery] = await withTenant(env.t.db, env.tenantId, async (tx) => [
       await enqueue(tx, { tenantId: env.tenantId, topic: 'inbox.event', payload: { fails: 'provider' } }),

@@ -97,6 +97,7 @@ async function reconcileNow(
       unknownEscalateAfterMs: env.IDEM_UNKNOWN_ESCALATE_AFTER_MS,
       notSentConfirmIntervalMs: env.IDEM_NOT_SENT_CONFIRM_INTERVAL_MS,
       escalationOwner: env.IDEM_ESCALATION_OWNER,
+      now: Date.now,
     };
     const tenants = only ? [only] : await allTenantIds(db);
     // A shared custodian account is observed once for all the tenants of this command.

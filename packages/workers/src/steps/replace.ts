@@ -101,7 +101,7 @@ async function prepareAttempt(
 
       const cancel = await approvedCancel(tx, op);
       const policy = ctx.replacePolicies?.[op.network] ?? DEFAULT_REPLACE_POLICIES[op.network];
-      const waited = Date.now() - last.createdAt.getTime();
+      const waited = ctx.now() - last.createdAt.getTime();
       const autoBumps = attempts.filter((a) => a.requestedBy === 'policy').length;
       const policyDue =
         policy !== undefined &&

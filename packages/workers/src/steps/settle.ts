@@ -300,7 +300,7 @@ async function escalateIfDue(
   now = false,
 ): Promise<void> {
   if (op.owner) return;
-  if (!now && Date.now() - op.updatedAt.getTime() < ctx.unknownEscalateAfterMs) return;
+  if (!now && ctx.now() - op.updatedAt.getTime() < ctx.unknownEscalateAfterMs) return;
   await withTenant(ctx.db, op.tenantId, async (tx) => {
     const current = await lockOne(tx, op.tenantId, op.operationId, 'reconcile', ctx.reorgWindowSeconds);
     if (!current || current.version !== op.version) return;

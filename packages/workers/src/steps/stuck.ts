@@ -64,7 +64,7 @@ export async function checkBroadcastAge(
   const alertAfter = ctx.broadcastAlertAfterMs?.[network] ?? BROADCAST_ALERT_AFTER_MS[network];
   const escalateAfter = ctx.broadcastEscalateAfterMs?.[network] ?? BROADCAST_ESCALATE_AFTER_MS[network];
   const since = await broadcastSince(ctx, op);
-  const ageMs = Date.now() - since.getTime();
+  const ageMs = ctx.now() - since.getTime();
   const context = { tenantId: op.tenantId, operationId: op.operationId, network, ageSeconds: ageMs / 1000 };
   if (ageMs >= escalateAfter) {
     const escalated = await withTenant(ctx.db, op.tenantId, async (tx) => {
