@@ -98,6 +98,16 @@ async function reorg(depth: number): Promise<void> {
   await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
 }
 
+/**
+ * The interval between the two passes is measured on the database's clock (workers' clocks may
+ * differ): a test ages the recorded first passes instead of sleeping through the interval.
+ */
+async function ageFirstPasses(ms: number): Promise<void> {
+  await env.t.db.execute(
+    sql`update not_sent_observations set observed_at = observed_at - ${ms} * interval '1 millisecond'`,
+  );
+}
+
 describe('I12-NODE the deposit watcher acts only on positive evidence', () => {
   /** One deposit credited at depth and one still waiting for it (1 confirmation of 2). */
   async function creditedAndPending(worker: ReturnType<Environment['worker']>) {
@@ -260,9 +270,9 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
       mode: 'lag',
       lagHeight: Number(receipt.blockNumber) - 1,
     });
-    const worker = env.worker({ notSentConfirmIntervalMs: 200 });
+    const worker = env.worker({ notSentConfirmIntervalMs: 60_000 });
     await worker.runOnce();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await ageFirstPasses(61_000);
     await env.mine(1);
     await worker.runOnce();
     expect(lag.hits).toBeGreaterThan(0);
@@ -291,15 +301,15 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
     });
     await env.chain.waitForTransactionReceipt({ hash: other });
     await env.mine(1);
-    // Long enough that the first worker's two passes finish inside it even on a loaded machine.
-    const intervalMs = 6_000;
+    // Minutes: the first worker's two passes finish inside it however loaded the machine.
+    const intervalMs = 60_000;
     const first = env.worker({ notSentConfirmIntervalMs: intervalMs });
     await first.runOnce();
     expect((await env.operation(unknown.operationId)).state).toBe('UNKNOWN');
     await first.runOnce();
     expect((await env.operation(unknown.operationId)).state).toBe('UNKNOWN');
     expect(await heldEth()).toBe(held);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs + 100));
+    await ageFirstPasses(intervalMs + 1_000);
     // A restarted worker finds the first pass recorded and completes the second.
     const restarted = env.worker({ notSentConfirmIntervalMs: intervalMs });
     await restarted.runOnce();
