@@ -15,6 +15,12 @@ export interface IdemTestOptions {
   fileParallelism?: boolean;
   /** Files at once when `fileParallelism` is on: this machine and CI have two cores. */
   maxWorkers?: number;
+  /**
+   * Whether each file gets fresh modules (default). Off, the files a worker process runs share one
+   * module graph: each file's seconds of imports are paid once, so only for suites whose modules
+   * keep no state between files.
+   */
+  isolate?: boolean;
 }
 
 /** The vitest configuration every package's vitest.config.ts starts from. */

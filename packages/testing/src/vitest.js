@@ -13,6 +13,7 @@ export function defineIdemConfig(options) {
       ...(options.globalSetup ? { globalSetup: options.globalSetup } : {}),
       // Child processes (forks) rather than threads: tests start servers, chains and native addons.
       pool: 'forks',
+      isolate: options.isolate ?? true,
       fileParallelism: parallel,
       ...(parallel ? { maxWorkers: options.maxWorkers ?? 2 } : {}),
     },
