@@ -26,6 +26,8 @@ export const errorCodes = {
     'A stored TOTP secret cannot be opened: the key file (IDEM_MFA_KEY_FILE) is missing, unreadable, not the one the secret was sealed under, or the stored value was changed. Nothing was checked or done; an operator restores the right key file (docs/RUNBOOK.md). Retrying does not help until then.',
   EXPIRED:
     'The proposal was not decided within its tenant’s proposal lifetime (72 hours by default) and is now EXPIRED: nothing it proposed was done. Propose it again if it is still wanted.',
+  COOLING_OFF:
+    'The staff member joined the team or changed role within the tenant’s cooling-off period (24 hours by default), so their approval does not count yet: the message says from when it will. Nothing was recorded. Rejecting is not held back.',
   INVALID_TRANSITION: 'The state machine does not allow this transition from the operation’s current state.',
   STALE_WRITE:
     'The operation changed since it was read (state, version, or a newer lease generation): another actor won. Re-read; do not retry blindly.',
@@ -60,6 +62,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   STEP_UP_REQUIRED: 403,
   MFA_KEY_UNAVAILABLE: 503,
   EXPIRED: 409,
+  COOLING_OFF: 403,
   INVALID_TRANSITION: 409,
   STALE_WRITE: 409,
   PAYLOAD_MISMATCH: 409,

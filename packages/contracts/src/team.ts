@@ -43,6 +43,8 @@ export const teamMemberSchema = z.object({
   status: z.enum(['active', 'invited', 'disabled']),
   mfaEnrolled: z.boolean(),
   createdAt: z.string(),
+  /** While the member cools off (new, or role changed): when their approvals start to count. */
+  approvalsFrom: z.string().nullable(),
 });
 export type TeamMember = z.infer<typeof teamMemberSchema>;
 export const teamListSchema = z.object({ staff: z.array(teamMemberSchema) });
@@ -51,10 +53,13 @@ export const teamInviteInputSchema = z.strictObject({
   email: z.email().max(254),
   role: staffRoleSchema,
 });
-/** The invitation link is shown once: only its hash is stored. */
+/**
+ * What the inviting admin learns: who was invited and until when the link works. The link itself
+ * goes only to the invitee's e-mail, so the admin cannot accept it in the invitee's place.
+ */
 export const teamInvitationSchema = z.object({
   userId: z.uuid(),
-  invitationUrl: z.string(),
+  email: z.string(),
   expiresAt: z.string(),
 });
 export const teamSetRoleInputSchema = z.strictObject({ userId: z.uuid(), role: staffRoleSchema });

@@ -22,6 +22,7 @@ export {
   tenantOfEndpoint,
   webhookSourceSchema,
 } from './access/webhook-endpoints.ts';
+export { assertNotCoolingOff } from './approvals/cooling-off.ts';
 export { type Decision, type DecisionResult, decideWithdrawal, requesterOf } from './approvals/decide.ts';
 export {
   type AttemptFees,
@@ -240,6 +241,13 @@ export {
 export { changeRiskRule, listRiskRules, riskRuleHistory } from './risk/rules.ts';
 export { staffTenantsForEmail, tenantForSlug } from './staff/directory.ts';
 export {
+  forgetInvitationLink,
+  INVITATION_MAIL_TOPIC,
+  type InvitationMailPayload,
+  invitationMailOf,
+  type MailMessage,
+} from './staff/invitation-mail.ts';
+export {
   acceptMfaStep,
   confirmMfaEnrolment,
   MFA_FAILURE_WINDOW_MS,
@@ -282,6 +290,7 @@ export {
   inviteStaff,
   listTeam,
   NO_PASSWORD_YET,
+  type StaffInvitationInput,
   setStaffRole,
   type TeamMemberRow,
 } from './staff/team.ts';
@@ -321,6 +330,7 @@ export {
   type AssetConfig,
   createTenant,
   DEFAULT_ASSETS,
+  setApproverCoolingOff,
   setTenantMfa,
   slugFromName,
 } from './tenants/provision.ts';

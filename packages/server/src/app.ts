@@ -9,6 +9,7 @@ import { DEMO_ACCOUNT, demoCustomerLink, seedDemoTenant } from './demo.ts';
 import { type Env, egressPolicyFrom, isDevelopment } from './env.ts';
 import { createIdemServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
+import { startMailSender } from './mail.ts';
 import { createMetrics } from './metrics.ts';
 import { startMoneyMovers } from './money-movers.ts';
 import { railReconciler } from './reconciler.ts';
@@ -72,6 +73,7 @@ export async function startServer(
 
   const embedded = database.kind === 'pglite' && !options.database;
   const development = isDevelopment(env, { embedded });
+  const mail = startMailSender(env, database.db, log, { development, announce });
   const metrics = createMetrics(database.db, {
     cacheMs: env.IDEM_METRICS_CACHE_MS,
     settledCacheMs: env.IDEM_METRICS_SETTLED_CACHE_MS,
@@ -127,6 +129,7 @@ export async function startServer(
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await mail?.stop();
       await moneyMovers.stop();
       await database.close();
       log.flush();

@@ -225,6 +225,20 @@ const envSchema = z.object({
    * listed. A host named here may also be reached over plain http outside development.
    */
   IDEM_WEBHOOK_ALLOW_INTERNAL: allowInternal,
+  /**
+   * The SMTP server invitation e-mails go through, as a URL with host, port, TLS and credentials:
+   * `smtps://user:password@smtp.example.com:465` or `smtp://relay.internal:587` (docs/RUNBOOK.md).
+   * Unset: in development (`pnpm start`) each e-mail is printed to the console instead; in a
+   * deployment nothing is sent and invitations wait in the outbox (a warning at start says so).
+   */
+  IDEM_SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^\s]+$/, { error: 'expected smtp://... or smtps://...' })
+    .optional(),
+  /** The From of every e-mail Idem sends (an address your SMTP server may send as). */
+  IDEM_MAIL_FROM: z.string().min(3).max(200).default('Idem <no-reply@localhost>'),
+  /** How often the mail sender looks for e-mails to send (each process sends; SKIP LOCKED splits them). */
+  IDEM_MAIL_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
   /** The built web app (packages/web/dist), served at /. */
   IDEM_WEB_DIST: z.string().default(`${repositoryRoot}packages/web/dist`),
 });

@@ -18,6 +18,7 @@ const titles: Record<ErrorCode, string> = {
   STEP_UP_REQUIRED: 'Fresh authentication code required',
   MFA_KEY_UNAVAILABLE: 'TOTP key file unavailable',
   EXPIRED: 'Proposal expired',
+  COOLING_OFF: 'Approver still cooling off',
   INVALID_TRANSITION: 'Invalid transition',
   STALE_WRITE: 'Stale write',
   PAYLOAD_MISMATCH: 'Payload mismatch',

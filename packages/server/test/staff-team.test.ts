@@ -5,8 +5,19 @@
  * computed from the secret the enrolment shows, as an authenticator app would.
  */
 import type { StaffRole } from '@idem/contracts';
-import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
+import {
+  createStaffUser,
+  createTenant,
+  createWithdrawal,
+  recordDeposit,
+  reviewWithdrawal,
+  rowsOf,
+  setApproverCoolingOff,
+  setRiskPolicy,
+  withTenant,
+} from '@idem/core';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { type MailServer, startMailServer } from '@idem/testing/mail';
 import { sql } from 'drizzle-orm';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +29,7 @@ import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support
 
 const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
+let mailServer: MailServer;
 let server: RunningServer;
 let base = '';
 const http = staffHttp(() => base);
@@ -112,13 +124,27 @@ beforeAll(async () => {
   await addStaff(orgs.south.tenantId, 'both@idem.invalid', 'support');
   await addStaff(orgs.north.tenantId, 'only-north@idem.invalid', 'support');
   await addStaff(orgs.relaxed.tenantId, 'approver@relaxed.invalid', 'approver');
-  ({ server, base } = await startSilentServer(database));
+  // Invitations leave by e-mail only: the server's mail sender speaks SMTP to a real local server.
+  mailServer = await startMailServer();
+  ({ server, base } = await startSilentServer(database, {
+    IDEM_SMTP_URL: mailServer.url,
+    IDEM_MAIL_INTERVAL_MS: '100',
+  }));
 });
 
 afterAll(async () => {
   await server?.close();
+  await mailServer?.close();
   await database?.dispose();
 });
+
+/** The invitation link in the e-mail to `email`, as the invitee's mail client shows it. */
+async function mailedInvitation(email: string): Promise<{ url: string; token: string; subject: string }> {
+  const mail = await mailServer.waitFor(email);
+  const url = mail.links.find((link) => link.includes('/staff/invite#'));
+  if (!url) throw new Error(`the mail to ${email} has no invitation link: ${mail.text}`);
+  return { url, token: new URL(url).hash.slice(1), subject: mail.subject };
+}
 
 describe('I14-SIGNIN sign-in by e-mail and organisation slug', () => {
   it('I14-SIGNIN a tenant gets its slug at creation: given, or derived from its name, unique across tenants', async () => {
@@ -407,13 +433,12 @@ describe('I14-TEAM the admin manages the team', () => {
       input: { email, role },
     });
     expect(answer.status).toBe(200);
-    return dataOf<{ userId: string; invitationUrl: string; expiresAt: string }>(answer);
+    return dataOf<{ userId: string; expiresAt: string }>(answer);
   }
 
   it('I14-TEAM an invitation link is single-use; the invited approver sets a password through it and signs in', async () => {
     const invited = await invite('new-approver@north.invalid', 'approver');
-    const token = new URL(invited.invitationUrl).hash.slice(1);
-    expect(invited.invitationUrl).toContain('/staff/invite#');
+    const { token } = await mailedInvitation('new-approver@north.invalid');
     const listed = dataOf<{ staff: { userId: string; email: string; role: string; status: string }[] }>(
       await http.call('staffTeam.list', { session: admin }),
     );
@@ -471,7 +496,7 @@ describe('I14-TEAM the admin manages the team', () => {
     );
     const answer = await http.call('staffAuth.acceptInvitation', {
       mutation: true,
-      input: { token: new URL(invited.invitationUrl).hash.slice(1), password: PASSWORD },
+      input: { token: (await mailedInvitation('late@north.invalid')).token, password: PASSWORD },
     });
     expect(errorCode(answer)).toBe('UNAUTHORIZED');
   });
@@ -585,5 +610,171 @@ describe('I14-TEAM the admin manages the team', () => {
     const support = await signIn(orgs.north.slug, 'only-north@idem.invalid');
     const refused = await http.call('staffTeam.list', { session: support });
     expect(errorCode(refused)).toBe('FORBIDDEN');
+  });
+});
+
+/**
+ * Invitations out of band: the admin who invites never sees the link or its token (it goes to the
+ * invitee's address through the mail outbox and a real SMTP server), and a member who is new or
+ * whose role changed cannot approve until the tenant's cooling-off period has passed, so an admin
+ * cannot mint a second "person" and approve their own requests with it at once.
+ */
+describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool off', () => {
+  const ETH = 10n ** 18n;
+  let admin: StaffSession;
+  let withdrawal = { operationId: '', payloadHash: '' };
+
+  beforeAll(async () => {
+    const tenantId = orgs.relaxed.tenantId;
+    await addStaff(tenantId, 'admin@relaxed.invalid', 'admin');
+    await addStaff(tenantId, 'promoted@relaxed.invalid', 'support');
+    admin = await signIn(orgs.relaxed.slug, 'admin@relaxed.invalid');
+    // One withdrawal of 2 ETH that needs one approval (auto-approve up to 1 ETH, four eyes from 5).
+    withdrawal = await withTenant(database.db, tenantId, async (tx) => {
+      await setRiskPolicy(tx, {
+        tenantId,
+        assetCode: 'ETH',
+        autoApproveMaxMinor: ETH.toString(),
+        fourEyesMinMinor: (5n * ETH).toString(),
+        actor: 'test',
+      });
+      await recordDeposit(tx, {
+        tenantId,
+        deposit: {
+          reference: 'cool-seed',
+          accountId: 'cust-1',
+          asset: 'ETH',
+          amountMinor: (10n * ETH).toString(),
+        },
+        idempotencyKey: 'cool-seed',
+        actor: 'test',
+      });
+      const { operation } = await createWithdrawal(tx, {
+        tenantId,
+        request: {
+          withdrawalId: 'cool-1',
+          accountId: 'cust-1',
+          asset: 'ETH',
+          destination: '0x6666666666666666666666666666666666666666',
+          amountMinor: (2n * ETH).toString(),
+        },
+        idempotencyKey: 'withdrawal-cool-1',
+      });
+      const reviewed = await reviewWithdrawal(tx, operation);
+      if (reviewed.approvalsRequired !== 1) throw new Error('fixture needs one approval');
+      return { operationId: reviewed.operationId, payloadHash: reviewed.payloadHash };
+    });
+  });
+
+  async function teamMember(email: string) {
+    const listed = dataOf<{ staff: { email: string; status: string; approvalsFrom: string | null }[] }>(
+      await http.call('staffTeam.list', { session: admin }),
+    );
+    return listed.staff.find((member) => member.email === email);
+  }
+
+  it('I31-INVITE the invite answer carries neither the link nor its token; the e-mail does, over SMTP, and its link accepts the invitation', async () => {
+    const answer = await http.call('staffTeam.invite', {
+      mutation: true,
+      session: admin,
+      input: { email: 'Mailed@relaxed.invalid', role: 'support' },
+    });
+    expect(answer.status).toBe(200);
+    const invited = dataOf<Record<string, unknown>>(answer);
+    expect(Object.keys(invited).sort()).toEqual(['email', 'expiresAt', 'userId']);
+    expect(invited.email).toBe('mailed@relaxed.invalid');
+
+    const mailed = await mailedInvitation('mailed@relaxed.invalid');
+    expect(mailed.url.startsWith(`${base}/staff/invite#`)).toBe(true);
+    expect(mailed.subject).toContain('Relaxed');
+    // Nothing the inviting admin received holds the token.
+    expect(JSON.stringify(answer.body)).not.toContain(mailed.token);
+    expect(JSON.stringify(answer.body)).not.toContain('/staff/invite');
+    // Once sent, the outbox keeps no copy of the link either.
+    const stored = await withTenant(database.db, orgs.relaxed.tenantId, async (tx) =>
+      rowsOf<{ payload: string }>(await tx.execute(sql`select payload::text as payload from work_items`)),
+    );
+    for (const row of stored) expect(row.payload).not.toContain(mailed.token);
+
+    const accepted = await http.call('staffAuth.acceptInvitation', {
+      mutation: true,
+      input: { token: mailed.token, password: PASSWORD },
+    });
+    expect(accepted.status).toBe(200);
+    expect(dataOf<{ email: string }>(accepted).email).toBe('mailed@relaxed.invalid');
+  });
+
+  it('I31-INVITE a member re-roled to approver is refused with COOLING_OFF until the period ends; the refusal counts nothing', async () => {
+    const promotedId = dataOf<{ userId: string }>(
+      await signInRaw({
+        organisation: orgs.relaxed.slug,
+        email: 'promoted@relaxed.invalid',
+        password: PASSWORD,
+      }),
+    ).userId;
+    const before = Date.now();
+    const promoted = await http.call('staffTeam.setRole', {
+      mutation: true,
+      session: admin,
+      input: { userId: promotedId, role: 'approver' },
+    });
+    expect(promoted.status).toBe(200);
+    const listed = await teamMember('promoted@relaxed.invalid');
+    // The default period: 24 hours from the change.
+    const from = Date.parse(listed?.approvalsFrom ?? '');
+    expect(from).toBeGreaterThanOrEqual(before + 24 * 3_600_000 - 60_000);
+    expect(from).toBeLessThanOrEqual(Date.now() + 24 * 3_600_000 + 60_000);
+
+    const session = await signIn(orgs.relaxed.slug, 'promoted@relaxed.invalid');
+    const decide = () =>
+      http.call('staff.decide', {
+        mutation: true,
+        session,
+        input: { ...withdrawal, decision: 'approve' },
+      });
+    const refused = await decide();
+    expect([refused.status, errorCode(refused)]).toEqual([403, 'COOLING_OFF']);
+    const recorded = await withTenant(database.db, orgs.relaxed.tenantId, async (tx) =>
+      rowsOf<{ n: number }>(
+        await tx.execute(
+          sql`select count(*)::int as n from approvals where operation_id = ${withdrawal.operationId}::uuid`,
+        ),
+      ),
+    );
+    expect(recorded).toEqual([{ n: 0 }]);
+
+    // Once the period has passed, the same member's approval counts.
+    // As the owner: the application role has no grant on approvals_from.
+    await database.db.execute(
+      sql`update staff_users set approvals_from = now() - interval '1 second' where user_id = ${promotedId}::uuid`,
+    );
+    const counted = await decide();
+    expect(counted.status).toBe(200);
+    expect(dataOf<{ state: string }>(counted).state).toBe('APPROVED');
+  });
+
+  it('I31-INVITE the period is a tenant setting, and an invited member cools off from accepting', async () => {
+    await setApproverCoolingOff(database.db, { tenantId: orgs.relaxed.tenantId, seconds: 3_600 });
+    const answer = await http.call('staffTeam.invite', {
+      mutation: true,
+      session: admin,
+      input: { email: 'fresh-approver@relaxed.invalid', role: 'approver' },
+    });
+    expect(answer.status).toBe(200);
+    // Not an approver yet: no password, so no approvals-from time either.
+    expect((await teamMember('fresh-approver@relaxed.invalid'))?.approvalsFrom).toBeNull();
+    const { token } = await mailedInvitation('fresh-approver@relaxed.invalid');
+    const before = Date.now();
+    expect(
+      (
+        await http.call('staffAuth.acceptInvitation', {
+          mutation: true,
+          input: { token, password: PASSWORD },
+        })
+      ).status,
+    ).toBe(200);
+    const from = Date.parse((await teamMember('fresh-approver@relaxed.invalid'))?.approvalsFrom ?? '');
+    expect(from).toBeGreaterThanOrEqual(before + 3_600_000 - 60_000);
+    expect(from).toBeLessThanOrEqual(Date.now() + 3_600_000 + 60_000);
   });
 });

@@ -6,6 +6,8 @@ export {
   reconcileBalances,
 } from './balance-reconciliation/run.ts';
 export type { SendStep, WorkerContext } from './context.ts';
+export { type Mailer, printingMailer, smtpMailer } from './mail/mailer.ts';
+export { createMailSender, type MailSender, type MailSenderOptions } from './mail/sender.ts';
 export {
   defaultKeyResolver,
   keyLocation,

@@ -19,7 +19,7 @@ type WorkItem = typeof schema.workItems.$inferSelect;
  * as its effects, so a crash repeats it, and handlers are idempotent.
  */
 export async function processWorkItems(
-  ctx: WorkerContext,
+  ctx: Pick<WorkerContext, 'db' | 'log' | 'batchSize'>,
   tenantId: string,
   topic: WorkTopic,
   handle: (tx: Tx, item: WorkItem) => Promise<void>,

@@ -5,6 +5,7 @@ import { approvals, operations } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
 import { reviewWithdrawal } from '../risk/review.ts';
 import { transition } from '../state-machine/transition.ts';
+import { assertNotCoolingOff } from './cooling-off.ts';
 import { assertFirstDecision, assertFourEyes } from './four-eyes.ts';
 import { requesterOf } from './requester.ts';
 
@@ -68,6 +69,7 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
     },
     input,
   );
+  if (input.decision === 'approve') await assertNotCoolingOff(tx, op.tenantId, input.staffId);
   const inserted = await tx
     .insert(approvals)
     .values({

@@ -8,7 +8,8 @@ import { workItems } from '../db/schema/index.ts';
 export type WorkTopic =
   | 'withdrawal.review' // a new withdrawal awaits risk checks and approval
   | 'operation.state_changed' // notify the tenant (outbound webhook) of a transition
-  | 'inbox.event'; // a verified inbound webhook event awaits processing (C18)
+  | 'inbox.event' // a verified inbound webhook event awaits processing (C18)
+  | 'mail.staff_invitation'; // an invitation link awaits sending to the invitee's address
 
 /** Writes a work item in the caller's transaction: it commits with the change or not at all. */
 export async function enqueue(

@@ -1,5 +1,6 @@
 import { IdemError } from '@idem/contracts';
 import { and, eq, ne, sql } from 'drizzle-orm';
+import { assertNotCoolingOff } from '../approvals/cooling-off.ts';
 import { assertFirstDecision, assertFourEyes } from '../approvals/four-eyes.ts';
 import type { Tx } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
@@ -67,6 +68,7 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
     },
     input,
   );
+  if (input.decision === 'approve') await assertNotCoolingOff(tx, proposal.tenantId, input.staffId);
   const inserted = await tx
     .insert(proposalDecisions)
     .values({

@@ -2,6 +2,7 @@ import { IdemError, type StaffRole } from '@idem/contracts';
 import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { staffInvitations, staffUsers, webSessions } from '../db/schema/index.ts';
+import { enqueueInvitationMail } from './invitation-mail.ts';
 import { hashToken, mintToken, openWebSession, type ParsedToken, STAFF_SESSION_MS } from './sessions.ts';
 import { createStaffUser, type StaffUser } from './users.ts';
 
@@ -10,6 +11,11 @@ import { createStaffUser, type StaffUser } from './users.ts';
  * member exists at once, with an empty password hash that no password verifies, until the one-time
  * link sets a password. Two guards keep a team administrable: an admin cannot disable themselves,
  * and no change may leave the tenant without an active admin (checked under a lock on the admins).
+ *
+ * The invitation link goes to the invitee's address only (a mail work item written in the same
+ * transaction, sent by the mail sender): the admin who invites never sees it, so they cannot accept
+ * it themselves. A member who accepts, or whose role changes, approves only after the tenant's
+ * cooling-off period (the database sets `approvals_from`, ../approvals/cooling-off.ts refuses).
  */
 
 export const INVITATION_MS = 72 * 60 * 60_000;
@@ -24,11 +30,26 @@ export interface TeamMemberRow {
   status: 'active' | 'invited' | 'disabled';
   mfaEnrolled: boolean;
   createdAt: Date;
+  /** While the member is cooling off: when their approvals start to count. Null: they count now. */
+  approvalsFrom: Date | null;
 }
 
 export async function listTeam(tx: Tx, tenantId: string): Promise<TeamMemberRow[]> {
   const rows = await tx
-    .select()
+    .select({
+      userId: staffUsers.userId,
+      email: staffUsers.email,
+      role: staffUsers.role,
+      disabledAt: staffUsers.disabledAt,
+      passwordHash: staffUsers.passwordHash,
+      mfaEnrolledAt: staffUsers.mfaEnrolledAt,
+      createdAt: staffUsers.createdAt,
+      // Compared on the database's clock, the one the approval check uses.
+      approvalsFrom:
+        sql<Date | null>`case when ${staffUsers.approvalsFrom} > now() then ${staffUsers.approvalsFrom} end`.mapWith(
+          staffUsers.approvalsFrom,
+        ),
+    })
     .from(staffUsers)
     .where(eq(staffUsers.tenantId, tenantId))
     .orderBy(asc(staffUsers.email))
@@ -40,14 +61,28 @@ export async function listTeam(tx: Tx, tenantId: string): Promise<TeamMemberRow[
     status: row.disabledAt ? 'disabled' : row.passwordHash === NO_PASSWORD_YET ? 'invited' : 'active',
     mfaEnrolled: row.mfaEnrolledAt !== null,
     createdAt: row.createdAt,
+    approvalsFrom: row.approvalsFrom,
   }));
 }
 
-/** Creates the member and a one-time invitation; the token is returned once, for the link. */
+export interface StaffInvitationInput {
+  tenantId: string;
+  email: string;
+  role: StaffRole;
+  /** Who invites ('staff:<user id>'), kept with the invitation. */
+  createdBy: string;
+  /** The origin the link points at (`https://pay.example.com`): the deployment's, never a request's. */
+  linkOrigin: string;
+}
+
+/**
+ * Creates the member, a one-time invitation and the e-mail that carries its link, in the caller's
+ * transaction. The token leaves only in that e-mail: the answer names the member and the expiry.
+ */
 export async function inviteStaff(
   tx: Tx,
-  input: { tenantId: string; email: string; role: StaffRole; createdBy: string },
-): Promise<{ user: StaffUser; token: string; expiresAt: Date }> {
+  input: StaffInvitationInput,
+): Promise<{ user: StaffUser; expiresAt: Date }> {
   const user = await createStaffUser(tx, {
     tenantId: input.tenantId,
     email: input.email,
@@ -63,13 +98,21 @@ export async function inviteStaff(
     createdBy: input.createdBy,
     expiresAt,
   });
-  return { user, token, expiresAt };
+  await enqueueInvitationMail(tx, {
+    tenantId: input.tenantId,
+    userId: user.userId,
+    to: user.email,
+    role: input.role,
+    link: `${new URL(input.linkOrigin).origin}/staff/invite#${token}`,
+    expiresAt,
+  });
+  return { user, expiresAt };
 }
 
 /**
  * Uses an invitation once (conditional UPDATE on used_at, before it expires), sets the member's
  * first password and opens their session. A member who has a password already, or was disabled
- * meanwhile, gets nothing.
+ * meanwhile, gets nothing. Setting the first password starts the cooling-off period (a trigger).
  */
 export async function acceptInvitation(
   tx: Tx,

@@ -45,6 +45,8 @@ export async function createTenant(
     mfaRequired?: boolean;
     /** How long a verified code allows step-up actions (30..3600 s; 300 when omitted). */
     mfaFreshSeconds?: number;
+    /** How long a member who joined or changed role waits before approving (default 24 hours). */
+    approverCoolingOffSeconds?: number;
   },
 ): Promise<{ tenantId: string; slug: string }> {
   const name = input.name.trim();
@@ -72,6 +74,9 @@ export async function createTenant(
       ...(custodianAccount ? { custodianAccount } : {}),
       ...(input.mfaRequired === undefined ? {} : { mfaRequired: input.mfaRequired }),
       ...(input.mfaFreshSeconds === undefined ? {} : { mfaFreshSeconds: input.mfaFreshSeconds }),
+      ...(input.approverCoolingOffSeconds === undefined
+        ? {}
+        : { approverCoolingOffSeconds: input.approverCoolingOffSeconds }),
     });
     // The slug directory is global (not tenant-scoped): a taken derived slug gets a random suffix,
     // a taken slug that was asked for is refused.
@@ -127,6 +132,34 @@ export async function setTenantMfa(
       })
       .where(eq(tenants.tenantId, input.tenantId))
       .returning({ mfaRequired: tenants.mfaRequired, mfaFreshSeconds: tenants.mfaFreshSeconds });
+    if (!row) throw new IdemError('NOT_FOUND', 'no such tenant');
+    return { tenantId: input.tenantId, ...row };
+  });
+}
+
+/** The longest cooling-off period a tenant may set: 30 days. */
+export const COOLING_OFF_SECONDS_MAX = 30 * 24 * 3_600;
+
+/**
+ * Sets how long a member who joined or changed role waits before their approvals count (0 to 30
+ * days; 24 hours by default). An administrative path, like createTenant: the application role may
+ * not update tenants, so no staff member can shorten their own wait. Members already cooling off
+ * keep the end they were given; the new period applies from the next change.
+ */
+export async function setApproverCoolingOff(
+  db: Database,
+  input: { tenantId: string; seconds: number },
+): Promise<{ tenantId: string; approverCoolingOffSeconds: number }> {
+  const { seconds } = input;
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > COOLING_OFF_SECONDS_MAX)
+    throw new IdemError('VALIDATION', `the cooling-off period is 0..${COOLING_OFF_SECONDS_MAX} seconds`);
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('app.tenant_id', ${input.tenantId}, true)`);
+    const [row] = await tx
+      .update(tenants)
+      .set({ approverCoolingOffSeconds: seconds })
+      .where(eq(tenants.tenantId, input.tenantId))
+      .returning({ approverCoolingOffSeconds: tenants.approverCoolingOffSeconds });
     if (!row) throw new IdemError('NOT_FOUND', 'no such tenant');
     return { tenantId: input.tenantId, ...row };
   });

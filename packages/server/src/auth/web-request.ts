@@ -27,6 +27,12 @@ export interface WebRequest {
   origin: string | null;
   /** scheme://host the request was addressed to. */
   selfOrigin: string;
+  /**
+   * Where links mailed to people point (invitations): IDEM_PUBLIC_URL's origin. In development
+   * without it, the request's own origin; in a deployment without it, null (nothing is mailed),
+   * since a Host header is the caller's to write and would send the link wherever they like.
+   */
+  mailedLinkOrigin: string | null;
   csrfHeader: string | null;
   secureCookies: boolean;
   /** Sets a cookie by base name: `__Host-<name>; Path=/; HttpOnly; SameSite=Strict; ...; Secure`, no Domain. */
@@ -36,14 +42,16 @@ export interface WebRequest {
 export function webRequestOf(
   req: IncomingMessage,
   res: ServerResponse,
-  options: { secureCookies: boolean; publicUrl: string | undefined },
+  options: { secureCookies: boolean; publicUrl: string | undefined; development: boolean },
 ): WebRequest {
   const host = req.headers.host ?? 'localhost';
   const scheme = options.secureCookies ? 'https' : 'http';
+  const selfOrigin = options.publicUrl ? new URL(options.publicUrl).origin : `${scheme}://${host}`;
   return {
     cookies: sessionCookies(parseCookies(req.headers.cookie), options.secureCookies),
     origin: typeof req.headers.origin === 'string' ? req.headers.origin : null,
-    selfOrigin: options.publicUrl ? new URL(options.publicUrl).origin : `${scheme}://${host}`,
+    selfOrigin,
+    mailedLinkOrigin: options.publicUrl || options.development ? selfOrigin : null,
     csrfHeader: typeof req.headers[CSRF_HEADER] === 'string' ? req.headers[CSRF_HEADER] : null,
     secureCookies: options.secureCookies,
     setCookie(name, value, { maxAgeSeconds }) {

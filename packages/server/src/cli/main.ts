@@ -24,6 +24,7 @@ import {
   recordDeposit,
   registerHotWallet,
   revokeApiKey,
+  setApproverCoolingOff,
   setExplorer,
   setRiskPolicy,
   setTenantMfa,
@@ -54,6 +55,9 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   TOTP for approvers, operators, admins (on by default)
   tenant mfa --tenant ID [--mfa on|off] [--fresh-seconds 30..3600] [--json]
                                                   TOTP requirement and step-up window of a tenant
+  tenant cooling-off --tenant ID --seconds 0..2592000 [--json]
+                                                  how long a new or re-roled member waits before
+                                                  their approvals count (86400 by default)
   apikey create --tenant ID [--label L] [--json]  mint an API key (shown once)
   apikey revoke --tenant ID --key-id KEY_ID       revoke an API key
   deposit --tenant ID --account REF --asset CODE --amount MINOR --key KEY [--reference REF] [--json]
@@ -146,6 +150,13 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       ...(typeof fresh === 'string' ? { mfaFreshSeconds: Number(fresh) } : {}),
     });
   },
+  // How long a member who joined or changed role waits before their approvals count (staff cannot
+  // change it: the application role may not update tenants).
+  'tenant cooling-off': async (db, flags) =>
+    setApproverCoolingOff(db, {
+      tenantId: required(flags, 'tenant'),
+      seconds: Number(required(flags, 'seconds')),
+    }),
   'apikey create': async (db, flags) => {
     const label = typeof flags.label === 'string' ? flags.label : 'cli';
     return createApiKey(db, required(flags, 'tenant'), { label });

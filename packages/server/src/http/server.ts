@@ -186,7 +186,11 @@ function contextFactory(deps: ServerDeps, info: WeakMap<IncomingMessage, Request
       idempotencyKeyHeader: single(req.headers['idempotency-key']),
       state: request.state,
       exposeStacks: env.NODE_ENV === 'development',
-      web: webRequestOf(req, res, { secureCookies, publicUrl: env.IDEM_PUBLIC_URL }),
+      web: webRequestOf(req, res, {
+        secureCookies,
+        publicUrl: env.IDEM_PUBLIC_URL,
+        development: deps.development,
+      }),
       ...(deps.witness ? { witness: deps.witness } : {}),
       ...(deps.reconciler ? { reconciler: deps.reconciler } : {}),
       broadcastAlertAfterMs,

@@ -1,4 +1,5 @@
 import {
+  IdemError,
   teamInvitationSchema,
   teamInviteInputSchema,
   teamListSchema,
@@ -19,25 +20,38 @@ export const staffTeamRouter = router({
     .output(teamListSchema)
     .query(async ({ ctx }) => {
       const staff = await ctx.inTenant((tx) => listTeam(tx, ctx.tenantId));
-      return { staff: staff.map((member) => ({ ...member, createdAt: member.createdAt.toISOString() })) };
+      return {
+        staff: staff.map((member) => ({
+          ...member,
+          createdAt: member.createdAt.toISOString(),
+          approvalsFrom: member.approvalsFrom?.toISOString() ?? null,
+        })),
+      };
     }),
 
-  /** Adds a member and answers their invitation link, once (only its hash is stored; 72 hours, one use). */
+  /**
+   * Adds a member and e-mails them their invitation link (72 hours, one use; only its hash is
+   * stored). The answer never holds the link: the admin must not be able to accept it themselves.
+   */
   invite: staffWithFresh('administer')
     .input(teamInviteInputSchema)
     .output(teamInvitationSchema)
     .mutation(async ({ ctx, input }) => {
+      const linkOrigin = ctx.web.mailedLinkOrigin;
+      if (!linkOrigin)
+        throw new IdemError('FORBIDDEN', 'invitations need IDEM_PUBLIC_URL set: their links are built on it');
       const invited = await ctx.inTenant((tx) =>
         inviteStaff(tx, {
           tenantId: ctx.tenantId,
           email: input.email,
           role: input.role,
           createdBy: ctx.actor,
+          linkOrigin,
         }),
       );
       return {
         userId: invited.user.userId,
-        invitationUrl: `${ctx.web.selfOrigin}/staff/invite#${invited.token}`,
+        email: invited.user.email,
         expiresAt: invited.expiresAt.toISOString(),
       };
     }),

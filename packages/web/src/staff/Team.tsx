@@ -3,8 +3,6 @@ import {
   Alert,
   Badge,
   Button,
-  Code,
-  CopyButton,
   Group,
   Loader,
   Paper,
@@ -24,8 +22,9 @@ import { useStaff } from './session.tsx';
 const roleOptions = staffRoles.map((role) => ({ value: role, label: role }));
 
 /**
- * The Team screen (I14-TEAM), for admins: the staff list, invitations (the link is shown
- * once), role changes and disabling. Every change asks for a fresh code when the last is older than
+ * The Team screen (I14-TEAM), for admins: the staff list, invitations (the link goes to the
+ * invitee's e-mail only, never to this screen), role changes and disabling. A member who joined or
+ * changed role recently shows from when their approvals count (the cooling-off period). Every change asks for a fresh code when the last is older than
  * the step-up window, and is audited by the server.
  */
 export function Team() {
@@ -49,6 +48,7 @@ export function Team() {
                 <Table.Th>Role</Table.Th>
                 <Table.Th>Status</Table.Th>
                 <Table.Th>Authenticator</Table.Th>
+                <Table.Th>Approvals</Table.Th>
                 <Table.Th>Actions</Table.Th>
               </Table.Tr>
             </Table.Thead>
@@ -106,23 +106,12 @@ function Invite({ onInvited }: { onInvited(): void }) {
           </Group>
           <ProblemAlert error={invite.error} title="Not invited" />
           {invite.data ? (
-            <Alert color="green" role="status" title="Invitation link (shown once)">
-              <Stack gap="xs">
-                <Text size="sm">
-                  Send this link to the person; it works once, until{' '}
-                  {new Date(invite.data.expiresAt).toLocaleString()}. They choose their password through it.
-                </Text>
-                <Code block data-testid="invitation-url">
-                  {invite.data.invitationUrl}
-                </Code>
-                <CopyButton value={invite.data.invitationUrl}>
-                  {({ copied, copy }) => (
-                    <Button size="xs" variant="default" onClick={copy}>
-                      {copied ? 'Copied' : 'Copy link'}
-                    </Button>
-                  )}
-                </CopyButton>
-              </Stack>
+            <Alert color="green" role="status" title="Invitation e-mailed" data-testid="invitation-sent">
+              <Text size="sm">
+                The invitation link went to {invite.data.email} only; it works once, until{' '}
+                {new Date(invite.data.expiresAt).toLocaleString()}. They choose their password through it.
+                Their approvals count only after the team's cooling-off period.
+              </Text>
             </Alert>
           ) : null}
         </Stack>
@@ -168,6 +157,13 @@ function MemberRow({ member, onChanged }: { member: TeamMember; onChanged(): voi
         </Badge>
       </Table.Td>
       <Table.Td>{member.mfaEnrolled ? 'set up' : 'not set up'}</Table.Td>
+      <Table.Td data-testid="approvals-from">
+        {member.approvalsFrom
+          ? `can approve from ${new Date(member.approvalsFrom).toLocaleString()}`
+          : member.status === 'active'
+            ? 'count now'
+            : '—'}
+      </Table.Td>
       <Table.Td>
         {disabled || member.userId === me.userId ? null : (
           <Button

@@ -46,6 +46,12 @@ export const staffUsers = pgTable(
      */
     mfaFailures: integer('mfa_failures').notNull().default(0),
     mfaFailuresResetAt: timestamp('mfa_failures_reset_at', { withTimezone: true }),
+    /**
+     * Before this instant the member's approvals are refused (COOLING_OFF): set on accepting an
+     * invitation and on every role change to now plus the tenant's cooling-off period. Null: no
+     * period (members created by the operator's own tools at provisioning).
+     */
+    approvalsFrom: timestamp('approvals_from', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.userId] }),

@@ -23,12 +23,18 @@ export const tenants = pgTable(
     mfaRequired: boolean('mfa_required').notNull().default(true),
     /** How long a verified code lets a session approve, resolve, cancel or configure (step-up). */
     mfaFreshSeconds: integer('mfa_fresh_seconds').notNull().default(300),
+    /**
+     * How long a member who joined or whose role changed waits before their approvals count, so an
+     * admin cannot make a second "person" and approve with it at once (24 hours by default).
+     */
+    approverCoolingOffSeconds: integer('approver_cooling_off_seconds').notNull().default(86_400),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId] }),
     check('tenants_custodian_account_shape', sql`${t.custodianAccount} ~ '^[a-z0-9_-]{1,64}$'`),
     check('tenants_mfa_fresh_range', sql`${t.mfaFreshSeconds} between 30 and 3600`),
+    check('tenants_cooling_off_range', sql`${t.approverCoolingOffSeconds} between 0 and 2592000`),
     tenantPolicy(),
   ],
 );
