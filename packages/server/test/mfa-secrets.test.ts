@@ -6,17 +6,19 @@
  * refuses with MFA_KEY_UNAVAILABLE (nothing is checked), and a rotated file reseals under its new
  * first key.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { IdemError } from '@idem/contracts';
 import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../src/app.ts';
+import { type RunningServer, startServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { newMfaKeyLine, openSecret, readMfaKeyFile, sealSecret } from '../src/auth/totp-secrets.ts';
+import { readEnv } from '../src/env.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 import { totpDevice } from './support/totp-device.ts';
@@ -213,5 +215,47 @@ describe('I31-MFA TOTP secrets are sealed at rest by a key outside the database'
       await rotated.server.close();
     }
     expect((await storedSecrets(userId))?.secret).toMatch(new RegExp(`^v1\\.${newKey.split(':')[0]}\\.`));
+  });
+
+  it('I31-MFA development makes its key file in the data directory and says so; production without one refuses TOTP', async () => {
+    const dataDir = join(keyDir, 'data');
+    const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
+    const start = async (settings: Record<string, string>) => {
+      const lines: string[] = [];
+      const started = await startServer(readEnv({ PORT: '0', LOG_LEVEL: 'silent', ...settings }), {
+        database,
+        logDestination: silent,
+        announce: (line) => lines.push(line),
+      });
+      return { started, lines };
+    };
+    const first = await start({ NODE_ENV: 'development', IDEM_DATA_DIR: dataDir });
+    await first.started.close();
+    const keyPath = join(dataDir, 'mfa-kek.key');
+    expect(first.lines).toContain(
+      `Idem: made a TOTP key file for development at ${keyPath} (it seals staff TOTP secrets; set IDEM_MFA_KEY_FILE to your own in production and keep it out of database backups)`,
+    );
+    expect(statSync(keyPath).mode & 0o777).toBe(0o600);
+    expect(readMfaKeyFile(keyPath).keys.size).toBe(1);
+    // The next start reuses it, silently.
+    const again = await start({ NODE_ENV: 'development', IDEM_DATA_DIR: dataDir });
+    await again.started.close();
+    expect(again.lines.filter((line) => line.includes('TOTP key file'))).toEqual([]);
+
+    await member('no-key@sealed.invalid');
+    const production = await start({
+      NODE_ENV: 'production',
+      IDEM_DATA_DIR: join(keyDir, 'prod'),
+      // This test speaks plain http to 127.0.0.1.
+      IDEM_COOKIE_SECURE: 'false',
+    });
+    try {
+      const prodHttp = staffHttp(() => `http://127.0.0.1:${production.started.port}`);
+      const session = await prodHttp.signIn({ tenantId, email: 'no-key@sealed.invalid', password: PASSWORD });
+      const refused = await prodHttp.call('staffAuth.mfaEnrolStart', { mutation: true, session });
+      expect([refused.status, errorCode(refused)]).toEqual([503, 'MFA_KEY_UNAVAILABLE']);
+    } finally {
+      await production.started.close();
+    }
   });
 });
