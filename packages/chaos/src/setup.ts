@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
+  ALL_API_KEY_SCOPES,
   createApiKey,
   createTenant,
   createWebhookEndpoint,
@@ -168,7 +169,11 @@ async function setUpTenant(
         actor: 'chaos',
       });
   });
-  const { apiKey } = await createApiKey(db, tenantId, { label: 'chaos' });
+  const { apiKey } = await createApiKey(db, tenantId, {
+    label: 'chaos',
+    scopes: ALL_API_KEY_SCOPES,
+    createdBy: 'chaos',
+  });
   return { tenant: { index, tenantId, hotWallet, ethConfirmations: ETH_CONFIRMATIONS }, apiKey };
 }
 

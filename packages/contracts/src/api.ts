@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiKeyScopeSchema } from './config.ts';
 import { errorCodeList } from './errors.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
 import {
@@ -150,6 +151,8 @@ export const problemSchema = z.object({
   duplicateOf: z.object({ operationId: z.string(), state: z.string(), createdAt: z.string() }).optional(),
   retryAfterMs: z.number().int().nonnegative().optional(),
   issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  /** On FORBIDDEN for an API key: the scope the call needs and the key lacks. */
+  missingScope: apiKeyScopeSchema.optional(),
 });
 export type Problem = z.infer<typeof problemSchema>;
 

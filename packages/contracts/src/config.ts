@@ -6,27 +6,78 @@ import { AMOUNT_DIGITS_MAX } from './amount.ts';
  * and risk rules per asset. Secrets appear only in the answer to the call that made them.
  */
 
+/**
+ * What an API key may do. Each API procedure and REST route requires exactly one: `withdraw`
+ * (submit, alone or in bulk), `customer-sessions` (one-time customer links), `read` (withdrawals,
+ * deposits, balances, assets), `webhooks` (reserved for managing webhook endpoints by API; no route
+ * needs it yet). A key holds a set, so a reporting key cannot move money.
+ */
+export const apiKeyScopes = ['withdraw', 'customer-sessions', 'read', 'webhooks'] as const;
+export type ApiKeyScope = (typeof apiKeyScopes)[number];
+export const apiKeyScopeSchema = z.enum(apiKeyScopes);
+/** A non-empty set, without repeats, in the order of `apiKeyScopes` once stored. */
+export const apiKeyScopeSetSchema = z
+  .array(apiKeyScopeSchema)
+  .min(1, { error: 'a key needs at least one scope' })
+  .max(apiKeyScopes.length)
+  .refine((scopes) => new Set(scopes).size === scopes.length, { error: 'a scope is named twice' });
+
 export const apiKeyViewSchema = z.object({
   keyId: z.uuid(),
   label: z.string(),
   /** The key's non-secret start and a few characters of its secret, to tell keys apart. */
   prefix: z.string(),
+  scopes: z.array(apiKeyScopeSchema),
   createdAt: z.iso.datetime(),
+  /** The staff member who minted it (`staff:<user id>`), `cli` or null for a key older than owners. */
+  createdBy: z.string().nullable(),
+  createdByEmail: z.string().nullable(),
+  /** Who last added a scope, and when: four eyes treats them as the key's owner too. */
+  widenedBy: z.string().nullable(),
+  widenedByEmail: z.string().nullable(),
+  widenedAt: z.iso.datetime().nullable(),
+  /** Null: the key never expires (allowed, and the screen warns about it). */
+  expiresAt: z.iso.datetime().nullable(),
   /** To the minute: recorded at most once a minute per key. */
   lastUsedAt: z.iso.datetime().nullable(),
   revokedAt: z.iso.datetime().nullable(),
 });
 export type ApiKeyView = z.infer<typeof apiKeyViewSchema>;
 
+/** Longest an expiry may lie ahead: about five years, so a typo cannot mean "forever". */
+export const API_KEY_EXPIRY_DAYS_MAX = 5 * 366;
+
+/** An expiry must lie in the future when the key is minted (and within the bound above). */
+export const apiKeyExpirySchema = z.iso
+  .datetime()
+  .nullable()
+  .refine((value) => value === null || Date.parse(value) > Date.now(), {
+    error: 'the expiry must lie in the future',
+  })
+  .refine(
+    (value) => value === null || Date.parse(value) < Date.now() + API_KEY_EXPIRY_DAYS_MAX * 86_400_000,
+    {
+      error: `the expiry must lie within ${API_KEY_EXPIRY_DAYS_MAX} days`,
+    },
+  );
+
 export const createApiKeyInputSchema = z.strictObject({
   label: z.string().trim().min(1, { error: 'a key needs a label' }).max(120),
+  scopes: apiKeyScopeSetSchema,
+  /** Absent or null: no expiry. */
+  expiresAt: apiKeyExpirySchema.optional(),
 });
+export type CreateApiKeyInput = z.infer<typeof createApiKeyInputSchema>;
 export const createdApiKeySchema = z.object({
   keyId: z.uuid(),
   label: z.string(),
+  scopes: z.array(apiKeyScopeSchema),
+  expiresAt: z.iso.datetime().nullable(),
   /** Shown once; only its hash is stored. */
   apiKey: z.string(),
 });
+/** Replaces a key's scopes. Adding any scope records the caller as the key's widener. */
+export const setApiKeyScopesInputSchema = z.strictObject({ keyId: z.uuid(), scopes: apiKeyScopeSetSchema });
 export const revokeApiKeyInputSchema = z.strictObject({ keyId: z.uuid() });
 
 export const endpointDirections = ['inbound', 'outbound'] as const;

@@ -13,9 +13,9 @@ export const errorCodes = {
     'The account lacks available funds. For withdrawals this is stored, and a replay returns it.',
   VALIDATION: 'The input is malformed. Nothing was written.',
   NOT_FOUND: 'No such object for this tenant. Another tenant’s objects are NOT_FOUND too, never FORBIDDEN.',
-  UNAUTHORIZED: 'The credential is missing, unknown or revoked.',
+  UNAUTHORIZED: 'The credential is missing, unknown, revoked or expired.',
   FORBIDDEN:
-    'The signed-in staff member’s role does not allow this action, the staff member asked for the withdrawal or proposal they are deciding on (four eyes), a browser mutation lacks its CSRF token or comes from another origin, or a team change would lock out its own admin or leave the team without one. Nothing was written.',
+    'The signed-in staff member’s role does not allow this action, or an API key lacks the scope the call needs (the refusal names it), the staff member asked for the withdrawal or proposal they are deciding on or created or last widened the API key that asked for it (four eyes), a browser mutation lacks its CSRF token or comes from another origin, or a team change would lock out its own admin or leave the team without one. Nothing was written.',
   ORGANISATION_REQUIRED:
     'A staff sign-in without an organisation named an e-mail that belongs to more than one organisation. Sign in again with the organisation’s slug; the answer never says which organisations exist.',
   MFA_REQUIRED:
@@ -83,6 +83,8 @@ export interface IdemErrorDetails {
   retryAfterMs?: number;
   /** On VALIDATION: which fields are wrong. */
   issues?: { path: string; message: string }[];
+  /** On FORBIDDEN for an API key: the scope the call needs and the key lacks. */
+  missingScope?: 'withdraw' | 'customer-sessions' | 'read' | 'webhooks';
 }
 
 /** The one error type. Messages never include another tenant's data or a secret. */

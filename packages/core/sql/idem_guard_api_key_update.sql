@@ -1,4 +1,5 @@
--- Trigger api_keys_guard: a key's hash and identity never change, and a revoked key stays revoked.
+-- Trigger api_keys_guard: a key's hash, identity, minter and expiry never change; a revoked key
+-- stays revoked and its scopes stay as they were; adding a scope names who added it, at that time.
 CREATE OR REPLACE FUNCTION public.idem_guard_api_key_update()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -8,10 +9,25 @@ BEGIN
   IF NEW.key_hash IS DISTINCT FROM OLD.key_hash
      OR NEW.tenant_id IS DISTINCT FROM OLD.tenant_id
      OR NEW.key_id IS DISTINCT FROM OLD.key_id
-     OR (OLD.revoked_at IS NOT NULL AND NEW.revoked_at IS DISTINCT FROM OLD.revoked_at) THEN
+     OR NEW.created_by IS DISTINCT FROM OLD.created_by
+     OR NEW.created_at IS DISTINCT FROM OLD.created_at
+     OR NEW.expires_at IS DISTINCT FROM OLD.expires_at
+     OR (OLD.revoked_at IS NOT NULL AND NEW.revoked_at IS DISTINCT FROM OLD.revoked_at)
+     OR (OLD.revoked_at IS NOT NULL AND NEW.scopes IS DISTINCT FROM OLD.scopes) THEN
     RAISE EXCEPTION 'idem: api key % cannot be changed, only revoked once', OLD.key_id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  -- Four eyes refuses the key's last widener on what it submits: a widening that does not name
+  -- its widener anew would leave the earlier one answerable and the real one free.
+  IF NOT (NEW.scopes <@ OLD.scopes)
+     AND (NEW.widened_by IS NULL OR NEW.widened_at IS NOT DISTINCT FROM OLD.widened_at) THEN
+    RAISE EXCEPTION 'idem: adding a scope to api key % must record who added it', OLD.key_id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  IF NEW.scopes <@ OLD.scopes
+     AND (NEW.widened_by IS DISTINCT FROM OLD.widened_by OR NEW.widened_at IS DISTINCT FROM OLD.widened_at) THEN
+    RAISE EXCEPTION 'idem: api key % records a widener only when a scope is added', OLD.key_id
       USING ERRCODE = 'integrity_constraint_violation';
   END IF;
   RETURN NEW;
 END $function$
-

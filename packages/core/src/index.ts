@@ -1,13 +1,21 @@
 export { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 export {
+  ALL_API_KEY_SCOPES,
   API_KEY_SECRET_BYTES,
+  type AuthenticatedApiKey,
+  apiKeyActor,
+  apiKeyOwners,
   authenticateApiKey,
   createApiKey,
   hashApiKey,
+  keyIdOfActor,
   listApiKeys,
+  type MintApiKeyInput,
+  mintApiKey,
   type ParsedApiKey,
   parseApiKey,
   revokeApiKey,
+  setApiKeyScopes,
 } from './access/api-keys.ts';
 export {
   disableEndpoint,

@@ -5,6 +5,7 @@ import { fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ALL_API_KEY_SCOPES,
   actAsAppRole,
   authenticateApiKey,
   createApiKey,
@@ -34,9 +35,17 @@ describe('API keys', () => {
   it('authenticate to their own tenant only, are stored as a hash, and stop working once revoked', async () => {
     const { db } = database;
     const tenantId = await newTenant(db);
-    const { keyId, apiKey } = await createApiKey(db, tenantId);
+    const { keyId, apiKey } = await createApiKey(db, tenantId, {
+      scopes: ALL_API_KEY_SCOPES,
+      createdBy: 'test',
+    });
     expect(apiKey).toMatch(/^idem_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
-    expect(await authenticateApiKey(db, apiKey)).toEqual({ tenantId, keyId });
+    expect(await authenticateApiKey(db, apiKey)).toEqual({
+      tenantId,
+      keyId,
+      scopes: [...ALL_API_KEY_SCOPES],
+      expiresAt: null,
+    });
 
     const stored = await withTenant(db, tenantId, (tx) => tx.select().from(schema.apiKeys));
     expect(stored).toHaveLength(1);
@@ -51,6 +60,31 @@ describe('API keys', () => {
     await revokeApiKey(db, tenantId, keyId);
     await expect(authenticateApiKey(db, apiKey)).rejects.toBeInstanceOf(IdemError);
     await expect(revokeApiKey(db, tenantId, keyId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it("I31-KEYS the database keeps a key's minter and expiry, and refuses a widening that does not name its widener", async () => {
+    const { db } = database;
+    const tenantId = await newTenant(db);
+    const { keyId } = await createApiKey(db, tenantId, { scopes: ['read'], createdBy: 'staff:minter' });
+    const attempt = (change: ReturnType<typeof sql>) =>
+      withTenant(db, tenantId, (tx) =>
+        tx.execute(sql`update api_keys set ${change} where tenant_id = ${tenantId} and key_id = ${keyId}`),
+      );
+    // Under the application role (withTenant): each is refused by the guard or by a missing grant.
+    await expect(attempt(sql`scopes = array['read', 'withdraw']`)).rejects.toThrow();
+    await expect(attempt(sql`created_by = 'staff:someone-else'`)).rejects.toThrow();
+    await expect(attempt(sql`expires_at = now() + interval '1 day'`)).rejects.toThrow();
+    await expect(attempt(sql`scopes = array['read', 'bogus']`)).rejects.toThrow();
+    // A widening that names its widener, and a narrowing that names nobody, are allowed.
+    await attempt(sql`scopes = array['read', 'withdraw'], widened_by = 'staff:widener', widened_at = now()`);
+    await attempt(sql`scopes = array['withdraw']`);
+    await expect(attempt(sql`widened_by = 'staff:other', widened_at = now()`)).rejects.toThrow();
+    const [row] = await withTenant(db, tenantId, (tx) => tx.select().from(schema.apiKeys));
+    expect(row).toMatchObject({
+      scopes: ['withdraw'],
+      createdBy: 'staff:minter',
+      widenedBy: 'staff:widener',
+    });
   });
 
   it('refuses anything not shaped like a key without touching the database', async () => {

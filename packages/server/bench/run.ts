@@ -4,7 +4,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createApiKey, createTenant, type Database, openDatabase, rowsOf } from '@idem/core';
+import {
+  ALL_API_KEY_SCOPES,
+  createApiKey,
+  createTenant,
+  type Database,
+  openDatabase,
+  rowsOf,
+} from '@idem/core';
 import { pgbenchTps, runPgbench } from '@idem/testing/bench';
 import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { sql } from 'drizzle-orm';
@@ -133,7 +140,10 @@ async function main() {
     const { tenantId } = await createTenant(setup.db, { name: 'bench http' });
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct-${i}`);
     await fundAccounts(setup.db, tenantId, [...accounts, HOT_ACCOUNT]);
-    const { apiKey } = await createApiKey(setup.db, tenantId);
+    const { apiKey } = await createApiKey(setup.db, tenantId, {
+      scopes: ALL_API_KEY_SCOPES,
+      createdBy: 'bench',
+    });
     const server = await startBenchServer(scratch.url);
     const bench: Bench = {
       server,

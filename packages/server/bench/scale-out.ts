@@ -14,6 +14,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
+  ALL_API_KEY_SCOPES,
   createApiKey,
   createTenant,
   createWithdrawal,
@@ -73,7 +74,10 @@ async function runSetup(servers: number): Promise<SetupResult> {
     const { tenantId } = await createTenant(setup.db, { name: `bench scale ${servers}` });
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct-${i}`);
     await fundAccounts(setup.db, tenantId, accounts);
-    const { apiKey } = await createApiKey(setup.db, tenantId);
+    const { apiKey } = await createApiKey(setup.db, tenantId, {
+      scopes: ALL_API_KEY_SCOPES,
+      createdBy: 'bench',
+    });
     const processes = await Promise.all(
       Array.from({ length: servers }, () =>
         startServerProcess(

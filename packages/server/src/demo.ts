@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { StaffRole } from '@idem/contracts';
 import {
+  ALL_API_KEY_SCOPES,
   CUSTOMER_LINK_MS_DEFAULT,
   createApiKey,
   createCustomerLink,
@@ -112,7 +113,11 @@ export async function seedDemoTenant(
       }),
     );
   }
-  const { apiKey } = await createApiKey(db, tenantId, { label: 'demo' });
+  const { apiKey } = await createApiKey(db, tenantId, {
+    label: 'demo',
+    scopes: ALL_API_KEY_SCOPES,
+    createdBy: 'demo-seed',
+  });
   // Generated per database and shown once: no demo password is ever the same twice.
   const staff: { email: string; role: string; password: string }[] = [];
   for (const member of DEMO_STAFF) {

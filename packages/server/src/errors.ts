@@ -94,6 +94,7 @@ export function toProblem(error: IdemError, requestId: string): Problem {
   if (error.details.duplicateOf !== undefined) problem.duplicateOf = error.details.duplicateOf;
   if (error.details.retryAfterMs !== undefined) problem.retryAfterMs = error.details.retryAfterMs;
   if (error.details.issues !== undefined) problem.issues = error.details.issues;
+  if (error.details.missingScope !== undefined) problem.missingScope = error.details.missingScope;
   return problem;
 }
 

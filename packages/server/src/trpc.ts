@@ -1,5 +1,12 @@
-import { IdemError } from '@idem/contracts';
-import { authenticateApiKey, type Database, type EgressPolicy, type Tx, withTenant } from '@idem/core';
+import { type ApiKeyScope, IdemError } from '@idem/contracts';
+import {
+  apiKeyActor,
+  authenticateApiKey,
+  type Database,
+  type EgressPolicy,
+  type Tx,
+  withTenant,
+} from '@idem/core';
 import { initTRPC } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Logger } from 'pino';
@@ -96,13 +103,15 @@ export const createCallerFactory = t.createCallerFactory;
 
 /**
  * Authenticates the API key and narrows the context to its tenant, with `inTenant` running work
- * in one transaction under the restricted role with `app.tenant_id` bound (C22).
+ * in one transaction under the restricted role with `app.tenant_id` bound (C22). A procedure never
+ * uses this alone: `apiProcedure(scope)` adds the scope the call needs.
  */
-export const tenantProcedure = t.procedure.use(async ({ ctx, next }) => {
+const tenantProcedure = t.procedure.use(async ({ ctx, next }) => {
   if (!ctx.apiKey) throw new IdemError('UNAUTHORIZED', 'an API key is required (Authorization: Bearer ...)');
   const cached = ctx.apiKeyCache?.get(ctx.apiKey);
-  const { tenantId, keyId } = cached ?? (await authenticateApiKey(ctx.db, ctx.apiKey));
-  if (!cached) ctx.apiKeyCache?.set(ctx.apiKey, { tenantId, keyId });
+  const key = cached ?? (await authenticateApiKey(ctx.db, ctx.apiKey));
+  if (!cached) ctx.apiKeyCache?.set(ctx.apiKey, key);
+  const { tenantId, keyId } = key;
   ctx.state.tenantId = tenantId;
   const waitMs = ctx.rateLimiter.take(tenantId);
   if (waitMs > 0) {
@@ -113,7 +122,25 @@ export const tenantProcedure = t.procedure.use(async ({ ctx, next }) => {
     ctx: {
       tenantId,
       keyId,
+      scopes: key.scopes,
+      /** Recorded as the requester of what this key submits, so four eyes knows who stands behind it. */
+      actor: apiKeyActor(keyId),
       inTenant: <T>(work: (tx: Tx) => Promise<T>) => withTenant(db, tenantId, work),
     },
   });
 });
+
+/**
+ * An API procedure that needs `scope` on the calling key. A key without it is FORBIDDEN, naming
+ * the missing scope, before the procedure reads or writes anything: the refusal carries no data.
+ */
+export function apiProcedure(scope: ApiKeyScope) {
+  return tenantProcedure.use(({ ctx, next }) => {
+    if (!ctx.scopes.includes(scope)) {
+      throw new IdemError('FORBIDDEN', `this API key lacks the '${scope}' scope this call needs`, {
+        missingScope: scope,
+      });
+    }
+    return next();
+  });
+}

@@ -2,6 +2,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { IdemError } from '@idem/contracts';
 import {
+  ALL_API_KEY_SCOPES,
   authenticateApiKey,
   createApiKey,
   createTenant,
@@ -49,7 +50,11 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
     backend = await createBackend(kind);
     await withDirectDatabase(backend, async (db) => {
       ({ tenantId } = await createTenant(db, { name: 'CLI Exchange' }));
-      firstKey = await createApiKey(db, tenantId, { label: 'first' });
+      firstKey = await createApiKey(db, tenantId, {
+        label: 'first',
+        scopes: ALL_API_KEY_SCOPES,
+        createdBy: 'test',
+      });
     });
   });
   afterAll(async () => {

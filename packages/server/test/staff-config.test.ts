@@ -110,7 +110,11 @@ describe('I14-KEYS API keys from the staff screens', () => {
   it('I14-KEYS an admin creates a labelled key (shown once), its use is recorded, and a revoked key is refused over HTTP at once', async () => {
     const admin = await session('admin');
     const created = dataOf<{ keyId: string; apiKey: string; label: string }>(
-      await call('staffConfig.createApiKey', { mutation: true, session: admin, input: { label: 'payouts' } }),
+      await call('staffConfig.createApiKey', {
+        mutation: true,
+        session: admin,
+        input: { label: 'payouts', scopes: ['read'] },
+      }),
     );
     expect(created.apiKey).toMatch(/^idem_[0-9a-f]{32}_/);
     expect(created.label).toBe('payouts');
@@ -156,7 +160,7 @@ describe('I14-KEYS API keys from the staff screens', () => {
     const refused = await call('staffConfig.createApiKey', {
       mutation: true,
       session: operator,
-      input: { label: 'sneaky' },
+      input: { label: 'sneaky', scopes: ['read'] },
     });
     expect(refused.body.error?.data.code).toBe('FORBIDDEN');
     const revoke = await call('staffConfig.revokeApiKey', {
@@ -288,7 +292,11 @@ describe('I14-KEYS configuration changes are audited', () => {
   it('I14-KEYS a created key, a rotation and a refused rule change are in the audit log, with who and what, never a secret', async () => {
     const admin = await session('admin');
     const created = dataOf<{ keyId: string; apiKey: string }>(
-      await call('staffConfig.createApiKey', { mutation: true, session: admin, input: { label: 'audited' } }),
+      await call('staffConfig.createApiKey', {
+        mutation: true,
+        session: admin,
+        input: { label: 'audited', scopes: ['read'] },
+      }),
     );
     const refused = await call('staffConfig.setRiskRule', {
       mutation: true,
@@ -304,7 +312,7 @@ describe('I14-KEYS configuration changes are audited', () => {
         expect.objectContaining({
           action: 'staffConfig.createApiKey',
           outcome: 'ok',
-          details: { label: 'audited' },
+          details: { label: 'audited', scopes: ['read'] },
         }),
         expect.objectContaining({ action: 'staffConfig.setRiskRule', outcome: 'VALIDATION' }),
       ]),

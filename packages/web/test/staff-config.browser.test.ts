@@ -94,6 +94,47 @@ describe('I14 configuration screens', () => {
     await page.context().close();
   });
 
+  it("I31-KEYS an admin chooses a key's scopes and expiry; the list shows owner, scopes, expiry, and warns of keys that never expire", async () => {
+    const page = await newPage(stack);
+    await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);
+    await openQuiet(page, 'API keys');
+    // A read-only key with an expiry: it reads, and is refused a withdrawal naming the scope.
+    await page.getByLabel('Label').fill('reporting');
+    await page.getByRole('checkbox', { name: 'withdraw' }).uncheck();
+    await page.getByRole('checkbox', { name: 'customer-sessions' }).uncheck();
+    await page.getByRole('checkbox', { name: 'webhooks' }).uncheck();
+    const year = new Date().getUTCFullYear() + 1;
+    await page.getByLabel('Expires on').fill(`${year}-06-30`);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const apiKey = (await page.getByTestId('shown-secret').textContent())?.trim() ?? '';
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    const row = page.getByTestId('api-key-reporting');
+    await row.getByText('read', { exact: true }).waitFor();
+    await expect(row.getByText('withdraw', { exact: true }).count()).resolves.toBe(0);
+    await row.getByText(stack.a.staff.admin.email).waitFor();
+    await row.getByText(new RegExp(String(year))).waitFor();
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+    expect((await fetch(`${stack.baseUrl}/v1/assets`, { headers })).status).toBe(200);
+    const refused = await fetch(`${stack.baseUrl}/v1/withdrawals`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': 'withdrawal-scope-refused' },
+      body: JSON.stringify({ withdrawalId: 'scope-refused' }),
+    });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { missingScope?: string }).missingScope).toBe('withdraw');
+
+    // A key without an expiry is allowed, and warned about on the screen and in its row.
+    await page.getByLabel('Label').fill('forever');
+    await page.getByLabel('Expires on').fill('');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByTestId('api-key-forever').getByText('never expires').waitFor();
+    await page.getByTestId('no-expiry-warning').waitFor();
+    await expectAccessible(page, 'api-keys-scopes');
+    await screenshot(page, 'staff-api-keys-scopes');
+    await page.context().close();
+  });
+
   it('I14-ENDPOINTS an admin rotates an inbound secret with an overlap: old and new both verify during it', async () => {
     const page = await newPage(stack);
     await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);

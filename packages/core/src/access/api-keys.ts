@@ -1,9 +1,17 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { type ApiKeyView, IdemError } from '@idem/contracts';
-import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import {
+  type ApiKeyScope,
+  type ApiKeyView,
+  apiKeyScopeSetSchema,
+  apiKeyScopes,
+  IdemError,
+} from '@idem/contracts';
+import { and, asc, eq, isNull, or, sql } from 'drizzle-orm';
 import type { Database, Tx } from '../db/connect.ts';
-import { apiKeys } from '../db/schema/index.ts';
+import { apiKeys, staffUsers } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
+import { parseOrThrow, validation } from '../operations/input-validation.ts';
+import { staffActor } from '../staff/users.ts';
 
 /**
  * An API key is `idem_<tenant id, 32 hex>_<secret, 43 base64url chars = 256 random bits>`. The
@@ -31,22 +39,108 @@ export function parseApiKey(apiKey: string): ParsedApiKey | null {
   return { tenantId, keyHash: hashApiKey(apiKey) };
 }
 
-/** Mints a key for a tenant. The returned `apiKey` is shown once; only its hash is stored. */
-export async function createApiKey(
-  db: Database,
+/** What minting a key needs: who mints it is recorded, so four eyes can refuse them later. */
+export interface MintApiKeyInput {
+  label?: string;
+  scopes: readonly ApiKeyScope[];
+  /** Null or absent: the key never expires. Must lie in the future. */
+  expiresAt?: Date | null;
+  /** Who mints it: `staff:<user id>`, `cli`, or a test's name. */
+  createdBy: string;
+}
+
+/** Every scope, in their documented order: the CLI's and the test fixtures' default. */
+export const ALL_API_KEY_SCOPES: readonly ApiKeyScope[] = apiKeyScopes;
+
+/** The actor an API key's requests are recorded under, in a withdrawal's history. */
+export function apiKeyActor(keyId: string): string {
+  return `apikey:${keyId}`;
+}
+
+/** The key id behind an `apikey:` actor, or null for any other actor. */
+export function keyIdOfActor(actor: string): string | null {
+  return actor.startsWith('apikey:') ? actor.slice('apikey:'.length) : null;
+}
+
+/** A scope set checked against the contract and put in the documented order. */
+function scopeSet(scopes: readonly ApiKeyScope[]): ApiKeyScope[] {
+  const parsed = parseOrThrow(apiKeyScopeSetSchema, scopes);
+  return apiKeyScopes.filter((scope) => parsed.includes(scope));
+}
+
+/**
+ * Mints a key inside the caller's transaction (the tenant's scope), so a wrapper (a proposal that
+ * a second admin approves) can run it where it likes. The returned `apiKey` is shown once; only
+ * its hash is stored.
+ */
+export async function mintApiKey(
+  tx: Tx,
   tenantId: string,
-  options: { label?: string } = {},
-): Promise<{ keyId: string; apiKey: string }> {
+  input: MintApiKeyInput,
+): Promise<{ keyId: string; apiKey: string; scopes: ApiKeyScope[]; expiresAt: Date | null }> {
+  const scopes = scopeSet(input.scopes);
+  const expiresAt = input.expiresAt ?? null;
+  if (expiresAt && expiresAt.getTime() <= Date.now()) {
+    throw validation('expiresAt', 'the expiry must lie in the future');
+  }
   const secret = randomBytes(API_KEY_SECRET_BYTES).toString('base64url');
   const apiKey = `idem_${tenantId.replaceAll('-', '').toLowerCase()}_${secret}`;
   const keyId = randomUUID();
-  const label = (options.label ?? 'default').slice(0, 120);
-  await withTenant(db, tenantId, async (tx) => {
-    await tx
-      .insert(apiKeys)
-      .values({ tenantId, keyId, keyHash: hashApiKey(apiKey), hint: secret.slice(0, 4), label });
+  const label = (input.label ?? 'default').slice(0, 120);
+  await tx.insert(apiKeys).values({
+    tenantId,
+    keyId,
+    keyHash: hashApiKey(apiKey),
+    hint: secret.slice(0, 4),
+    label,
+    scopes,
+    createdBy: input.createdBy,
+    expiresAt,
   });
-  return { keyId, apiKey };
+  return { keyId, apiKey, scopes, expiresAt };
+}
+
+/** Mints a key in its own transaction; see mintApiKey. */
+export function createApiKey(
+  db: Database,
+  tenantId: string,
+  input: MintApiKeyInput,
+): Promise<{ keyId: string; apiKey: string; scopes: ApiKeyScope[]; expiresAt: Date | null }> {
+  return withTenant(db, tenantId, (tx) => mintApiKey(tx, tenantId, input));
+}
+
+/**
+ * Replaces an active key's scopes. Adding any scope records `actor` as the key's last widener
+ * (four eyes then refuses them on what the key submits); removing scopes records nothing new. The
+ * database refuses a widening that does not name its widener (idem_guard_api_key_update).
+ */
+export async function setApiKeyScopes(
+  tx: Tx,
+  tenantId: string,
+  input: { keyId: string; scopes: readonly ApiKeyScope[]; actor: string },
+): Promise<{ keyId: string; scopes: ApiKeyScope[]; widened: boolean }> {
+  const scopes = scopeSet(input.scopes);
+  const [current] = await tx
+    .select({ scopes: apiKeys.scopes })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.keyId, input.keyId), isNull(apiKeys.revokedAt)))
+    .for('update');
+  if (!current) throw new IdemError('NOT_FOUND', 'no active API key with that id');
+  const widened = scopes.some((scope) => !current.scopes.includes(scope));
+  await tx
+    .update(apiKeys)
+    .set({ scopes, ...(widened ? { widenedBy: input.actor, widenedAt: sql`clock_timestamp()` } : {}) })
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.keyId, input.keyId)));
+  return { keyId: input.keyId, scopes, widened };
+}
+
+/** The staff who answer for what a key does: its minter and its last widener, where recorded. */
+export async function apiKeyOwners(tx: Tx, tenantId: string, keyId: string): Promise<string[]> {
+  const [row] = await tx
+    .select({ createdBy: apiKeys.createdBy, widenedBy: apiKeys.widenedBy })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.keyId, keyId)));
+  return [row?.createdBy, row?.widenedBy].filter((owner): owner is string => typeof owner === 'string');
 }
 
 /** Revokes a key by its id. Revocation is final; a revoked key authenticates nothing. */
@@ -65,16 +159,25 @@ export async function revokeApiKey(db: Database, tenantId: string, keyId: string
  * The tenant an API key belongs to, checked inside that tenant's scope. Any failure is the same
  * UNAUTHORIZED, so a caller learns nothing about which part was wrong.
  */
-export async function authenticateApiKey(
-  db: Database,
-  apiKey: string,
-): Promise<{ tenantId: string; keyId: string }> {
+export interface AuthenticatedApiKey {
+  tenantId: string;
+  keyId: string;
+  scopes: ApiKeyScope[];
+  /** Past this the key is refused; a cache must not answer for it beyond this instant. */
+  expiresAt: Date | null;
+}
+
+const refusedKey = () => new IdemError('UNAUTHORIZED', 'missing, unknown, revoked or expired API key');
+
+export async function authenticateApiKey(db: Database, apiKey: string): Promise<AuthenticatedApiKey> {
   const parsed = parseApiKey(apiKey);
-  if (!parsed) throw new IdemError('UNAUTHORIZED', 'missing, unknown or revoked API key');
+  if (!parsed) throw refusedKey();
   const found = await withTenant(db, parsed.tenantId, async (tx) => {
     const [row] = await tx
       .select({
         keyId: apiKeys.keyId,
+        scopes: apiKeys.scopes,
+        expiresAt: apiKeys.expiresAt,
         stale: sql<boolean>`${apiKeys.lastUsedAt} is null or ${apiKeys.lastUsedAt} < now() - ${LAST_USE_RESOLUTION}::interval`,
       })
       .from(apiKeys)
@@ -83,6 +186,8 @@ export async function authenticateApiKey(
           eq(apiKeys.tenantId, parsed.tenantId),
           eq(apiKeys.keyHash, parsed.keyHash),
           isNull(apiKeys.revokedAt),
+          // An expired key is refused like a revoked one, on the database's clock.
+          or(isNull(apiKeys.expiresAt), sql`${apiKeys.expiresAt} > now()`),
         ),
       );
     // The last use is kept to the minute: at most one write per key a minute, and none at all
@@ -95,16 +200,22 @@ export async function authenticateApiKey(
     }
     return row;
   });
-  if (!found) throw new IdemError('UNAUTHORIZED', 'missing, unknown or revoked API key');
-  return { tenantId: parsed.tenantId, keyId: found.keyId };
+  if (!found) throw refusedKey();
+  return {
+    tenantId: parsed.tenantId,
+    keyId: found.keyId,
+    scopes: found.scopes as ApiKeyScope[],
+    expiresAt: found.expiresAt,
+  };
 }
 
 const LAST_USE_RESOLUTION = '1 minute';
 
 /**
  * The tenant's keys, oldest first, for the staff screen: label, a prefix to tell them apart (the
- * tenant part and the first characters of the secret, never the secret), created, last used,
- * revoked. Read in the tenant's scope.
+ * tenant part and the first characters of the secret, never the secret), scopes, who minted and
+ * last widened it (with their e-mails), expiry, created, last used, revoked. Read in the tenant's
+ * scope.
  */
 export async function listApiKeys(tx: Tx, tenantId: string): Promise<ApiKeyView[]> {
   const rows = await tx
@@ -112,11 +223,24 @@ export async function listApiKeys(tx: Tx, tenantId: string): Promise<ApiKeyView[
     .from(apiKeys)
     .where(eq(apiKeys.tenantId, tenantId))
     .orderBy(asc(apiKeys.createdAt), asc(apiKeys.keyId));
+  const staff = await tx
+    .select({ userId: staffUsers.userId, email: staffUsers.email })
+    .from(staffUsers)
+    .where(eq(staffUsers.tenantId, tenantId));
+  const emailOf = new Map(staff.map((member) => [staffActor(member.userId), member.email]));
+  const email = (actor: string | null) => (actor === null ? null : (emailOf.get(actor) ?? null));
   return rows.map((row) => ({
     keyId: row.keyId,
     label: row.label,
     prefix: `idem_${row.tenantId.replaceAll('-', '').toLowerCase()}_${row.hint}`,
+    scopes: row.scopes as ApiKeyScope[],
     createdAt: row.createdAt.toISOString(),
+    createdBy: row.createdBy,
+    createdByEmail: email(row.createdBy),
+    widenedBy: row.widenedBy,
+    widenedByEmail: email(row.widenedBy),
+    widenedAt: row.widenedAt?.toISOString() ?? null,
+    expiresAt: row.expiresAt?.toISOString() ?? null,
     lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
     revokedAt: row.revokedAt?.toISOString() ?? null,
   }));

@@ -7,7 +7,7 @@ import { reviewWithdrawal } from '../risk/review.ts';
 import { transition } from '../state-machine/transition.ts';
 import { assertNotCoolingOff } from './cooling-off.ts';
 import { assertFirstDecision, assertFourEyes } from './four-eyes.ts';
-import { requesterOf } from './requester.ts';
+import { answerableFor, requesterOf } from './requester.ts';
 
 export { requesterOf };
 
@@ -31,7 +31,8 @@ export interface DecisionResult {
 /**
  * Records one staff decision on a withdrawal under review. Approval is bound to the payload hash
  * shown to the approver: a hash that is not the stored one is refused (C02, C24). The requester
- * can never approve their own withdrawal, and one person counts once (four eyes, ./four-eyes.ts).
+ * can never approve their own withdrawal, nor can the staff who minted or last widened the API key
+ * that requested it, and one person counts once (four eyes, ./four-eyes.ts).
  * The last required approval moves the withdrawal to APPROVED; a rejection moves it to REJECTED and
  * releases the hold. Both go through the same transition function as everything else.
  *
@@ -60,10 +61,12 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
   if (required === null || required < 1) {
     throw new Error(`withdrawal ${op.operationId} awaits approval without a reviewed approval count`);
   }
+  const requester = await requesterOf(tx, op);
   assertFourEyes(
     {
       kind: 'withdrawal',
-      requestedBy: await requesterOf(tx, op),
+      requestedBy: requester,
+      answerable: await answerableFor(tx, op, requester),
       requestedByRole: 'requester',
       payloadHash: op.payloadHash,
     },

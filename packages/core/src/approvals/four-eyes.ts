@@ -8,8 +8,14 @@ import { IdemError } from '@idem/contracts';
 export interface FourEyesSubject {
   /** What is decided on, for the refusal's message: 'withdrawal' or 'proposal'. */
   kind: 'withdrawal' | 'proposal';
-  /** Who asked for it ('staff:<user id>', 'customer:<account>', 'integrator'). */
+  /** Who asked for it ('staff:<user id>', 'customer:<account>', 'apikey:<key id>', 'integrator'). */
   requestedBy: string;
+  /**
+   * Staff who answer for the requester when it is not a person: an API key's minter and last
+   * widener. A staff member could otherwise mint a key, submit with it and approve their own
+   * request, recorded as the key's.
+   */
+  answerable?: readonly string[];
   /** The name that person has for this kind: the requester of a withdrawal, the proposer of a proposal. */
   requestedByRole: 'requester' | 'proposer';
   /** The stored payload hash: a decision binds exactly this (C02). */
@@ -40,6 +46,12 @@ export function assertFourEyes(subject: FourEyesSubject, decision: FourEyesDecis
     throw new IdemError(
       'FORBIDDEN',
       `the ${subject.requestedByRole} of a ${subject.kind} cannot decide on it (four eyes)`,
+    );
+  }
+  if (subject.answerable?.includes(decision.staffId)) {
+    throw new IdemError(
+      'FORBIDDEN',
+      `the ${subject.kind} was requested with ${subject.requestedBy}, which this staff member created or last widened: they cannot decide on it (four eyes)`,
     );
   }
 }

@@ -1,4 +1,5 @@
 import { and, eq, sql } from 'drizzle-orm';
+import { apiKeyOwners, keyIdOfActor } from '../access/api-keys.ts';
 import type { Tx } from '../db/connect.ts';
 import { operations, operationTransitions } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
@@ -17,6 +18,15 @@ export async function requesterOf(tx: Tx, op: Operation): Promise<string> {
       ),
     );
   return rows[0]?.actor ?? 'unknown';
+}
+
+/**
+ * The staff who answer for a requester that is not a person: for an API key, whoever minted it
+ * and whoever last widened its scopes. Empty for every other requester.
+ */
+export async function answerableFor(tx: Tx, op: Operation, requester: string): Promise<string[]> {
+  const keyId = keyIdOfActor(requester);
+  return keyId === null ? [] : apiKeyOwners(tx, op.tenantId, keyId);
 }
 
 /** The account holder's request a staff member says they act on (a ticket, a call reference). */

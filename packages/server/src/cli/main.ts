@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import {
+  type ApiKeyScope,
   amountMinorSchema,
   explorerTemplateSchema,
   IdemError,
@@ -9,6 +10,7 @@ import {
   staffRoleSchema,
 } from '@idem/contracts';
 import {
+  ALL_API_KEY_SCOPES,
   closeBreak,
   createApiKey,
   createOutboundEndpoint,
@@ -58,7 +60,9 @@ const USAGE = `Usage: pnpm idem <command> [options]
   tenant cooling-off --tenant ID --seconds 0..2592000 [--json]
                                                   how long a new or re-roled member waits before
                                                   their approvals count (86400 by default)
-  apikey create --tenant ID [--label L] [--json]  mint an API key (shown once)
+  apikey create --tenant ID [--label L] [--scopes S,S] [--expires ISO_DATE] [--json]
+                                                  mint an API key (shown once); scopes from withdraw,
+                                                  customer-sessions, read, webhooks (all when omitted)
   apikey revoke --tenant ID --key-id KEY_ID       revoke an API key
   deposit --tenant ID --account REF --asset CODE --amount MINOR --key KEY [--reference REF] [--json]
                                                   credit an account directly, with no approval: embedded
@@ -135,7 +139,11 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       ...(typeof flags.slug === 'string' ? { slug: flags.slug } : {}),
       mfaRequired: mfa === 'on',
     });
-    const { apiKey, keyId } = await createApiKey(db, tenantId, { label: 'initial' });
+    const { apiKey, keyId } = await createApiKey(db, tenantId, {
+      label: 'initial',
+      scopes: ALL_API_KEY_SCOPES,
+      createdBy: `cli:${userInfo().username}`,
+    });
     return { tenantId, slug, mfaRequired: mfa === 'on', apiKey, keyId };
   },
   'tenant mfa': async (db, flags) => {
@@ -159,7 +167,19 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     }),
   'apikey create': async (db, flags) => {
     const label = typeof flags.label === 'string' ? flags.label : 'cli';
-    return createApiKey(db, required(flags, 'tenant'), { label });
+    const scopes =
+      typeof flags.scopes === 'string'
+        ? (flags.scopes.split(',').map((scope) => scope.trim()) as ApiKeyScope[])
+        : ALL_API_KEY_SCOPES;
+    const expires = typeof flags.expires === 'string' ? new Date(flags.expires) : null;
+    if (expires && Number.isNaN(expires.getTime())) throw new UsageError('--expires is an ISO date');
+    const created = await createApiKey(db, required(flags, 'tenant'), {
+      label,
+      scopes,
+      expiresAt: expires,
+      createdBy: `cli:${userInfo().username}`,
+    });
+    return { ...created, expiresAt: created.expiresAt?.toISOString() ?? null };
   },
   'apikey revoke': async (db, flags) => {
     await revokeApiKey(db, required(flags, 'tenant'), required(flags, 'key-id'));
@@ -368,6 +388,8 @@ function parseFlags(argv: string[]) {
         'fresh-seconds': { type: 'string' },
         tenant: { type: 'string' },
         label: { type: 'string' },
+        scopes: { type: 'string' },
+        expires: { type: 'string' },
         'key-id': { type: 'string' },
         account: { type: 'string' },
         asset: { type: 'string' },

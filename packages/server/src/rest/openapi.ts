@@ -83,7 +83,8 @@ export function openApiDocument(options: { serverUrl?: string } = {}): Record<st
         apiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: 'Your tenant API key (`pnpm idem apikey create --tenant <id>`).',
+          description:
+            'Your tenant API key (the staff API keys screen, or `pnpm idem apikey create --tenant <id>`). A key carries scopes (`withdraw`, `customer-sessions`, `read`, `webhooks`); each operation names the one it needs (`x-idem-scope`). A key may expire.',
         },
       },
       schemas: componentSchemas(),
@@ -229,7 +230,8 @@ function operationOf(route: RestRoute): Record<string, unknown> {
   return {
     operationId: route.operationId,
     summary: route.summary,
-    description: route.description,
+    description: `${route.description}\n\nRequires an API key with the \`${route.scope}\` scope.`,
+    'x-idem-scope': route.scope,
     tags: [route.tag],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.requestBody
@@ -251,7 +253,8 @@ function refusalDescription(route: RestRoute, status: number): string {
     400: route.idempotencyKeyHeader
       ? 'VALIDATION: the body or the Idempotency-Key header is missing or malformed. Nothing was written.'
       : 'VALIDATION: a parameter is malformed.',
-    401: 'UNAUTHORIZED: the API key is missing, unknown or revoked.',
+    401: 'UNAUTHORIZED: the API key is missing, unknown, revoked or expired.',
+    403: `FORBIDDEN: the API key lacks the \`${route.scope}\` scope (\`missingScope\` names it). Nothing was read or written.`,
     404: 'NOT_FOUND: no such object for this tenant (another tenant’s objects too).',
     409: route.idempotencyKeyHeader
       ? 'IDEMPOTENCY_CONFLICT: the withdrawal id is held by another key (`holderKey` names it); or IN_FLIGHT: the outcome is not known yet, retry with the same key after `Retry-After`.'

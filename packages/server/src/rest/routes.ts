@@ -1,4 +1,5 @@
 import {
+  type ApiKeyScope,
   createCustomerSessionInputSchema,
   createCustomerSessionOutputSchema,
   type ErrorCode,
@@ -47,6 +48,8 @@ export interface RestRoute {
   /** An OpenAPI path template: `{name}` is one path segment. */
   path: string;
   procedure: string;
+  /** The API key scope the procedure requires (its `apiProcedure(scope)`); a key without it is 403. */
+  scope: ApiKeyScope;
   summary: string;
   description: string;
   tag: 'Withdrawals' | 'Accounts' | 'Deposits' | 'Customer sessions';
@@ -88,6 +91,7 @@ export const restRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/withdrawals',
     procedure: 'withdrawals.submit',
+    scope: 'withdraw',
     tag: 'Withdrawals',
     summary: 'Submit a withdrawal',
     description:
@@ -128,6 +132,7 @@ export const restRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/withdrawal-batches',
     procedure: 'withdrawals.submitMany',
+    scope: 'withdraw',
     tag: 'Withdrawals',
     summary: 'Submit up to 1,000 withdrawals at once',
     description:
@@ -153,6 +158,7 @@ export const restRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/withdrawals',
     procedure: 'withdrawals.list',
+    scope: 'read',
     tag: 'Withdrawals',
     summary: 'List withdrawals',
     description:
@@ -168,6 +174,7 @@ export const restRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/withdrawals/{withdrawalId}',
     procedure: 'withdrawals.get',
+    scope: 'read',
     tag: 'Withdrawals',
     summary: 'Get a withdrawal by your withdrawal id',
     description:
@@ -183,6 +190,7 @@ export const restRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/idempotency-keys/{key}',
     procedure: 'withdrawals.getByKey',
+    scope: 'read',
     tag: 'Withdrawals',
     summary: 'What an idempotency key holds',
     description:
@@ -198,6 +206,7 @@ export const restRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/accounts/{accountId}/balances',
     procedure: 'balances.get',
+    scope: 'read',
     tag: 'Accounts',
     summary: 'An account’s balances',
     description:
@@ -213,6 +222,7 @@ export const restRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/assets',
     procedure: 'assets.list',
+    scope: 'read',
     tag: 'Accounts',
     summary: 'The assets this tenant has configured',
     description: 'Each asset’s network, decimals (minor units) and confirmation depth.',
@@ -226,6 +236,7 @@ export const restRoutes: RestRoute[] = [
     method: 'GET',
     path: '/v1/deposits',
     procedure: 'deposits.list',
+    scope: 'read',
     tag: 'Deposits',
     summary: 'List deposits',
     description: 'Credited (and reversed) deposits, newest first; one account’s with `accountId`.',
@@ -240,6 +251,7 @@ export const restRoutes: RestRoute[] = [
     method: 'POST',
     path: '/v1/customer-sessions',
     procedure: 'customerSessions.create',
+    scope: 'customer-sessions',
     tag: 'Customer sessions',
     summary: 'A one-time link to the customer screens',
     description:
@@ -253,7 +265,13 @@ export const restRoutes: RestRoute[] = [
 ];
 
 /** Refusals any tenant route can answer. */
-export const commonRefusals: ErrorCode[] = ['UNAUTHORIZED', 'RATE_LIMITED', 'INTERNAL', 'UNAVAILABLE'];
+export const commonRefusals: ErrorCode[] = [
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'RATE_LIMITED',
+  'INTERNAL',
+  'UNAVAILABLE',
+];
 
 /**
  * The status of a refusal on the REST face: the one table (errorStatus), except that a key reused

@@ -1,10 +1,10 @@
 import { listAssetsOutputSchema } from '@idem/contracts';
 import { listAssets } from '@idem/core';
 import { z } from 'zod';
-import { router, tenantProcedure } from '../trpc.ts';
+import { apiProcedure, router } from '../trpc.ts';
 
 export const assetsRouter = router({
-  list: tenantProcedure
+  list: apiProcedure('read')
     .input(z.strictObject({}).optional())
     .output(listAssetsOutputSchema)
     .query(({ ctx }) => ctx.inTenant((tx) => listAssets(tx, ctx.tenantId))),

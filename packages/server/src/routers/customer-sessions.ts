@@ -14,7 +14,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { assertSameOrigin, CUSTOMER_COOKIE, csrfTokenFor, requireWeb } from '../auth/web-request.ts';
-import { publicProcedure, router, tenantProcedure } from '../trpc.ts';
+import { apiProcedure, publicProcedure, router } from '../trpc.ts';
 
 export const customerSessionsRouter = router({
   /**
@@ -22,7 +22,7 @@ export const customerSessionsRouter = router({
    * account, like a server-made session for an embedded payment component. The token travels in
    * the URL fragment, so it is never sent to a server log or in a Referer header.
    */
-  create: tenantProcedure
+  create: apiProcedure('customer-sessions')
     .input(createCustomerSessionInputSchema)
     .output(createCustomerSessionOutputSchema)
     .mutation(async ({ ctx, input }) => {

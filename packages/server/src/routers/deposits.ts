@@ -1,10 +1,10 @@
 import { listDepositsInputSchema, listDepositsOutputSchema } from '@idem/contracts';
 import { listOperations } from '@idem/core';
-import { router, tenantProcedure } from '../trpc.ts';
+import { apiProcedure, router } from '../trpc.ts';
 
 export const depositsRouter = router({
   /** Credited (and reversed) deposits, newest first; one account's with `accountId`. */
-  list: tenantProcedure
+  list: apiProcedure('read')
     .input(listDepositsInputSchema)
     .output(listDepositsOutputSchema)
     .query(({ ctx, input }) =>

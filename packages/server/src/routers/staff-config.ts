@@ -12,6 +12,7 @@ import {
   riskRulesViewSchema,
   rotatedEndpointSecretSchema,
   rotateEndpointSecretInputSchema,
+  setApiKeyScopesInputSchema,
   setRiskRuleInputSchema,
 } from '@idem/contracts';
 import {
@@ -27,6 +28,7 @@ import {
   riskRuleHistory,
   rotateEndpointSecret,
   STRICT_EGRESS,
+  setApiKeyScopes,
 } from '@idem/core';
 import { z } from 'zod';
 import { staffWith, staffWithFresh } from '../auth/procedures.ts';
@@ -43,18 +45,51 @@ import { router } from '../trpc.ts';
 const change = staffWithFresh('administer');
 
 export const staffConfigRouter = router({
-  /** Labels, prefixes, created, last used, revoked: never a key. Operators read it too. */
+  /**
+   * Labels, prefixes, scopes, owners (who minted and last widened each key), expiry, created, last
+   * used, revoked: never a key. Operators read it too.
+   */
   apiKeys: staffWith('operate')
     .output(z.array(apiKeyViewSchema))
     .query(({ ctx }) => ctx.inTenant((tx) => listApiKeys(tx, ctx.tenantId))),
 
-  /** Mints a key; the answer is the only place it ever appears. */
+  /**
+   * Mints a key with the scopes and expiry the admin chose, recording them as its minter (four eyes
+   * refuses them on what the key submits); the answer is the only place the key ever appears.
+   */
   createApiKey: change
     .input(createApiKeyInputSchema)
     .output(createdApiKeySchema)
     .mutation(async ({ ctx, input }) => {
-      const { keyId, apiKey } = await createApiKey(ctx.db, ctx.tenantId, { label: input.label });
-      return { keyId, apiKey, label: input.label };
+      const created = await createApiKey(ctx.db, ctx.tenantId, {
+        label: input.label,
+        scopes: input.scopes,
+        expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+        createdBy: ctx.actor,
+      });
+      return {
+        keyId: created.keyId,
+        apiKey: created.apiKey,
+        label: input.label,
+        scopes: created.scopes,
+        expiresAt: created.expiresAt?.toISOString() ?? null,
+      };
+    }),
+
+  /**
+   * Replaces a key's scopes. Adding one records this admin as the key's last widener; this
+   * server's key cache forgets the key, so a narrowing applies to its next request here (within
+   * IDEM_API_KEY_CACHE_MS on other servers).
+   */
+  setApiKeyScopes: change
+    .input(setApiKeyScopesInputSchema)
+    .output(z.object({ keyId: z.uuid(), scopes: z.array(z.string()), widened: z.boolean() }))
+    .mutation(async ({ ctx, input }) => {
+      const changed = await ctx.inTenant((tx) =>
+        setApiKeyScopes(tx, ctx.tenantId, { keyId: input.keyId, scopes: input.scopes, actor: ctx.actor }),
+      );
+      ctx.apiKeyCache?.forget(input.keyId);
+      return changed;
     }),
 
   /** Revokes a key; this server's key cache forgets it at once, so its next request is refused. */

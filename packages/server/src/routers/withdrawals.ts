@@ -28,7 +28,7 @@ import {
 } from '@idem/core';
 import type { Logger } from 'pino';
 import { asIdemError } from '../errors.ts';
-import { router, tenantProcedure } from '../trpc.ts';
+import { apiProcedure, router } from '../trpc.ts';
 
 /**
  * The key comes from the body or the `Idempotency-Key` header. Both may be sent only if they
@@ -105,7 +105,7 @@ export const withdrawalsRouter = router({
    * REJECTED for insufficient funds answers INSUFFICIENT_FUNDS, the first time and on every replay,
    * because the rejection is the stored outcome of that key.
    */
-  submit: tenantProcedure
+  submit: apiProcedure('withdraw')
     .input(submitWithdrawalApiInputSchema)
     .output(submitWithdrawalOutputSchema)
     .mutation(async ({ ctx, input }) => {
@@ -121,6 +121,7 @@ export const withdrawalsRouter = router({
         tenantId: ctx.tenantId,
         request: input.request,
         idempotencyKey,
+        actor: ctx.actor,
       });
       ctx.state.operationId = claim.operation.operationId;
       ctx.state.outcome = claim.outcome;
@@ -134,7 +135,7 @@ export const withdrawalsRouter = router({
    * by one statement. Retrying the whole call is safe: every item replays by its key. Costs one
    * rate-limit token per item.
    */
-  submitMany: tenantProcedure
+  submitMany: apiProcedure('withdraw')
     .input(submitWithdrawalsEnvelopeSchema)
     .output(submitWithdrawalsOutputSchema)
     .mutation(async ({ ctx, input }) => {
@@ -151,7 +152,11 @@ export const withdrawalsRouter = router({
       }
       const parsed = input.items.map((item) => withdrawalBatchItemSchema.safeParse(item));
       const valid = parsed.flatMap((entry) => (entry.success ? [entry.data] : []));
-      const written = await submitWithdrawals(ctx.db, { tenantId: ctx.tenantId, items: valid });
+      const written = await submitWithdrawals(ctx.db, {
+        tenantId: ctx.tenantId,
+        items: valid,
+        actor: ctx.actor,
+      });
       let next = 0;
       const outcomes: ItemOutcome[] = parsed.map((entry) =>
         entry.success
@@ -187,7 +192,7 @@ export const withdrawalsRouter = router({
     }),
 
   /** By the integrator's withdrawal id. Another tenant's withdrawal is NOT_FOUND, like a missing one. */
-  get: tenantProcedure
+  get: apiProcedure('read')
     .input(getWithdrawalInputSchema)
     .output(operationViewSchema)
     .query(async ({ ctx, input }) => {
@@ -204,7 +209,7 @@ export const withdrawalsRouter = router({
    * refused for another key's withdrawal id, one expired by retention and another tenant's are all
    * NOT_FOUND: a refused claim leaves no trace (C04).
    */
-  getByKey: tenantProcedure
+  getByKey: apiProcedure('read')
     .input(getWithdrawalByKeyInputSchema)
     .output(operationViewSchema)
     .query(async ({ ctx, input }) => {
@@ -214,7 +219,7 @@ export const withdrawalsRouter = router({
       return toView(found);
     }),
 
-  list: tenantProcedure
+  list: apiProcedure('read')
     .input(listWithdrawalsInputSchema)
     .output(listWithdrawalsOutputSchema)
     .query(({ ctx, input }) =>

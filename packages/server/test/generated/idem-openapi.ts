@@ -10,12 +10,16 @@ export interface paths {
         /**
          * List withdrawals
          * @description Newest first, optionally in one state. Pass `nextCursor` back as `cursor` for the next page.
+         *
+         *     Requires an API key with the `read` scope.
          */
         get: operations["listWithdrawals"];
         put?: never;
         /**
          * Submit a withdrawal
          * @description Creates the withdrawal, or answers with the one this Idempotency-Key already created. Send the same key on every retry of one withdrawal (`withdrawal-<your id>`): 201 the first time, 200 with `Idempotent-Replayed: true` afterwards. The key bound to a different payload is 422; a second key for a withdrawal id another key holds is 409 and names `holderKey`; while the outcome is UNKNOWN the answer is 409 IN_FLIGHT with `Retry-After`. A withdrawal rejected for insufficient funds keeps that outcome: every replay is the same 422.
+         *
+         *     Requires an API key with the `withdraw` scope.
          */
         post: operations["submitWithdrawal"];
         delete?: never;
@@ -36,6 +40,8 @@ export interface paths {
         /**
          * Submit up to 1,000 withdrawals at once
          * @description Each item is a withdrawal with its own `idempotencyKey` (the same key you would send in the `Idempotency-Key` header of `POST /v1/withdrawals`), answered in `results` in the order of `items`: `{outcome, withdrawal}` as that call would answer it (CREATED or REPLAYED), or `{error}` with the code it would refuse with (VALIDATION, IDEMPOTENCY_CONFLICT with `holderKey` for a withdrawal id another key holds, IN_FLIGHT with `retryAfterMs`, INSUFFICIENT_FUNDS, which that key keeps). One item’s refusal writes nothing for it and never fails the others. The batch itself has no key and no `Idempotency-Key` header is read: retrying the whole batch after a lost answer or a 503 is safe, since every item replays by its key. The answer is 200 whenever the items were answered, whatever each came to (not 207 Multi-Status, a WebDAV status whose body is XML); 400 when the batch itself is malformed (not an object with 1 to 1,000 `items`, nothing written); 503 when the database was out of reach for every item. A batch costs one rate-limit token per item.
+         *
+         *     Requires an API key with the `withdraw` scope.
          */
         post: operations["submitWithdrawalBatch"];
         delete?: never;
@@ -54,6 +60,8 @@ export interface paths {
         /**
          * Get a withdrawal by your withdrawal id
          * @description Its state and where the money went: `txHash` for a chain Idem signs for, or `custodianTransferId` and `custodianTxHash` for a custodian-routed one. Another tenant’s withdrawal is 404, like a missing one.
+         *
+         *     Requires an API key with the `read` scope.
          */
         get: operations["getWithdrawal"];
         put?: never;
@@ -74,6 +82,8 @@ export interface paths {
         /**
          * What an idempotency key holds
          * @description The withdrawal this key created, or 404: a key never used, refused because another key holds the withdrawal id, expired by retention, or another tenant’s. After a 409 naming `holderKey`, this tells you what that key produced.
+         *
+         *     Requires an API key with the `read` scope.
          */
         get: operations["getIdempotencyKey"];
         put?: never;
@@ -94,6 +104,8 @@ export interface paths {
         /**
          * An account’s balances
          * @description Available and held amounts per asset, in minor units; empty for an account with no entries.
+         *
+         *     Requires an API key with the `read` scope.
          */
         get: operations["getBalances"];
         put?: never;
@@ -114,6 +126,8 @@ export interface paths {
         /**
          * The assets this tenant has configured
          * @description Each asset’s network, decimals (minor units) and confirmation depth.
+         *
+         *     Requires an API key with the `read` scope.
          */
         get: operations["listAssets"];
         put?: never;
@@ -134,6 +148,8 @@ export interface paths {
         /**
          * List deposits
          * @description Credited (and reversed) deposits, newest first; one account’s with `accountId`.
+         *
+         *     Requires an API key with the `read` scope.
          */
         get: operations["listDeposits"];
         put?: never;
@@ -156,6 +172,8 @@ export interface paths {
         /**
          * A one-time link to the customer screens
          * @description Opens a short-lived session for one account when the customer follows it (once). A retry may mint a second link; the unused one expires.
+         *
+         *     Requires an API key with the `customer-sessions` scope.
          */
         post: operations["createCustomerSession"];
         delete?: never;
@@ -294,6 +312,8 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /** @enum {string} */
+            missingScope?: "withdraw" | "customer-sessions" | "read" | "webhooks";
         };
         OperationWebhook: {
             /** @constant */
@@ -365,8 +385,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `read` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -456,8 +486,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `withdraw` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -563,8 +603,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `withdraw` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -647,8 +697,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `read` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -731,8 +791,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `read` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -815,8 +885,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `read` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -877,8 +957,18 @@ export interface operations {
                     "application/json": components["schemas"]["Assets"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `read` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -953,8 +1043,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `read` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1029,8 +1129,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description UNAUTHORIZED: the API key is missing, unknown or revoked. */
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `customer-sessions` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

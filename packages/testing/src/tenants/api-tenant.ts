@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { createApiKey, createTenant, type Database, recordDeposit, withTenant } from '@idem/core';
+import {
+  ALL_API_KEY_SCOPES,
+  createApiKey,
+  createTenant,
+  type Database,
+  recordDeposit,
+  withTenant,
+} from '@idem/core';
 import { ETH } from '../chain/units.ts';
 
 export function uniqueId(prefix: string): string {
@@ -35,6 +42,12 @@ export async function provisionTenant(
       }),
     );
   }
-  const { apiKey, keyId } = await createApiKey(db, tenantId);
+  // Every scope: the suites that use this tenant drive every API call; I31-KEYS mints its own
+  // narrower keys.
+  const { apiKey, keyId } = await createApiKey(db, tenantId, {
+    label: 'fixture',
+    scopes: ALL_API_KEY_SCOPES,
+    createdBy: 'test:fixture',
+  });
   return { tenantId, apiKey, keyId };
 }

@@ -1,31 +1,39 @@
-import { roleAllows } from '@idem/contracts';
-import { Badge, Button, Code, Group, Loader, Table, Text, TextInput, Title } from '@mantine/core';
+import { type ApiKeyView, roleAllows } from '@idem/contracts';
+import { Alert, Badge, Button, Code, Group, Loader, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { ApiKeyForm, type NewKey } from './ApiKeyForm.tsx';
 import { SecretOnce } from './SecretOnce.tsx';
 import { useStaff } from './session.tsx';
 
+/** Who minted or widened a key, as the screen names them. */
+function ownerText(actor: string | null, email: string | null): string {
+  if (email) return email;
+  if (actor === null) return 'unknown (minted before owners were recorded)';
+  return actor;
+}
+
 /**
- * The tenant's API keys: created with a label and shown once, listed with a prefix to
- * tell them apart and their last use (to the minute), revoked. Administrators change; operators read.
+ * The tenant's API keys: created with a label, scopes and an expiry, and shown once; listed with a
+ * prefix to tell them apart, their scopes, who minted and last widened them (four eyes refuses
+ * those staff on what the key submits), expiry and last use (to the minute); revoked.
+ * Administrators change; operators read. A key without an expiry is allowed and warned about.
  */
 export function ApiKeys() {
   const me = useStaff();
   const admin = roleAllows(me.role, 'administer');
   const queryClient = useQueryClient();
-  const [label, setLabel] = useState('');
   const [shown, setShown] = useState<{ label: string; apiKey: string } | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const keys = useQuery({ queryKey: ['staff', 'api-keys'], queryFn: () => api.staffConfig.apiKeys.query() });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff', 'api-keys'] });
   const create = useMutation({
-    mutationFn: () => api.staffConfig.createApiKey.mutate({ label }),
+    mutationFn: (key: NewKey) => api.staffConfig.createApiKey.mutate(key),
     onSuccess: (created) => {
       setShown({ label: created.label, apiKey: created.apiKey });
-      setLabel('');
       refresh();
     },
   });
@@ -43,30 +51,10 @@ export function ApiKeys() {
       </Title>
       <Text size="sm">
         Your backend calls Idem with these keys. A revoked key is refused at once by this server, and within a
-        few seconds by every other.
+        few seconds by every other. A key may only do what its scopes allow. The staff member who created a
+        key or last added a scope to it cannot approve a withdrawal the key submits.
       </Text>
-      {admin ? (
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            create.mutate();
-          }}
-        >
-          <Group align="end">
-            <TextInput
-              label="Label"
-              description="What the key is for, e.g. payouts backend"
-              value={label}
-              onChange={(event) => setLabel(event.currentTarget.value)}
-              maxLength={120}
-              required
-            />
-            <Button type="submit" loading={create.isPending}>
-              Create key
-            </Button>
-          </Group>
-        </form>
-      ) : null}
+      {admin ? <ApiKeyForm pending={create.isPending} onCreate={(key) => create.mutate(key)} /> : null}
       <ProblemAlert error={create.error} title="Key not created" />
       <ProblemAlert error={revoke.error} title="Key not revoked" />
       {shown ? (
@@ -77,15 +65,19 @@ export function ApiKeys() {
         />
       ) : null}
       <ProblemAlert error={keys.error} />
+      <NoExpiryWarning keys={keys.data ?? []} />
       {keys.isPending ? <Loader aria-label="Loading keys" /> : null}
       {keys.data && keys.data.length === 0 ? <Text>No keys yet.</Text> : null}
       {keys.data && keys.data.length > 0 ? (
-        <Table.ScrollContainer minWidth={720}>
+        <Table.ScrollContainer minWidth={1100}>
           <Table striped data-testid="api-keys">
             <Table.Thead>
               <Table.Tr>
                 <Table.Th>Label</Table.Th>
                 <Table.Th>Prefix</Table.Th>
+                <Table.Th>Scopes</Table.Th>
+                <Table.Th>Owner</Table.Th>
+                <Table.Th>Expires</Table.Th>
                 <Table.Th>Created</Table.Th>
                 <Table.Th>Last used</Table.Th>
                 <Table.Th>Status</Table.Th>
@@ -98,6 +90,23 @@ export function ApiKeys() {
                   <Table.Td>{key.label}</Table.Td>
                   <Table.Td>
                     <Code>{key.prefix}…</Code>
+                  </Table.Td>
+                  <Table.Td>
+                    <Group gap={4}>
+                      {key.scopes.map((scope) => (
+                        <Code key={scope}>{scope}</Code>
+                      ))}
+                    </Group>
+                  </Table.Td>
+                  <KeyOwner keyView={key} />
+                  <Table.Td>
+                    {key.expiresAt ? (
+                      formatTime(key.expiresAt)
+                    ) : (
+                      <Text size="sm" fw={700} c="red.9">
+                        never expires
+                      </Text>
+                    )}
                   </Table.Td>
                   <Table.Td>{formatTime(key.createdAt)}</Table.Td>
                   <Table.Td>{key.lastUsedAt ? formatTime(key.lastUsedAt) : 'never'}</Table.Td>
@@ -141,5 +150,32 @@ export function ApiKeys() {
         </Table.ScrollContainer>
       ) : null}
     </>
+  );
+}
+
+function KeyOwner({ keyView }: { keyView: ApiKeyView }) {
+  return (
+    <Table.Td>
+      <Text size="sm">{ownerText(keyView.createdBy, keyView.createdByEmail)}</Text>
+      {keyView.widenedBy ? (
+        <Text size="xs">
+          widened by {ownerText(keyView.widenedBy, keyView.widenedByEmail)}
+          {keyView.widenedAt ? ` ${formatTime(keyView.widenedAt)}` : ''}
+        </Text>
+      ) : null}
+    </Table.Td>
+  );
+}
+
+/** Active keys without an expiry work until someone revokes them: say so above the list. */
+function NoExpiryWarning({ keys }: { keys: ApiKeyView[] }) {
+  const forever = keys.filter((key) => !key.revokedAt && !key.expiresAt);
+  if (forever.length === 0) return null;
+  return (
+    <Alert color="red.9" variant="outline" title="Keys that never expire" data-testid="no-expiry-warning">
+      {forever.length === 1 ? 'One active key has' : `${forever.length} active keys have`} no expiry (
+      {forever.map((key) => key.label).join(', ')}): it works until someone revokes it. Prefer keys that
+      expire, and replace them before they do.
+    </Alert>
   );
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StaffRole } from '@idem/contracts';
 import {
+  ALL_API_KEY_SCOPES,
   createApiKey,
   createStaffUser,
   createTenant,
@@ -143,7 +144,7 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
     if (approved.state !== 'APPROVED') throw new Error(`fixture withdrawal is ${approved.state}`);
     return approved.operationId;
   });
-  const { apiKey } = await createApiKey(db, tenantId);
+  const { apiKey } = await createApiKey(db, tenantId, { scopes: ALL_API_KEY_SCOPES, createdBy: 'test' });
   return { tenantId, apiKey, staff, stuckOperationId, approvedOperationId };
 }
 
@@ -404,7 +405,7 @@ export async function startChainStack(
         }),
       );
     }
-    ({ apiKey } = await createApiKey(handle.db, tenantId));
+    ({ apiKey } = await createApiKey(handle.db, tenantId, { scopes: ALL_API_KEY_SCOPES, createdBy: 'test' }));
   } finally {
     await handle.close();
   }

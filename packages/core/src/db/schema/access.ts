@@ -1,4 +1,5 @@
-import { index, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { check, index, pgTable, primaryKey, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
 /**
@@ -16,7 +17,22 @@ export const apiKeys = pgTable(
     /** A few leading characters of the secret part, so an operator can tell keys apart. */
     hint: text('hint').notNull(),
     label: text('label').notNull(),
+    /**
+     * What the key may do (contracts' apiKeyScopes). Keys minted before scopes existed were given
+     * every scope, so no integrator broke; a new key names its own.
+     */
+    scopes: text('scopes').array().notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * Who minted it: `staff:<user id>`, `cli`, or null for a key older than owners. With the last
+     * widener, the staff four eyes refuses on what the key submits.
+     */
+    createdBy: text('created_by'),
+    /** Who last added a scope and when; null until a scope is added. */
+    widenedBy: text('widened_by'),
+    widenedAt: timestamp('widened_at', { withTimezone: true }),
+    /** Past this instant the key authenticates nothing; null: it never expires. Set once, at minting. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     /**
      * When the key last authenticated, to the minute: written at most once a minute per key, on a
@@ -27,6 +43,11 @@ export const apiKeys = pgTable(
   (t) => [
     primaryKey({ columns: [t.tenantId, t.keyId] }),
     unique('api_keys_tenant_hash').on(t.tenantId, t.keyHash),
+    check(
+      'api_keys_scopes_known',
+      sql`cardinality(${t.scopes}) between 1 and 4 and ${t.scopes} <@ array['withdraw', 'customer-sessions', 'read', 'webhooks']::text[]`,
+    ),
+    check('api_keys_widened_together', sql`(${t.widenedBy} is null) = (${t.widenedAt} is null)`),
     tenantPolicy(),
   ],
 );
