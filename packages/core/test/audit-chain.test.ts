@@ -1,12 +1,25 @@
 import { randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { IdemError } from '@idem/contracts';
-import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import {
+  createTestDatabase,
+  onPostgres,
+  scratchPostgresDatabase,
+  serverUrl,
+  type TestDatabase,
+} from '@idem/testing/database';
 import { newTenant } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIT_GENESIS_HASH, verifyAuditChain } from '../src/audit/audit-chain.ts';
 import { listAudit, recordAudit } from '../src/audit/audit-log.ts';
 import { runAudited } from '../src/audit/audited-transaction.ts';
+import { type Database, migrationsFolder } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 
@@ -157,3 +170,56 @@ describe('I31-AUDIT the audit log is a verified hash chain per tenant', () => {
     expect((await verify(tenantId)).ok).toBe(true);
   });
 });
+
+/** The migrations folder as it stood before the migration tagged `tag`: a copy without it and what follows. */
+function migrationsBefore(tag: string): { folder: string; remove(): void } {
+  const folder = mkdtempSync(join(tmpdir(), 'idem-migrations-'));
+  cpSync(migrationsFolder, folder, { recursive: true });
+  const journalPath = join(folder, 'meta', '_journal.json');
+  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as {
+    entries: { idx: number; tag: string }[];
+  };
+  const cut = journal.entries.find((entry) => entry.tag.endsWith(`_${tag}`))?.idx;
+  if (cut === undefined) throw new Error(`no migration tagged ${tag}`);
+  const later = journal.entries.filter((entry) => entry.idx >= cut).map((entry) => `${entry.tag}.sql`);
+  for (const file of readdirSync(folder)) if (later.includes(file)) rmSync(join(folder, file));
+  journal.entries = journal.entries.filter((entry) => entry.idx < cut);
+  writeFileSync(journalPath, JSON.stringify(journal));
+  return { folder, remove: () => rmSync(folder, { recursive: true, force: true }) };
+}
+
+describe.skipIf(!onPostgres)(
+  'I31-AUDIT the migration chains the rows logged before the chain (PostgreSQL)',
+  () => {
+    it('I31-AUDIT rows of two tenants logged before the chain migration verify after it, and new rows extend them', async () => {
+      const scratch = await scratchPostgresDatabase(serverUrl() ?? '', 'idem_chain');
+      const client = postgres(scratch.url, { max: 2, onnotice: () => {} });
+      const before = migrationsBefore('audit_chain');
+      try {
+        const db = drizzle(client) as unknown as Database;
+        await migrate(drizzle(client), { migrationsFolder: before.folder });
+        // The schema of that time: raw SQL as the owner, since today's code writes later columns.
+        const tenants = [randomUUID(), randomUUID()];
+        for (const tenantId of tenants) {
+          await db.execute(sql`insert into tenants (tenant_id, name) values (${tenantId}, 'Old log')`);
+          for (let n = 0; n < 5; n += 1) {
+            await db.execute(sql`insert into audit_log (tenant_id, entry_id, actor, action, outcome, details)
+            values (${tenantId}, ${randomUUID()}, 'staff:old', ${`old.${n}`}, 'ok', ${JSON.stringify({ n, q: 'a"b' })}::jsonb)`);
+          }
+        }
+        await migrate(drizzle(client), { migrationsFolder });
+        for (const tenantId of tenants) {
+          await withTenant(db, tenantId, (tx) =>
+            recordAudit(tx, { tenantId, actor: 'staff:new', action: 'new', outcome: 'ok' }),
+          );
+          const report = await withTenant(db, tenantId, (tx) => verifyAuditChain(tx, tenantId));
+          expect([report.ok, report.entries, report.break]).toEqual([true, 6, null]);
+        }
+      } finally {
+        before.remove();
+        await client.end();
+        await scratch.drop();
+      }
+    });
+  },
+);
