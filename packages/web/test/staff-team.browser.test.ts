@@ -9,6 +9,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { hashPassword } from '@idem/server';
+import { type MailServer, startMailServer } from '@idem/testing/mail';
 import { generate } from 'otplib';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,8 +26,10 @@ import {
 /**
  * Issue 14 in a real Chromium against the real server: a tenant that requires TOTP (the default),
  * its admin enrolling from the QR code's otpauth URL and approving after a step-up code, then
- * inviting an approver through a one-time link, who sets a password, enrols and approves. Codes
- * come from otplib, as an authenticator app computes them.
+ * inviting an approver, whose one-time link arrives by e-mail over a real local SMTP server (never
+ * on the admin's screen); the approver sets a password through it and enrols, and their approval is
+ * refused until the cooling-off period the Team screen shows has passed. Codes come from otplib, as
+ * an authenticator app computes them.
  */
 const GAMMA = {
   name: 'Gamma Exchange',
@@ -42,6 +45,7 @@ const destinations = {
 };
 
 let stack: Stack;
+let mailServer: MailServer;
 let admin: Page;
 let adminDevice: Authenticator;
 
@@ -150,11 +154,13 @@ async function withStepUp(page: Page, device: Authenticator, click: () => Promis
 }
 
 beforeAll(async () => {
-  stack = await startStack({ provisionMore: provisionGamma });
+  mailServer = await startMailServer();
+  stack = await startStack({ provisionMore: provisionGamma, mail: mailServer });
 });
 
 afterAll(async () => {
   await stack?.stop();
+  await mailServer?.close();
 });
 
 describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
@@ -198,16 +204,22 @@ describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
       .toContain('1 of 1 approvals; the withdrawal is APPROVED');
   }, 120_000);
 
-  it('I14-TEAM an admin adds an approver through an invitation link; the approver sets a password, enrols and approves', async () => {
+  it('I14-TEAM I31-INVITE an admin invites an approver, who accepts from the e-mail link, sets a password and enrols; their approval waits out the cooling-off period the Team screen shows', async () => {
     await admin.goto('/staff/team');
     await admin.getByTestId('team-table').waitFor();
     expect(await seriousViolations(admin)).toEqual([]);
     await admin.getByLabel('E-mail').fill(GAMMA.approver);
-    const link = admin.getByTestId('invitation-url');
-    await withStepUp(admin, adminDevice, () => admin.getByRole('button', { name: 'Invite' }).click(), link);
-    const invitationUrl = (await link.textContent()) ?? '';
-    expect(invitationUrl).toContain('/staff/invite#');
+    const sent = admin.getByTestId('invitation-sent');
+    await withStepUp(admin, adminDevice, () => admin.getByRole('button', { name: 'Invite' }).click(), sent);
+    expect(await sent.textContent()).toContain(GAMMA.approver);
+    // The admin's screen never shows the link: it went to the invitee's mailbox only.
+    expect(await admin.content()).not.toContain('/staff/invite');
     await screenshot(admin, 'staff-team-invited');
+
+    const mail = await mailServer.waitFor(GAMMA.approver);
+    const invitationUrl = mail.links.find((link) => link.includes('/staff/invite#')) ?? '';
+    expect(invitationUrl.startsWith(`${stack.baseUrl}/staff/invite#`)).toBe(true);
+    expect(await admin.content()).not.toContain(new URL(invitationUrl).hash.slice(1));
 
     const approver = await newPage(stack);
     await approver.goto(invitationUrl);
@@ -223,18 +235,13 @@ describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
       `${GAMMA.approver} (approver)`,
     );
 
+    // A new member cools off (24 hours by default): the approval is refused, saying from when.
     await approver.goto('/staff/approvals');
     const card = approver.getByTestId('approval-card').filter({ hasText: destinations.byApprover });
     await card.waitFor();
     await card.getByTestId('approve').click();
-    await expect
-      .poll(() =>
-        approver
-          .getByTestId('decision-result')
-          .textContent()
-          .catch(() => ''),
-      )
-      .toContain('1 of 1 approvals; the withdrawal is APPROVED');
+    await expect.poll(() => card.textContent().catch(() => '')).toContain('can approve from');
+    await screenshot(approver, 'staff-approval-cooling-off');
     // Signing in again asks for the code after the password.
     await approver.getByRole('button', { name: 'Sign out' }).click();
     await approver.getByLabel('E-mail').waitFor();
@@ -255,6 +262,12 @@ describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
     await row.waitFor();
     expect(await row.textContent()).toContain('active');
     expect(await row.getByRole('cell').nth(3).textContent()).toBe('set up');
+    const approvalsFrom = (await row.getByTestId('approvals-from').textContent()) ?? '';
+    expect(approvalsFrom).toMatch(/^can approve from /);
+    // About 24 hours from now, as the browser's locale writes it.
+    const shown = await admin.evaluate(() => Date.now() + 24 * 3_600_000);
+    expect(approvalsFrom).toContain(await admin.evaluate((at) => new Date(at).toLocaleDateString(), shown));
+    expect(await seriousViolations(admin)).toEqual([]);
     await screenshot(admin, 'staff-team');
     await admin.context().close();
   }, 120_000);

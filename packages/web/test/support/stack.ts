@@ -167,6 +167,8 @@ export async function startStack(
   options: {
     /** Writes more into the database before the server opens it (one process at a time may). */
     provisionMore?: (db: Database) => Promise<void>;
+    /** The SMTP server the server's mail sender sends through (@idem/testing/mail's startMailServer). */
+    mail?: { url: string };
   } = {},
 ): Promise<Stack> {
   // Already migrated (a copy of a template): initialising PGlite took ~15 s of every stack.
@@ -188,6 +190,7 @@ export async function startStack(
     IDEM_EMBEDDED_RAILS: 'false',
     IDEM_WORKER_IN_PROCESS: 'false',
     IDEM_CUSTODIAN_URL: custodian.url,
+    ...(options.mail ? { IDEM_SMTP_URL: options.mail.url, IDEM_MAIL_INTERVAL_MS: '200' } : {}),
   });
   const { baseUrl, output } = server;
   const browser = await launchBrowser();
