@@ -261,6 +261,7 @@ export {
   MFA_FAILURE_WINDOW_MS,
   MFA_FAILURES_MAX,
   type MfaRecord,
+  listMfaSecrets,
   mfaStateOf,
   resealMfaSecret,
   reserveMfaAttempt,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -6,6 +6,7 @@ import {
   createStaffUser,
   createTenant,
   listAudit,
+  listMfaSecrets,
   startMfaEnrolment,
   withTenant,
 } from '@idem/core';
@@ -165,5 +166,33 @@ describe(`I31-MFA idem proposal asks for a TOTP code (${kind})`, () => {
     // The same code again is a replay of its time step.
     const replay = await as('approver', {}, 'show', '--id', proposalId, '--code', fresh);
     expect(replay.stderr).toMatch(/^idem: UNAUTHORIZED: /);
+  });
+
+  it('I31-MFA rotation: idem mfa reseal seals every secret under the new first key, so the old line can go', async () => {
+    const oldLine = readFileSync(keyFile, 'utf8').trim();
+    const newLine = newMfaKeyLine();
+    const newId = newLine.split(':')[0] ?? '';
+    const rotated = join(keyDir, 'rotated.key');
+    writeFileSync(rotated, `${newLine}\n${oldLine}\n`, { mode: 0o600 });
+    const reseal = (file: string) =>
+      idem({ ...backend.env, IDEM_MFA_KEY_FILE: file }, 'mfa', 'reseal', '--tenant', tenantId, '--json');
+
+    const first = printed<{ keyId: string; resealed: number; current: number; unopened: string[] }>(
+      await reseal(rotated),
+    );
+    expect(first).toMatchObject({ keyId: newId, resealed: 2, current: 0, unopened: [] });
+    const keyIds = await withDirectDatabase(backend, (db) =>
+      withTenant(db, tenantId, async (tx) =>
+        (await listMfaSecrets(tx, tenantId)).map((row) => row.secret?.split('.')[1]),
+      ),
+    );
+    expect(keyIds).toEqual([newId, newId]);
+    // With only the new line left, everything still opens.
+    const newOnly = join(keyDir, 'new-only.key');
+    writeFileSync(newOnly, `${newLine}\n`, { mode: 0o600 });
+    expect(printed(await reseal(newOnly))).toMatchObject({ resealed: 0, current: 2, unopened: [] });
+    // The old file alone opens nothing now: each member is named, nothing is changed.
+    const stale = printed<{ unopened: string[] }>(await reseal(keyFile));
+    expect(stale.unopened.sort()).toEqual([users.operator, users.approver].sort());
   });
 });

@@ -144,6 +144,27 @@ export async function startMfaEnrolment(tx: Tx, input: { tenantId: string; userI
     throw new IdemError('IDEMPOTENCY_CONFLICT', 'authentication is already set up for this staff member');
 }
 
+/** Every stored TOTP secret of a tenant, pending or confirmed (for sealing them anew at rotation). */
+export async function listMfaSecrets(
+  tx: Tx,
+  tenantId: string,
+): Promise<{ userId: string; secret: string | null; pendingSecret: string | null }[]> {
+  return tx
+    .select({
+      userId: staffUsers.userId,
+      secret: staffUsers.mfaSecret,
+      pendingSecret: staffUsers.mfaPendingSecret,
+    })
+    .from(staffUsers)
+    .where(
+      and(
+        eq(staffUsers.tenantId, tenantId),
+        sql`(${staffUsers.mfaSecret} is not null or ${staffUsers.mfaPendingSecret} is not null)`,
+      ),
+    )
+    .orderBy(staffUsers.userId);
+}
+
 /**
  * Stores a secret sealed anew (under the current key, or for the first time when it was kept in
  * clear) in place of the value it was read as. Conditional on that value: an enrolment or another

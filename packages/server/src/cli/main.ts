@@ -43,6 +43,7 @@ import { createLogger } from '../logger.ts';
 import { startMoneyMovers } from '../money-movers.ts';
 import { workerSettingsFrom } from '../worker-settings.ts';
 import { AUDIT_USAGE, auditCommand } from './audit.ts';
+import { resealTenantSecrets } from './mfa.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
 import { RECONCILE_USAGE, reconcileCommand } from './reconcile.ts';
@@ -57,6 +58,8 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   TOTP for approvers, operators, admins (on by default)
   tenant mfa --tenant ID [--mfa on|off] [--fresh-seconds 30..3600] [--json]
                                                   TOTP requirement and step-up window of a tenant
+  mfa reseal --tenant ID [--json]                 seal the tenant's TOTP secrets under the first key of
+                                                  IDEM_MFA_KEY_FILE (key rotation; docs/RUNBOOK.md)
   tenant cooling-off --tenant ID --seconds 0..2592000 [--json]
                                                   how long a new or re-roled member waits before
                                                   their approvals count (86400 by default)
@@ -370,6 +373,7 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     );
     return { userId: user.userId, tenantId, email: user.email, role: user.role };
   },
+  'mfa reseal': (db, flags) => resealTenantSecrets(db, readEnv(), required(flags, 'tenant')),
   'webhook-endpoint create': async (db, flags) =>
     createWebhookEndpoint(db, required(flags, 'tenant'), { source: required(flags, 'source') }),
   ...proposalCommands,
