@@ -258,10 +258,10 @@ export {
 export {
   acceptMfaStep,
   confirmMfaEnrolment,
+  listMfaSecrets,
   MFA_FAILURE_WINDOW_MS,
   MFA_FAILURES_MAX,
   type MfaRecord,
-  listMfaSecrets,
   mfaStateOf,
   resealMfaSecret,
   reserveMfaAttempt,
