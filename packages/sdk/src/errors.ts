@@ -32,8 +32,17 @@ export class IdemApiError extends Error {
   get isNotFound(): boolean {
     return this.code === 'NOT_FOUND';
   }
+  /** The API key is missing, unknown, revoked or past its expiry. */
   get isUnauthorized(): boolean {
     return this.code === 'UNAUTHORIZED';
+  }
+  /** The API key lacks the scope this call needs (`missingScope` names it). Never retried. */
+  get isForbidden(): boolean {
+    return this.code === 'FORBIDDEN';
+  }
+  /** On FORBIDDEN for an API key: the scope to add to the key (staff API keys screen) or to use a key with. */
+  get missingScope(): string | undefined {
+    return this.problem.missingScope;
   }
   /**
    * The database was out of reach (a failover, a lost connection): the SDK already retried with the

@@ -1,4 +1,5 @@
 import { createStaffUser, setRiskPolicy, withTenant } from '@idem/core';
+import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
@@ -220,6 +221,15 @@ describe('I31-KEYS API keys with scopes, owners and expiry', () => {
     expect(session.status).toBe(403);
     expect(String(session.body.detail)).toContain('customer-sessions');
     expect(session.body).not.toHaveProperty('url');
+
+    // Through the SDK: a typed refusal naming the scope, not retried.
+    const sdk = createIdemClient({ baseUrl: base, apiKey: readOnly.apiKey });
+    const typed = await sdk.withdrawals
+      .submit(body, withdrawalKey(withdrawalId))
+      .catch((error: unknown) => error);
+    expect(typed).toBeInstanceOf(IdemApiError);
+    expect((typed as IdemApiError).isForbidden).toBe(true);
+    expect((typed as IdemApiError).missingScope).toBe('withdraw');
 
     // A withdraw-only key reads nothing.
     const writer = await mintKey('admin', { label: 'writer', scopes: ['withdraw'] });
