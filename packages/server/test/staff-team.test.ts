@@ -704,6 +704,38 @@ describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool
     expect(dataOf<{ email: string }>(accepted).email).toBe('mailed@relaxed.invalid');
   });
 
+  it('I31-INVITE a mail server that refuses for now gets the invitation again later: the outbox retries until it is accepted', async () => {
+    mailServer.refuseNext(1);
+    const answer = await http.call('staffTeam.invite', {
+      mutation: true,
+      session: admin,
+      input: { email: 'retried@relaxed.invalid', role: 'support' },
+    });
+    expect(answer.status).toBe(200);
+    const mailed = await mailedInvitation('retried@relaxed.invalid');
+    expect(mailServer.refused()).toBe(1);
+    // One failed attempt recorded, then the one that was accepted.
+    await expect
+      .poll(
+        async () =>
+          (
+            await withTenant(database.db, orgs.relaxed.tenantId, async (tx) =>
+              rowsOf<{ status: string; attempts: number }>(
+                await tx.execute(
+                  sql`select status, attempts from work_items where topic = 'mail.staff_invitation' and payload->>'to' = 'retried@relaxed.invalid'`,
+                ),
+              ),
+            )
+          )[0],
+      )
+      .toEqual({ status: 'done', attempts: 2 });
+    const accepted = await http.call('staffAuth.acceptInvitation', {
+      mutation: true,
+      input: { token: mailed.token, password: PASSWORD },
+    });
+    expect(accepted.status).toBe(200);
+  });
+
   it('I31-INVITE a member re-roled to approver is refused with COOLING_OFF until the period ends; the refusal counts nothing', async () => {
     const promotedId = dataOf<{ userId: string }>(
       await signInRaw({

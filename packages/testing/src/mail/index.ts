@@ -24,6 +24,10 @@ export interface MailServer {
     recipient: string,
     options?: { where?: (mail: ReceivedMail) => boolean; timeoutMs?: number },
   ): Promise<ReceivedMail>;
+  /** Answers the next `count` messages with a temporary failure (451), as a relay in trouble does. */
+  refuseNext(count: number): void;
+  /** How many messages were refused so far. */
+  refused(): number;
   close(): Promise<void>;
 }
 
@@ -37,12 +41,22 @@ const MESSAGE_BYTES_MAX = 1_000_000;
 export async function startMailServer(): Promise<MailServer> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
+  const refusals = { pending: 0, done: 0 };
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['AUTH', 'STARTTLS'],
     size: MESSAGE_BYTES_MAX,
     logger: false,
     onData(stream, session, callback) {
+      if (refusals.pending > 0) {
+        refusals.pending -= 1;
+        refusals.done += 1;
+        stream.resume();
+        stream.once('end', () =>
+          callback(Object.assign(new Error('try again later'), { responseCode: 451 })),
+        );
+        return;
+      }
       simpleParser(stream).then(
         (parsed) => {
           const text = parsed.text ?? '';
@@ -94,6 +108,10 @@ export async function startMailServer(): Promise<MailServer> {
         waiters.add(wake);
       });
     },
+    refuseNext(count) {
+      refusals.pending = count;
+    },
+    refused: () => refusals.done,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
