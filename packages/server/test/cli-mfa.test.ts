@@ -82,7 +82,7 @@ describe(`I31-MFA idem proposal asks for a TOTP code (${kind})`, () => {
           });
         });
         secrets[role] = secret;
-        devices[role] = totpDevice(secret);
+        devices[role] = totpDevice(secret, { fresh: true });
       }
     });
   });

@@ -1,17 +1,30 @@
 import { generate } from 'otplib';
+import { vi } from 'vitest';
 
 /**
  * An authenticator app for one enrolled secret. The server accepts the codes of the previous,
  * current and next 30-second step and never one of a step at or before the last it accepted, so
  * each code this hands out is for the step after the last one used, within that window.
+ *
+ * `fresh`: for callers that take seconds to send a code (a CLI process on a loaded machine), never
+ * hand out the previous step's code, which may expire on the way; when no unused step is left in
+ * the window, wait (polling the clock) for the next one, as a person waits for the app's next code.
  */
-export function totpDevice(secret: string) {
+export function totpDevice(secret: string, options: { fresh?: boolean } = {}) {
   let lastStep = Math.floor(Date.now() / 30_000) - 2;
+  const earliest = options.fresh ? 0 : -1;
   return {
     async next(): Promise<string> {
-      const nowStep = Math.floor(Date.now() / 30_000);
-      const step = Math.max(lastStep + 1, nowStep - 1);
-      if (step > nowStep + 1) throw new Error('test authenticator: no unused step left in the window');
+      const step = Math.max(lastStep + 1, Math.floor(Date.now() / 30_000) + earliest);
+      if (Math.floor(Date.now() / 30_000) + 1 < step) {
+        if (!options.fresh) throw new Error('test authenticator: no unused step left in the window');
+        await vi.waitFor(
+          () => {
+            if (Math.floor(Date.now() / 30_000) + 1 < step) throw new Error('waiting for the next step');
+          },
+          { timeout: 35_000, interval: 250 },
+        );
+      }
       lastStep = step;
       return generate({ secret, epoch: step * 30 + 15 });
     },
