@@ -101,7 +101,7 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
         { code: 'ETH', network: 'ethereum', decimals: 18 },
         { code: 'USDC', network: 'ethereum', decimals: 6 },
       ]);
-      expect(await authenticateApiKey(db, created.apiKey)).toEqual({
+      expect(await authenticateApiKey(db, created.apiKey)).toMatchObject({
         tenantId: created.tenantId,
         keyId: created.keyId,
       });
@@ -170,8 +170,23 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
       await idem(backend.env, 'apikey', 'create', '--tenant', tenantId, '--json'),
     );
     expect(second.keyId).not.toBe(firstKey.keyId);
+    // I31-KEYS: scopes and an expiry from the command line; every scope and none when omitted.
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const narrow = printed<{ apiKey: string; keyId: string; scopes: string[]; expiresAt: string }>(
+      await idem(
+        backend.env,
+        ...['apikey', 'create', '--tenant', tenantId, '--scopes', 'read', '--expires', expiresAt, '--json'],
+      ),
+    );
+    expect(narrow).toMatchObject({ scopes: ['read'], expiresAt });
     await withDirectDatabase(backend, async (db) => {
-      expect(await authenticateApiKey(db, second.apiKey)).toEqual({ tenantId, keyId: second.keyId });
+      expect(await authenticateApiKey(db, second.apiKey)).toEqual({
+        tenantId,
+        keyId: second.keyId,
+        scopes: ['withdraw', 'customer-sessions', 'read', 'webhooks'],
+        expiresAt: null,
+      });
+      expect(await authenticateApiKey(db, narrow.apiKey)).toMatchObject({ scopes: ['read'] });
     });
 
     const revoke = await idem(
@@ -189,7 +204,10 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
       const error = await refusal(authenticateApiKey(db, second.apiKey));
       expect(error).toBeInstanceOf(IdemError);
       expect(error).toMatchObject({ code: 'UNAUTHORIZED' });
-      expect(await authenticateApiKey(db, firstKey.apiKey)).toEqual({ tenantId, keyId: firstKey.keyId });
+      expect(await authenticateApiKey(db, firstKey.apiKey)).toMatchObject({
+        tenantId,
+        keyId: firstKey.keyId,
+      });
     });
   });
 
