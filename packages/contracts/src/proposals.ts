@@ -16,11 +16,20 @@ export const proposalKinds = [
   'manual_credit',
   'cancel_withdrawal',
   'raise_fee_cap',
+  'control_change',
 ] as const;
 export const proposalKindSchema = z.enum(proposalKinds);
 export type ProposalKind = z.infer<typeof proposalKindSchema>;
 
-export const proposalStates = ['PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED', 'EXPIRED'] as const;
+/** APPROVED: a control change with its approvals, waiting out the tenant's delay before it applies. */
+export const proposalStates = [
+  'PENDING',
+  'APPROVED',
+  'EXECUTED',
+  'REJECTED',
+  'CANCELLED',
+  'EXPIRED',
+] as const;
 export const proposalStateSchema = z.enum(proposalStates);
 export type ProposalState = z.infer<typeof proposalStateSchema>;
 
@@ -135,6 +144,8 @@ export const proposalViewSchema = z.object({
   approvalsGiven: z.number().int(),
   /** Nobody may decide after this; the proposal is then EXPIRED. */
   expiresAt: z.string(),
+  /** A control change approved: when it takes effect (the tenant's delay after approval). */
+  effectiveAt: z.string().nullable(),
   decisions: z.array(proposalDecisionViewSchema),
   result: z.record(z.string(), z.unknown()).nullable(),
   decidedAt: z.string().nullable(),

@@ -128,6 +128,9 @@ export {
   scanCursor,
   scanPosition,
 } from './deposits/watch.ts';
+export { changeGovernance, changeRiskRule, changeStaffRole, enableStaff } from './governance/controls.ts';
+export { riskRuleLoosens, roleLoosens } from './governance/loosening.ts';
+export { listNotifications, notifyAdmins } from './governance/notify.ts';
 export {
   allocateNonce,
   getHotWallet,
@@ -176,6 +179,7 @@ export {
   type WorkTopic,
   workRetryDelayMs,
 } from './outbox/enqueue.ts';
+export { applyDueControlChanges, proposeControlChange } from './proposals/control.ts';
 export {
   countedApprovers,
   decideProposal,
@@ -246,7 +250,7 @@ export {
   reviewWithdrawal,
   setRiskPolicy,
 } from './risk/review.ts';
-export { changeRiskRule, listRiskRules, riskRuleHistory } from './risk/rules.ts';
+export { changeRiskRuleNow, listRiskRules, riskRuleHistory } from './risk/rules.ts';
 export { staffTenantsForEmail, tenantForSlug } from './staff/directory.ts';
 export {
   forgetInvitationLink,
@@ -329,9 +333,11 @@ export {
 } from './state-machine/transitions.ts';
 export { clearWaiting, markWaiting } from './state-machine/waiting.ts';
 export {
+  activeAdminCount,
   GOVERNANCE_DEFAULTS,
   type Governance,
   governanceOf,
+  governanceView,
   PROPOSAL_TTL_SECONDS_DEFAULT,
   setTenantGovernance,
 } from './tenants/governance.ts';

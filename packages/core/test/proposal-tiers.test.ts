@@ -152,14 +152,14 @@ describe('proposals tier by amount, expire, and count only active members', () =
     expect(three.proposal.state).toBe('EXECUTED');
   });
 
-  it('I31-TIERS an approval by someone who is not a member, or may not decide, does not count', async () => {
+  it('I31-TIERS someone who is not a member, or may not decide, is refused and changes nothing', async () => {
     const support = await staffMember(t.db, tenantId, 'support');
     const approver = await staffMember(t.db, tenantId, 'approver');
     const { proposal } = await proposeCredit('50');
-    const ghost = await approve(proposal.proposalId, 'staff:made-up', proposal.payloadHash);
-    expect(ghost.proposal.state).toBe('PENDING');
-    const reader = await approve(proposal.proposalId, support, proposal.payloadHash);
-    expect(reader.proposal.state).toBe('PENDING');
+    const ghost = await refusal(approve(proposal.proposalId, 'staff:made-up', proposal.payloadHash));
+    expect(ghost.code).toBe('FORBIDDEN');
+    const reader = await refusal(approve(proposal.proposalId, support, proposal.payloadHash));
+    expect(reader.code).toBe('FORBIDDEN');
     const real = await approve(proposal.proposalId, approver, proposal.payloadHash);
     expect(real.proposal.state).toBe('EXECUTED');
     const stored = await inTenant((tx) => getProposal(tx, tenantId, proposal.proposalId));

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import {
   createOutboundEndpoint,
+  createStaffUser,
   fanOutNotification,
   leaseDueDeliveries,
   recordDeliveryAttempt,
   rowsOf,
+  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
@@ -31,7 +33,7 @@ let base: string;
 let tenant: TenantFixture;
 const { call, signIn } = staffHttp(() => base);
 
-const session = (role: 'support' | 'operator' | 'admin'): Promise<StaffSession> =>
+const session = (role: 'support' | 'operator' | 'admin' | 'admin2'): Promise<StaffSession> =>
   signIn({ tenantId: tenant.tenantId, email: `${role}@config.invalid`, password: PASSWORD });
 
 interface KeyView {
@@ -94,6 +96,25 @@ beforeAll(async () => {
     'config.invalid',
     await hashPassword(PASSWORD),
   );
+  // A second admin, so a loosening can be approved by someone other than its proposer.
+  const passwordHash = await hashPassword(PASSWORD);
+  await withTenant(database.db, tenant.tenantId, async (tx) => {
+    await createStaffUser(tx, {
+      tenantId: tenant.tenantId,
+      email: 'admin2@config.invalid',
+      passwordHash,
+      role: 'admin',
+    });
+    // The deployment's starting ETH rule; the screen's changes below lower it (a tightening, applied at once).
+    await setRiskPolicy(tx, {
+      tenantId: tenant.tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: '2000000000000000000',
+      fourEyesMinMinor: '10000000000000000000',
+      velocityMaxPerHour: 10,
+      actor: 'provisioning',
+    });
+  });
   ({ server, base } = await startSilentServer(database, {
     IDEM_API_KEY_CACHE_MS: '60000',
     // The test's destinations are on 127.0.0.1, admitted as a deployment admits an internal receiver.
@@ -492,5 +513,64 @@ describe('I14-RISK risk rules per asset with their history', () => {
     );
     expect(bySupport.body.error?.data.code).toBe('FORBIDDEN');
     expect(await history()).toEqual(changes);
+  });
+});
+
+describe('I31-QUORUM loosening a risk rule from the screens', () => {
+  it('I31-QUORUM an admin raising the auto-approve limit to 1e9 alone changes nothing: it is proposed, another admin approves, it waits out the delay', async () => {
+    const admin = await session('admin');
+    const other = await session('admin2');
+    const before = dataOf<{ rules: RuleView[] }>(await call('staffConfig.riskRules', { session: admin }));
+    const raised = await call('staffConfig.setRiskRule', {
+      mutation: true,
+      session: admin,
+      input: {
+        assetCode: 'ETH',
+        autoApproveMaxMinor: `1${'0'.repeat(27)}`,
+        fourEyesMinMinor: `2${'0'.repeat(27)}`,
+        velocityMaxPerHour: 7,
+      },
+    });
+    const outcome = dataOf<{
+      outcome: string;
+      proposalId: string;
+      approvalsRequired: number;
+      changed: boolean;
+    }>(raised);
+    expect(outcome).toMatchObject({ outcome: 'PROPOSED', approvalsRequired: 1, changed: false });
+    const after = dataOf<{ rules: RuleView[] }>(await call('staffConfig.riskRules', { session: admin }));
+    expect(after.rules).toEqual(before.rules);
+
+    type Proposal = { proposalId: string; payloadHash: string; state: string; effectiveAt: string | null };
+    const proposal = dataOf<Proposal>(
+      await call('staffProposals.get', { session: other, input: { proposalId: outcome.proposalId } }),
+    );
+    const own = await call('staffProposals.decide', {
+      mutation: true,
+      session: admin,
+      input: { proposalId: proposal.proposalId, payloadHash: proposal.payloadHash, decision: 'approve' },
+    });
+    expect(own.body.error?.data.code).toBe('FORBIDDEN');
+    const decided = dataOf<{ proposal: Proposal }>(
+      await call('staffProposals.decide', {
+        mutation: true,
+        session: other,
+        input: { proposalId: proposal.proposalId, payloadHash: proposal.payloadHash, decision: 'approve' },
+      }),
+    );
+    expect(decided.proposal.state).toBe('APPROVED');
+    const effective = Date.parse(decided.proposal.effectiveAt ?? '');
+    expect(effective - Date.now()).toBeGreaterThan(23 * 60 * 60_000);
+    const still = dataOf<{ rules: RuleView[] }>(await call('staffConfig.riskRules', { session: admin }));
+    expect(still.rules).toEqual(before.rules);
+    const told = dataOf<{ topic: string; proposalId: string | null }[]>(
+      await call('staffOverview.notifications', { session: other }),
+    );
+    expect(
+      told
+        .filter((n) => n.proposalId === proposal.proposalId)
+        .map((n) => n.topic)
+        .sort(),
+    ).toEqual(['control_change_approved', 'control_change_proposed']);
   });
 });

@@ -501,7 +501,7 @@ describe('I14-TEAM the admin manages the team', () => {
     expect(errorCode(answer)).toBe('UNAUTHORIZED');
   });
 
-  it('I14-TEAM changing a role and disabling a member are audited; the disabled member is signed out at once', async () => {
+  it('I14-TEAM I31-QUORUM a lone admin giving a role more permissions is refused and audited; disabling is immediate and signs the member out at once', async () => {
     await addStaff(orgs.north.tenantId, 'member@north.invalid', 'support');
     const memberAnswer = await signInRaw({
       organisation: orgs.north.slug,
@@ -515,11 +515,10 @@ describe('I14-TEAM the admin manages the team', () => {
       session: admin,
       input: { userId: memberId, role: 'operator' },
     });
-    expect(promoted.status).toBe(200);
-    // The new role counts at once: an operator of this tenant must now set up TOTP first.
-    expect(errorCode(await http.call('staff.approvals', { session: member, input: {} }))).toBe(
-      'MFA_REQUIRED',
-    );
+    // Giving a member more permissions loosens a control: a lone admin cannot (I31-QUORUM), and the
+    // refusal is audited. The member keeps working in their old role.
+    expect([promoted.status, errorCode(promoted)]).toEqual([403, 'FORBIDDEN']);
+    expect((await http.call('staff.approvals', { session: member, input: {} })).status).toBe(200);
     const disabled = await http.call('staffTeam.disable', {
       mutation: true,
       session: admin,
@@ -533,8 +532,14 @@ describe('I14-TEAM the admin manages the team', () => {
       ),
     );
     expect(audited.map((row) => row.action)).toEqual(
-      expect.arrayContaining(['staffTeam.invite', 'staffTeam.setRole', 'staffTeam.disable']),
+      expect.arrayContaining(['staffTeam.invite', 'staffTeam.disable']),
     );
+    const refused = rowsOf<{ action: string }>(
+      await database.db.execute(
+        sql`select action from audit_log where tenant_id = ${orgs.north.tenantId}::uuid and actor = ${`staff:${adminUserId}`} and outcome = 'FORBIDDEN' order by sequence`,
+      ),
+    );
+    expect(refused.map((row) => row.action)).toContain('staffTeam.setRole');
   });
 
   it('I14-TEAM an admin cannot disable themselves or demote the last admin of a team', async () => {

@@ -11,6 +11,7 @@ import { CUSTODIAN_POLL_EVERY_MS_DEFAULT, pollCustodian } from './steps/custodia
 import { deliverNotifications } from './steps/deliver.ts';
 import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
+import { applyGovernance, GOVERNANCE_RUN_EVERY_MS } from './steps/governance.ts';
 import { processInbox } from './steps/inbox.ts';
 import { DEFAULT_REPLACE_POLICIES, type ReplacePolicy, replaceStuck } from './steps/replace.ts';
 import { expireSettledKeys, KEY_RETENTION_RUN_EVERY_MS } from './steps/retention.ts';
@@ -38,6 +39,8 @@ export interface WorkerOptions {
   custodianPollEveryMs?: number;
   /** Run idempotency-key retention per tenant at most this often (default hourly). */
   expireKeysEveryMs?: number;
+  /** Apply due control changes and expire proposals per tenant at most this often (default 1 minute). */
+  governanceEveryMs?: number;
   /** Automatic fee bumps of stuck withdrawals, per network (defaults: DEFAULT_REPLACE_POLICIES). */
   replacePolicies?: Record<string, ReplacePolicy>;
   /**
@@ -71,6 +74,8 @@ export interface TickReport {
   custodianEventsRecovered: number;
   breaksOpened: number;
   keysExpired: number;
+  /** Approved control changes whose delay had passed, applied. */
+  controlChangesApplied: number;
 }
 
 export interface Worker {
@@ -132,6 +137,7 @@ function emptyReport(): TickReport {
     custodianEventsRecovered: 0,
     breaksOpened: 0,
     keysExpired: 0,
+    controlChangesApplied: 0,
   };
 }
 
@@ -234,6 +240,11 @@ class WorkerLoop {
       if (this.due('balance-reconciliation', tenantId, options.reconcileEveryMs)) balanceDue.push(tenantId);
       if (this.due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {
         report.keysExpired += await this.stage('retention', tenantId, () => expireSettledKeys(ctx, tenantId));
+      }
+      if (this.due('governance', tenantId, options.governanceEveryMs ?? GOVERNANCE_RUN_EVERY_MS)) {
+        report.controlChangesApplied += await this.stage('governance', tenantId, () =>
+          applyGovernance(ctx, tenantId),
+        );
       }
     }
     if (balanceDue.length > 0) this.startBalanceReconciliation(balanceDue);

@@ -5,6 +5,7 @@ import { assertFirstDecision, assertFourEyes } from '../approvals/four-eyes.ts';
 import type { Tx } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
 import { activeMembers, counts } from './approvers.ts';
+import { scheduleControlChange } from './control.ts';
 import { PROPOSAL_RULES } from './kinds.ts';
 import type { ProposalRecord } from './record.ts';
 
@@ -69,6 +70,7 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
     input,
   );
   if (input.decision === 'approve') await assertNotCoolingOff(tx, proposal.tenantId, input.staffId);
+  await assertMayDecide(tx, proposal, input.staffId);
   const inserted = await tx
     .insert(proposalDecisions)
     .values({
@@ -94,10 +96,29 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
     return { proposal, approvalsGiven: approvers.length, approvalsRequired: required };
   }
   const rule = PROPOSAL_RULES[proposal.kind];
+  if (rule.delayed) {
+    const approved = await scheduleControlChange(tx, proposal, approvers);
+    return { proposal: approved, approvalsGiven: approvers.length, approvalsRequired: required };
+  }
   const payload = rule.schema.parse(proposal.payload);
   const result = await rule.execute(tx, { proposal, payload, approvers, attestation: input.attestation });
   const executed = await finish(tx, proposal, 'EXECUTED', { ...result, approvedBy: approvers });
   return { proposal: executed, approvalsGiven: approvers.length, approvalsRequired: required };
+}
+
+/**
+ * Only an active member whose role holds the kind's permission decides (an approver or admin on
+ * money, an admin on a control change): anyone else's approval would not count, and their
+ * rejection must not end a proposal.
+ */
+async function assertMayDecide(tx: Tx, proposal: ProposalRecord, staffId: string): Promise<void> {
+  const permission = PROPOSAL_RULES[proposal.kind].approverPermission;
+  if (!counts(await activeMembers(tx, proposal.tenantId), staffId, permission)) {
+    throw new IdemError(
+      'FORBIDDEN',
+      `only an active member who may ${permission === 'administer' ? 'administer' : 'decide'} decides on this proposal`,
+    );
+  }
 }
 
 /**
@@ -116,7 +137,7 @@ function expiredError(proposal: ProposalRecord): IdemError {
   );
 }
 
-async function finish(
+export async function finish(
   tx: Tx,
   proposal: ProposalRecord,
   state: 'EXECUTED' | 'REJECTED' | 'EXPIRED',
@@ -129,7 +150,7 @@ async function finish(
       and(
         eq(proposals.tenantId, proposal.tenantId),
         eq(proposals.proposalId, proposal.proposalId),
-        eq(proposals.state, 'PENDING'),
+        eq(proposals.state, proposal.state),
       ),
     )
     .returning();

@@ -2,6 +2,7 @@ import type { Permission, ProposalKind } from '@idem/contracts';
 import type { z } from 'zod';
 import type { Tx } from '../db/connect.ts';
 import { adjustmentRule } from './kinds/adjustment.ts';
+import { controlChangeRule } from './kinds/control-change.ts';
 import { manualCreditRule } from './kinds/manual-credit.ts';
 import { resolveWithdrawalRule } from './kinds/resolve-withdrawal.ts';
 import { cancelWithdrawalRule, raiseFeeCapRule } from './kinds/stuck-withdrawal.ts';
@@ -46,6 +47,11 @@ export interface ProposalRule<P> {
    * a member since disabled or moved to a role without it does not count.
    */
   approverPermission: Permission;
+  /**
+   * A control change: the last approval makes it APPROVED, and it is applied (`execute`) only after
+   * the tenant's delay, by the governance executor (./control.ts).
+   */
+  delayed?: boolean;
   /** Runs the approved action; returns what it produced (recorded as the proposal's result). */
   execute(tx: Tx, ctx: ExecuteContext<P>): Promise<Record<string, unknown>>;
 }
@@ -57,4 +63,5 @@ export const PROPOSAL_RULES: Record<ProposalKind, ProposalRule<any>> = {
   resolve_withdrawal: resolveWithdrawalRule,
   cancel_withdrawal: cancelWithdrawalRule,
   raise_fee_cap: raiseFeeCapRule,
+  control_change: controlChangeRule,
 };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { IdemError, type ProposeInput, proposeInputSchema } from '@idem/contracts';
+import { IdemError, type ProposalKind, type ProposeInput, proposeInputSchema } from '@idem/contracts';
 import canonicalize from 'canonicalize';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
@@ -33,6 +33,30 @@ export async function propose(
   },
 ): Promise<ProposeResult> {
   const request: ProposeInput = parseOrThrow(proposeInputSchema, input.request);
+  return proposeParsed(tx, { ...input, request });
+}
+
+/** A proposal request already checked against its kind's schema (or built by core itself). */
+export interface ParsedProposal {
+  kind: ProposalKind;
+  idempotencyKey: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * `propose` after parsing: also the way in for kinds staff cannot send as such (control changes,
+ * ../proposals/control.ts, which check who proposes first).
+ */
+export async function proposeParsed(
+  tx: Tx,
+  input: {
+    tenantId: string;
+    actor: string;
+    request: ParsedProposal;
+    gathered?: Record<string, unknown> | null;
+  },
+): Promise<ProposeResult> {
+  const { request } = input;
   const rule = PROPOSAL_RULES[request.kind];
   const existing = await byKey(tx, input.tenantId, request.idempotencyKey);
   if (existing) return replayOrConflict(existing, request);
@@ -110,7 +134,7 @@ export async function cancelProposal(
   );
 }
 
-function replayOrConflict(existing: ProposalRecord, request: ProposeInput): ProposeResult {
+function replayOrConflict(existing: ProposalRecord, request: ParsedProposal): ProposeResult {
   // Compared on kind and payload, not evidence: a retry may see the rail answer differently.
   if (existing.kind === request.kind && canonicalize(existing.payload) === canonicalize(request.payload)) {
     return { outcome: 'REPLAYED', proposal: existing };

@@ -107,6 +107,7 @@ export function proposalView(
         counts(members, d.approver, permission),
     ).length,
     expiresAt: p.expiresAt.toISOString(),
+    effectiveAt: p.effectiveAt?.toISOString() ?? null,
     decisions: decisions.map((d) => ({
       approver: d.approver,
       decision: d.decision as 'approve' | 'reject',

@@ -43,13 +43,14 @@ export async function listRiskRules(
 }
 
 /**
- * Changes one asset's rules from the staff screen. Validated before anything is written (whole,
+ * Changes one asset's rules now (a tightening from the staff screen, or a loosening its admins
+ * approved, applied after the delay: ../governance/controls.ts decides which). Validated before anything is written (whole,
  * non-negative minor units; four-eyes above auto-approve; an asset the tenant has), so a refusal
  * changes nothing. The similar-withdrawal window, which the screen does not edit, is kept. The
  * database records the change and its actor in the policy history
  * (core/sql/idem_record_policy_change.sql).
  */
-export async function changeRiskRule(
+export async function changeRiskRuleNow(
   tx: Tx,
   tenantId: string,
   rawInput: SetRiskRuleInput,

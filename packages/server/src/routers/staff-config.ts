@@ -1,5 +1,6 @@
 import {
   apiKeyViewSchema,
+  controlChangeOutcomeSchema,
   createApiKeyInputSchema,
   createdApiKeySchema,
   createdEndpointSchema,
@@ -7,6 +8,8 @@ import {
   createOutboundEndpointInputSchema,
   disableEndpointInputSchema,
   endpointsViewSchema,
+  governanceSettingsInputSchema,
+  governanceViewSchema,
   policyChangeViewSchema,
   revokeApiKeyInputSchema,
   riskRulesViewSchema,
@@ -16,11 +19,13 @@ import {
   setRiskRuleInputSchema,
 } from '@idem/contracts';
 import {
+  changeGovernance,
   changeRiskRule,
   createApiKey,
   createOutboundEndpoint,
   createWebhookEndpoint,
   disableEndpoint,
+  governanceView,
   listApiKeys,
   listEndpoints,
   listRiskRules,
@@ -153,8 +158,29 @@ export const staffConfigRouter = router({
     .output(z.array(policyChangeViewSchema))
     .query(({ ctx }) => ctx.inTenant((tx) => riskRuleHistory(tx, ctx.tenantId))),
 
+  /**
+   * Lowering a limit applies at once; raising any (auto-approve, four-eyes, velocity) is proposed to
+   * the other admins and applies after the tenant's delay (PROPOSED, with the proposal to approve).
+   */
   setRiskRule: change
     .input(setRiskRuleInputSchema)
-    .output(z.object({ changed: z.boolean(), policyVersion: z.number().int() }))
+    .output(
+      controlChangeOutcomeSchema.extend({ changed: z.boolean(), policyVersion: z.number().int().nullable() }),
+    )
     .mutation(({ ctx, input }) => ctx.inTenant((tx) => changeRiskRule(tx, ctx.tenantId, input, ctx.actor))),
+
+  /** The quorum, the loosening delay, the proposal lifetime, and the mode the admins put the tenant in. */
+  governance: staffWith('read')
+    .output(governanceViewSchema)
+    .query(({ ctx }) => ctx.inTenant((tx) => governanceView(tx, ctx.tenantId))),
+
+  /** Every change to the governance settings is proposed to the other admins. */
+  setGovernance: change
+    .input(governanceSettingsInputSchema)
+    .output(controlChangeOutcomeSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        changeGovernance(tx, { tenantId: ctx.tenantId, settings: input, actor: ctx.actor }),
+      ),
+    ),
 });

@@ -4,9 +4,11 @@ import {
   explorerListInputSchema,
   explorerPageSchema,
   overviewSchema,
+  staffNotificationViewSchema,
 } from '@idem/contracts';
-import { computeOverview, exploreWithdrawals, exportWithdrawals } from '@idem/core';
+import { computeOverview, exploreWithdrawals, exportWithdrawals, listNotifications } from '@idem/core';
 import { stringify } from 'csv-stringify/sync';
+import { z } from 'zod';
 import { staffWith } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 import { neutraliseFormula } from './staff-audit.ts';
@@ -37,6 +39,11 @@ const WITHDRAWAL_CSV_COLUMNS = [
  * what filter (and the session's CSRF token is needed).
  */
 export const staffOverviewRouter = router({
+  /** What the signed-in member was told about control changes, newest first (admins are told). */
+  notifications: staffWith('read')
+    .output(z.array(staffNotificationViewSchema))
+    .query(({ ctx }) => ctx.inTenant((tx) => listNotifications(tx, ctx.tenantId, ctx.actor))),
+
   overview: staffWith('read')
     .output(overviewSchema)
     .query(({ ctx }) => ctx.inTenant((tx) => computeOverview(tx, ctx.tenantId))),

@@ -1,12 +1,13 @@
 import {
   IdemError,
+  controlChangeOutcomeSchema,
   teamInvitationSchema,
   teamInviteInputSchema,
   teamListSchema,
   teamMemberInputSchema,
   teamSetRoleInputSchema,
 } from '@idem/contracts';
-import { disableStaff, inviteStaff, listTeam, setStaffRole } from '@idem/core';
+import { changeStaffRole, disableStaff, enableStaff, inviteStaff, listTeam } from '@idem/core';
 import { z } from 'zod';
 import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
@@ -56,14 +57,29 @@ export const staffTeamRouter = router({
       };
     }),
 
-  /** Refused (FORBIDDEN) when it would demote the tenant's last active admin. */
+  /**
+   * A role that takes permissions away applies at once (refused, FORBIDDEN, when it would demote the
+   * tenant's last active admin); one that gives any is proposed to the other admins (PROPOSED).
+   */
   setRole: staffWithFresh('administer')
     .input(teamSetRoleInputSchema)
-    .output(z.object({ changed: z.literal(true) }))
+    .output(controlChangeOutcomeSchema.extend({ changed: z.boolean() }))
     .mutation(async ({ ctx, input }) => {
-      await ctx.inTenant((tx) => setStaffRole(tx, { tenantId: ctx.tenantId, ...input }));
-      return { changed: true as const };
+      const outcome = await ctx.inTenant((tx) =>
+        changeStaffRole(tx, { tenantId: ctx.tenantId, ...input, actor: ctx.actor }),
+      );
+      return { ...outcome, changed: outcome.outcome === 'APPLIED' };
     }),
+
+  /** Re-enabling a disabled member is proposed to the other admins. */
+  enable: staffWithFresh('administer')
+    .input(teamMemberInputSchema)
+    .output(controlChangeOutcomeSchema)
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant((tx) =>
+        enableStaff(tx, { tenantId: ctx.tenantId, userId: input.userId, actor: ctx.actor }),
+      ),
+    ),
 
   /** Ends the member's sessions at once. An admin cannot disable themselves (FORBIDDEN). */
   disable: staffWithFresh('administer')

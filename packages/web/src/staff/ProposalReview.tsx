@@ -15,10 +15,12 @@ const KIND_LABELS: Record<ProposalView['kind'], string> = {
   resolve_withdrawal: 'Withdrawal resolution',
   cancel_withdrawal: 'Withdrawal cancel',
   raise_fee_cap: 'Fee cap raise',
+  control_change: 'Control change (admins)',
 };
 
 const STATE_COLORS: Record<ProposalView['state'], string> = {
   PENDING: 'blue.8',
+  APPROVED: 'yellow.9',
   EXECUTED: 'teal.9',
   REJECTED: 'gray.7',
   CANCELLED: 'gray.7',
@@ -244,6 +246,14 @@ function payloadRows(proposal: ProposalView, assets: AssetInfo[]): [string, Reac
             ] as [string, ReactNode][])
           : []),
         ['What was checked', text(p.summary)],
+      ];
+    case 'control_change':
+      return [
+        ['Change', <Code key="change">{text(p.change)}</Code>],
+        ['In force now', <Code key="in-force">{text(proposal.evidence?.inForce ?? null)}</Code>],
+        ...(proposal.effectiveAt
+          ? ([['Takes effect', new Date(proposal.effectiveAt).toLocaleString()]] as [string, ReactNode][])
+          : []),
       ];
     case 'cancel_withdrawal':
     case 'raise_fee_cap':

@@ -177,7 +177,11 @@ function RuleForm({ data }: { data: RulesData }) {
         </Button>
         {save.isSuccess ? (
           <Text role="status" mt="xs">
-            {save.data.changed ? `Saved: policy version ${save.data.policyVersion}.` : 'Nothing changed.'}
+            {save.data.outcome === 'PROPOSED'
+              ? `Proposed: raising a limit needs ${save.data.approvalsRequired} other admin approval(s) (Proposals), then takes effect after the tenant's delay.`
+              : save.data.changed
+                ? `Saved: policy version ${save.data.policyVersion}.`
+                : 'Nothing changed.'}
           </Text>
         ) : null}
       </form>

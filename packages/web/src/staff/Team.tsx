@@ -146,6 +146,11 @@ function MemberRow({ member, onChanged }: { member: TeamMember; onChanged(): voi
           w={130}
         />
         <ProblemAlert error={setRole.error} title="Role not changed" />
+        {setRole.data?.outcome === 'PROPOSED' ? (
+          <Text role="status" size="xs" data-testid="role-proposed">
+            Proposed: other admins approve it (Proposals); it takes effect after the tenant's delay.
+          </Text>
+        ) : null}
       </Table.Td>
       <Table.Td>
         <Badge

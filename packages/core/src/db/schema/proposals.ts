@@ -50,23 +50,26 @@ export const proposals = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true })
       .notNull()
       .default(sql`now() + interval '72 hours'`),
+    /** A control change approved: when it takes effect (the tenant's delay after the last approval). */
+    effectiveAt: timestamp('effective_at', { withTimezone: true }),
     decidedAt: timestamp('decided_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.proposalId] }),
     unique('proposals_tenant_key').on(t.tenantId, t.idempotencyKey),
     index('proposals_tenant_state').on(t.tenantId, t.state, t.createdAt),
+    index('proposals_due').on(t.tenantId, t.effectiveAt).where(sql`${t.state} = 'APPROVED'`),
     // One open proposal per operation: two people cannot race two different resolutions.
     uniqueIndex('proposals_one_pending_per_target')
       .on(t.tenantId, t.targetOperationId)
       .where(sql`${t.state} = 'PENDING' and ${t.targetOperationId} is not null`),
     check(
       'proposals_kind_known',
-      sql`${t.kind} in ('resolve_withdrawal', 'adjustment', 'manual_credit', 'cancel_withdrawal', 'raise_fee_cap')`,
+      sql`${t.kind} in ('resolve_withdrawal', 'adjustment', 'manual_credit', 'cancel_withdrawal', 'raise_fee_cap', 'control_change')`,
     ),
     check(
       'proposals_state_known',
-      sql`${t.state} in ('PENDING', 'EXECUTED', 'REJECTED', 'CANCELLED', 'EXPIRED')`,
+      sql`${t.state} in ('PENDING', 'APPROVED', 'EXECUTED', 'REJECTED', 'CANCELLED', 'EXPIRED')`,
     ),
     check('proposals_approvals_positive', sql`${t.approvalsRequired} >= 1`),
     check('proposals_hash_hex', sql`${t.payloadHash} ~ '^[0-9a-f]{64}$'`),
