@@ -1,6 +1,6 @@
 import {
-  IdemError,
   controlChangeOutcomeSchema,
+  IdemError,
   teamInvitationSchema,
   teamInviteInputSchema,
   teamListSchema,
