@@ -25,3 +25,39 @@ export type Permission = keyof typeof ROLE_PERMISSIONS;
 export function roleAllows(role: StaffRole, permission: Permission): boolean {
   return (ROLE_PERMISSIONS[permission] as readonly StaffRole[]).includes(role);
 }
+
+/**
+ * The staff screens and the permission each needs to be of any use: the menu lists, and the router
+ * opens, only a role's screens, so a member never lands on one whose reads the server would refuse.
+ * A screen that only reads needs `read`; one made to act (propose, mint, configure) needs the
+ * permission its actions need, and one whose list itself is guarded needs what guards it.
+ */
+export const STAFF_SCREEN_PERMISSIONS = {
+  overview: 'read',
+  withdrawals: 'read',
+  approvals: 'read',
+  proposals: 'read',
+  broadcast: 'read',
+  unknown: 'read',
+  failed: 'read',
+  search: 'read',
+  operation: 'read',
+  withdraw: 'operate',
+  adjustments: 'operate',
+  nonces: 'read',
+  breaks: 'read',
+  reconciliation: 'read',
+  inbox: 'read',
+  deliveries: 'read',
+  branding: 'administer',
+  apiKeys: 'operate',
+  endpoints: 'operate',
+  riskRules: 'read',
+  team: 'administer',
+  audit: 'administer',
+} as const satisfies Record<string, Permission>;
+export type StaffScreen = keyof typeof STAFF_SCREEN_PERMISSIONS;
+
+export function roleSeesScreen(role: StaffRole, screen: StaffScreen): boolean {
+  return roleAllows(role, STAFF_SCREEN_PERMISSIONS[screen]);
+}

@@ -199,7 +199,7 @@ export {
   type ProposalRule,
 } from './proposals/kinds.ts';
 export { cancelProposal, type ProposeResult, propose } from './proposals/propose.ts';
-export { listProposals } from './proposals/queries.ts';
+export { listProposals, proposalsAwaiting } from './proposals/queries.ts';
 export {
   findProposal,
   getProposal,

@@ -14,6 +14,7 @@ import {
   findProposal,
   getOperation,
   listProposals,
+  proposalsAwaiting,
   propose,
   refuseExpired,
   type SettlementAttestation,
@@ -42,6 +43,13 @@ export const staffProposalsRouter = router({
     .input(listProposalsInputSchema)
     .output(proposalPageSchema)
     .query(({ ctx, input }) => ctx.inTenant((tx) => listProposals(tx, ctx.tenantId, input))),
+
+  /** What waits for the signed-in member's decision (the Overview lists it). */
+  awaitingMe: staffWith('read')
+    .output(z.array(proposalViewSchema))
+    .query(({ ctx }) =>
+      ctx.inTenant((tx) => proposalsAwaiting(tx, ctx.tenantId, { actor: ctx.actor, role: ctx.staff.role })),
+    ),
 
   get: staffWith('read')
     .input(proposalIdInputSchema)

@@ -1,4 +1,4 @@
-import type { OperationState, Overview as OverviewData } from '@idem/contracts';
+import type { OperationState, Overview as OverviewData, ProposalView } from '@idem/contracts';
 import { BarChart, LineChart } from '@mantine/charts';
 import {
   Anchor,
@@ -19,6 +19,7 @@ import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { KIND_LABELS } from './ProposalReview.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 /** How often the Overview reads again by itself; one cheap procedure (every statement is an index read). */
@@ -102,6 +103,7 @@ export function Overview() {
           As of {formatTime(data.generatedAt)}; refreshes every {OVERVIEW_REFRESH_MS / 1000} s
         </Text>
       </Group>
+      <AwaitingMeCard />
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         <OpenByStateCard data={data} />
         <HeldCard data={data} assets={assets} />
@@ -114,6 +116,48 @@ export function Overview() {
       <LatencyCard data={data} />
       <HotWalletsCard data={data} assets={assets} />
     </Stack>
+  );
+}
+
+/**
+ * The proposals waiting for this member's decision: pending, not theirs, not yet decided by them,
+ * of a kind their role may approve (the server applies the same rule as the decision itself).
+ */
+function AwaitingMeCard() {
+  const awaiting = useQuery({
+    queryKey: ['staff', 'proposals', 'awaiting-me'],
+    queryFn: () => api.staffProposals.awaitingMe.query(),
+    refetchInterval: OVERVIEW_REFRESH_MS,
+  });
+  const items: ProposalView[] = awaiting.data ?? [];
+  return (
+    <Card title="Waiting for your decision" testId="awaiting-me">
+      {awaiting.isPending ? <Loader size="sm" aria-label="Loading proposals waiting for you" /> : null}
+      <ProblemAlert error={awaiting.error} />
+      {awaiting.data && items.length === 0 ? (
+        <Text size="sm">Nothing is waiting for your decision.</Text>
+      ) : null}
+      {items.length > 0 ? (
+        <Table fz="sm">
+          <Table.Tbody>
+            {items.map((proposal) => (
+              <Table.Tr key={proposal.proposalId} data-proposal-id={proposal.proposalId}>
+                <Table.Th scope="row">
+                  <Anchor component={Link} href={`/proposals/${proposal.proposalId}`}>
+                    {KIND_LABELS[proposal.kind]} {proposal.proposalId.slice(0, 8)}
+                  </Anchor>
+                </Table.Th>
+                <Table.Td>by {proposal.proposedBy}</Table.Td>
+                <Table.Td>
+                  {proposal.approvalsGiven} of {proposal.approvalsRequired} approvals
+                </Table.Td>
+                <Table.Td>expires {formatTime(proposal.expiresAt)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      ) : null}
+    </Card>
   );
 }
 

@@ -9,7 +9,7 @@ import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
-const KIND_LABELS: Record<ProposalView['kind'], string> = {
+export const KIND_LABELS: Record<ProposalView['kind'], string> = {
   adjustment: 'Adjustment',
   manual_credit: 'Manual credit',
   resolve_withdrawal: 'Withdrawal resolution',

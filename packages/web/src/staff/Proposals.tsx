@@ -1,7 +1,8 @@
 import type { ProposalState, ProposalView } from '@idem/contracts';
-import { Alert, Loader, SegmentedControl, Stack, Text, Title } from '@mantine/core';
+import { Alert, Anchor, Loader, SegmentedControl, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
+import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { ProposalReview } from './ProposalReview.tsx';
@@ -66,6 +67,33 @@ export function Proposals() {
         <ProposalReview key={proposal.proposalId} proposal={proposal} onDecided={setLastDecision} />
       ))}
       <Pager pages={pages} nextCursor={list.data?.nextCursor} />
+    </Stack>
+  );
+}
+
+/** One proposal on its own page (the Overview links here for what waits for a decision). */
+export function ProposalPage({ proposalId }: { proposalId: string }) {
+  const [lastDecision, setLastDecision] = useState<string | null>(null);
+  const proposal = useQuery({
+    queryKey: ['staff', 'proposal', proposalId],
+    queryFn: () => api.staffProposals.get.query({ proposalId }),
+  });
+  return (
+    <Stack>
+      <Title order={1} size="h2">
+        Proposal {proposalId.slice(0, 8)}
+      </Title>
+      <Anchor component={Link} href="/proposals" size="sm">
+        All proposals
+      </Anchor>
+      {lastDecision ? (
+        <Alert color="green" role="status" data-testid="proposal-decision-result">
+          {lastDecision}
+        </Alert>
+      ) : null}
+      {proposal.isPending ? <Loader aria-label="Loading proposal" /> : null}
+      <ProblemAlert error={proposal.error} />
+      {proposal.data ? <ProposalReview proposal={proposal.data} onDecided={setLastDecision} /> : null}
     </Stack>
   );
 }
