@@ -15,6 +15,7 @@ import {
   rowsOf,
   setApproverCoolingOff,
   setRiskPolicy,
+  setStaffRole,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
@@ -751,12 +752,12 @@ describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool
       }),
     ).userId;
     const before = Date.now();
-    const promoted = await http.call('staffTeam.setRole', {
-      mutation: true,
-      session: admin,
-      input: { userId: promotedId, role: 'approver' },
-    });
-    expect(promoted.status).toBe(200);
+    // Giving a member the approver role is a control change (I31-QUORUM): its proposal is approved by
+    // other admins and applied after the tenant's delay. Applied here as the governance executor
+    // applies it, through core's setStaffRole; the database starts the cooling-off either way.
+    await withTenant(database.db, orgs.relaxed.tenantId, (tx) =>
+      setStaffRole(tx, { tenantId: orgs.relaxed.tenantId, userId: promotedId, role: 'approver' }),
+    );
     const listed = await teamMember('promoted@relaxed.invalid');
     // The default period: 24 hours from the change.
     const from = Date.parse(listed?.approvalsFrom ?? '');

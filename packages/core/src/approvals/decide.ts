@@ -5,6 +5,7 @@ import { approvals, operations } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
 import { reviewWithdrawal } from '../risk/review.ts';
 import { transition } from '../state-machine/transition.ts';
+import { activeAdminCount, governanceOf } from '../tenants/governance.ts';
 import { assertNotCoolingOff } from './cooling-off.ts';
 import { assertFirstDecision, assertFourEyes } from './four-eyes.ts';
 import { answerableFor, requesterOf } from './requester.ts';
@@ -73,6 +74,7 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
     input,
   );
   if (input.decision === 'approve') await assertNotCoolingOff(tx, op.tenantId, input.staffId);
+  await assertSingleAdminMayApprove(tx, op, input.decision);
   const inserted = await tx
     .insert(approvals)
     .values({
@@ -105,6 +107,23 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
     where: [sql`${operations.approvalsRequired} is not null and ${operations.approvalsRequired} <= ${given}`],
   });
   return { operation: approved, approvalsGiven: given, approvalsRequired: required };
+}
+
+/**
+ * Single-admin mode (docs/GOVERNANCE.md): a tenant created with one admin on purpose approves
+ * nothing above its auto-approve limit while it has fewer than two active admins, so one person
+ * cannot move what the rules say needs a person. Rejecting stays possible.
+ */
+async function assertSingleAdminMayApprove(tx: Tx, op: Operation, decision: 'approve' | 'reject') {
+  const flags = Array.isArray(op.riskFlags) ? (op.riskFlags as string[]) : [];
+  if (decision !== 'approve' || !flags.includes('amount_above_auto_approve')) return;
+  const { singleAdmin } = await governanceOf(tx, op.tenantId);
+  if (singleAdmin && (await activeAdminCount(tx, op.tenantId)) < 2) {
+    throw new IdemError(
+      'FORBIDDEN',
+      'single-admin mode: a withdrawal above the auto-approve limit cannot be approved until a second admin exists',
+    );
+  }
 }
 
 async function approvalsGiven(tx: Tx, op: Operation): Promise<number> {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import {
@@ -29,6 +30,7 @@ import {
   setApproverCoolingOff,
   setExplorer,
   setRiskPolicy,
+  setTenantGovernance,
   setTenantMfa,
   toView,
   withTenant,
@@ -52,7 +54,9 @@ import { print, required, UsageError } from './usage.ts';
 const USAGE = `Usage: pnpm idem <command> [options]
 
   migrate                                         apply database migrations
-  tenant create --name NAME [--slug ORG] [--mfa on|off] [--json]
+  tenant create --name NAME [--slug ORG] [--mfa on|off] [--admin EMAIL (--admin2 EMAIL | --single-admin)] [--json]
+                                                  the first admins (each with a one-time initial password shown once);
+                                                  two by default, one only in single-admin mode; none: setup mode
                                                   create a tenant (BTC, ETH, USDC) and its first API key;
                                                   ORG is what staff sign in with (from the name when omitted);
                                                   TOTP for approvers, operators, admins (on by default)
@@ -135,6 +139,7 @@ function walletView(wallet: HotWallet) {
 /** Each command takes the open database and its flags, and returns what to print. */
 const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<string, unknown>>> = {
   'tenant create': async (db, flags) => {
+    firstAdminEmails(flags);
     const mfa = typeof flags.mfa === 'string' ? flags.mfa : 'on';
     if (mfa !== 'on' && mfa !== 'off') throw new UsageError('--mfa is on or off');
     const { tenantId, slug } = await createTenant(db, {
@@ -147,7 +152,8 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       scopes: ALL_API_KEY_SCOPES,
       createdBy: `cli:${userInfo().username}`,
     });
-    return { tenantId, slug, mfaRequired: mfa === 'on', apiKey, keyId };
+    const admins = await createFirstAdmins(db, tenantId, flags);
+    return { tenantId, slug, mfaRequired: mfa === 'on', apiKey, keyId, ...admins };
   },
   'tenant mfa': async (db, flags) => {
     const mfa = flags.mfa;
@@ -389,6 +395,9 @@ function parseFlags(argv: string[]) {
         name: { type: 'string' },
         slug: { type: 'string' },
         mfa: { type: 'string' },
+        admin: { type: 'string' },
+        admin2: { type: 'string' },
+        'single-admin': { type: 'boolean' },
         'fresh-seconds': { type: 'string' },
         tenant: { type: 'string' },
         label: { type: 'string' },
@@ -523,3 +532,43 @@ main(process.argv.slice(2)).then(
     process.exit(1);
   },
 );
+
+/**
+ * The first admins a new tenant names: two (--admin, --admin2), so no control can be loosened by
+ * one person from the start, or one with --single-admin (docs/GOVERNANCE.md, single-admin mode).
+ * Checked before anything is created.
+ */
+function firstAdminEmails(flags: Record<string, string | boolean | undefined>): string[] {
+  // No admin named: the tenant stays in setup mode (no staff) until the deployment adds them.
+  if (flags.admin === undefined && flags.admin2 === undefined && flags['single-admin'] !== true) return [];
+  const first = required(flags, 'admin');
+  const second = typeof flags.admin2 === 'string' ? flags.admin2 : undefined;
+  if (!second && flags['single-admin'] !== true)
+    throw new UsageError('name two admins (--admin, --admin2), or one with --single-admin');
+  if (second && flags['single-admin'] === true) throw new UsageError('--single-admin names one admin');
+  const emails = second ? [first, second] : [first];
+  for (const email of emails)
+    if (!/^[^@\s]+@[^@\s]+$/.test(email)) throw new UsageError('--admin must be an e-mail address');
+  return emails;
+}
+
+/** Creates the named admins, each with a one-time initial password shown once in this answer. */
+async function createFirstAdmins(
+  db: Database,
+  tenantId: string,
+  flags: Record<string, string | boolean | undefined>,
+) {
+  const emails = firstAdminEmails(flags);
+  if (emails.length === 0) return { admins: [], mode: 'setup' };
+  if (emails.length === 1) await setTenantGovernance(db, { tenantId, singleAdmin: true });
+  const admins: { email: string; userId: string; initialPassword: string }[] = [];
+  for (const email of emails) {
+    const initialPassword = randomBytes(18).toString('base64url');
+    const passwordHash = await hashPassword(initialPassword);
+    const user = await withTenant(db, tenantId, (tx) =>
+      createStaffUser(tx, { tenantId, email, role: 'admin', passwordHash }),
+    );
+    admins.push({ email: user.email, userId: user.userId, initialPassword });
+  }
+  return { admins, mode: emails.length === 1 ? 'single_admin' : 'quorum' };
+}
