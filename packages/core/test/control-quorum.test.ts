@@ -5,7 +5,16 @@
  * Each test drives core's real functions against a migrated database, as real staff members.
  */
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { disableMember, newTenant, refusal, staffMember, staffMembers } from '@idem/testing/tenants';
+import {
+  disableMember,
+  fund,
+  newTenant,
+  refusal,
+  staffMember,
+  staffMembers,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import * as core from '../src/index.ts';
@@ -182,6 +191,40 @@ describe('loosening a control needs other admins and a delay; tightening is imme
     expect(refused.code).toBe('FORBIDDEN');
     const view = await withTenant(t.db, lone, (tx) => core.governanceView(tx, lone));
     expect(view.mode).toBe('single_admin');
+  });
+});
+
+describe('single-admin mode', () => {
+  it('I31-QUORUM in single-admin mode a withdrawal above the auto-approve limit cannot be approved', async () => {
+    const lone = await newTenant(t.db, 'Single Admin');
+    await core.setTenantGovernance(t.db, { tenantId: lone, singleAdmin: true });
+    await staffMember(t.db, lone, 'admin');
+    const approver = await staffMember(t.db, lone, 'approver');
+    await fund(t.db, lone, 'acct-1', 'ETH', 10n * E18);
+    await withTenant(t.db, lone, (tx) =>
+      core.setRiskPolicy(tx, {
+        tenantId: lone,
+        assetCode: 'ETH',
+        autoApproveMaxMinor: (E18 / 10n).toString(),
+        fourEyesMinMinor: (5n * E18).toString(),
+        actor: 'test',
+      }),
+    );
+    const decideOn = async (amountMinor: string) => {
+      const request = withdrawal({ amountMinor });
+      const created = await submit(t.db, lone, request, `key-${request.withdrawalId}`);
+      const op = created.operation;
+      return withTenant(t.db, lone, (tx) =>
+        core.decideWithdrawal(tx, {
+          tenantId: lone,
+          operationId: op.operationId,
+          staffId: approver,
+          payloadHash: op.payloadHash,
+          decision: 'approve',
+        }),
+      );
+    };
+    expect((await refusal(decideOn(E18.toString()))).code).toBe('FORBIDDEN');
   });
 });
 
