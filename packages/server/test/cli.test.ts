@@ -92,7 +92,17 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
     const created = printed<{ tenantId: string; apiKey: string; keyId: string }>(
       await idem(backend.env, 'tenant', 'create', '--name', 'Acme Exchange', '--json'),
     );
-    expect(Object.keys(created).sort()).toEqual(['apiKey', 'keyId', 'mfaRequired', 'slug', 'tenantId']);
+    expect(Object.keys(created).sort()).toEqual([
+      'admins',
+      'apiKey',
+      'keyId',
+      'mfaRequired',
+      'mode',
+      'slug',
+      'tenantId',
+    ]);
+    // No admin named: setup mode, configured only through the deployment's CLI.
+    expect(created).toMatchObject({ admins: [], mode: 'setup' });
 
     await withDirectDatabase(backend, async (db) => {
       const assets = await withTenant(db, created.tenantId, (tx) => listAssets(tx, created.tenantId));
@@ -281,6 +291,33 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
         secrets: [endpoint.secret],
       });
     });
+  });
+
+  it('I31-QUORUM tenant create --admin --admin2 names the first two admins with one-time passwords; one admin without --single-admin is a usage error', async () => {
+    const created = printed<{
+      tenantId: string;
+      mode: string;
+      admins: { email: string; userId: string; initialPassword: string }[];
+    }>(
+      await idem(
+        backend.env,
+        'tenant',
+        'create',
+        '--name',
+        'Two Admins Exchange',
+        '--admin',
+        'first@two.invalid',
+        '--admin2',
+        'second@two.invalid',
+        '--json',
+      ),
+    );
+    expect(created.mode).toBe('quorum');
+    expect(created.admins.map((admin) => admin.email)).toEqual(['first@two.invalid', 'second@two.invalid']);
+    for (const admin of created.admins) expect(admin.initialPassword.length).toBeGreaterThanOrEqual(20);
+    const lone = await idem(backend.env, 'tenant', 'create', '--name', 'Lone', '--admin', 'one@lone.invalid');
+    expect(lone.code).toBe(2);
+    expect(lone.stderr).toContain('--single-admin');
   });
 
   it('an unknown command exits 2 and prints the usage', async () => {
