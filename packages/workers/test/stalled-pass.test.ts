@@ -4,7 +4,7 @@
  * past `stallAlertMs` is reported once, as an ALERT naming the stage and tenant it is stuck in.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Environment, ETH, startEnvironment } from './environment.ts';
+import { type Environment, ETH, startEnvironment, testClock } from './environment.ts';
 
 let env: Environment;
 beforeAll(async () => {
@@ -24,8 +24,11 @@ describe('a worker pass that never ends', () => {
     let release: () => void = () => {};
     // The send path's probe does not return once the signer has answered: the dispatch stage hangs
     // until the end of the test.
+    // A minute on a test clock: however slow the pass is to reach the signer, it is not stalled yet.
+    const clock = testClock();
     const worker = env.worker({
-      stallAlertMs: 400,
+      now: clock.now,
+      stallAlertMs: 60_000,
       probe: (step) => {
         if (step !== 'signer-answered') return Promise.resolve();
         reachedSigner = true;
@@ -38,16 +41,18 @@ describe('a worker pass that never ends', () => {
     await expect.poll(() => reachedSigner, { timeout: 10_000, interval: 20 }).toBe(true);
     expect(stalledAlerts()).toEqual([]);
 
+    clock.advance(61_000);
     await vi.waitFor(() => expect(stalledAlerts().length).toBeGreaterThan(0), {
       timeout: 10_000,
       interval: 50,
     });
-    // Half a second more: the alert fires once per stalled pass, however long it stays stalled.
-    await new Promise((r) => setTimeout(r, 500));
+    // A few more watchdog ticks (one a second), an hour later: once per stalled pass, however long.
+    clock.advance(3_600_000);
+    await new Promise((r) => setTimeout(r, 2_500));
     const alerts = stalledAlerts();
     expect(alerts).toHaveLength(1);
     expect(alerts[0]).toMatchObject({ alert: true, stage: 'dispatch', tenantId: env.tenantId });
-    expect(alerts[0]?.runningForMs).toBeGreaterThanOrEqual(400);
+    expect(alerts[0]?.runningForMs).toBeGreaterThanOrEqual(60_000);
     release();
     await worker.stop();
   });
