@@ -138,10 +138,8 @@ describe('I31-CONSOLE each role sees its own console', () => {
 
     // The proposer may not approve their own: their Overview has nothing waiting for them.
     await operator.getByRole('link', { name: 'Overview', exact: true }).click();
-    await operator.getByTestId('awaiting-me').waitFor();
-    await expect(operator.getByTestId('awaiting-me').textContent()).resolves.toContain(
-      'Nothing is waiting for your decision',
-    );
+    // The card shows its title while the list loads: wait for the answer, not the card.
+    await operator.getByTestId('awaiting-me').getByText('Nothing is waiting for your decision').waitFor();
     await operator.context().close();
 
     for (const member of [stack.a.staff.approver1, stack.a.staff.admin]) {
@@ -165,10 +163,8 @@ describe('I31-CONSOLE each role sees its own console', () => {
     // Support reads proposals but decides none: nothing waits for them.
     const support = await newPage(stack);
     await signInStaff(support, stack.a.tenantId, stack.a.staff.support.email);
-    await support.getByTestId('awaiting-me').waitFor();
-    await expect(support.getByTestId('awaiting-me').textContent()).resolves.toContain(
-      'Nothing is waiting for your decision',
-    );
+    // The card shows its title while the list loads: wait for the answer, not the card.
+    await support.getByTestId('awaiting-me').getByText('Nothing is waiting for your decision').waitFor();
     await support.context().close();
   }, 180_000);
 });
