@@ -43,8 +43,19 @@ export async function startServerProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
+  let stopping = false;
+  let port: number | undefined;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const port = await new Promise<number>((resolve, reject) => {
+  // A server that dies under a test shows up there only as a refused or closed connection: say
+  // here that it exited, and what it wrote last.
+  void exited.then((code) => {
+    if (!stopping && port !== undefined) {
+      process.stderr.write(
+        `server process ${child.pid} exited with ${code} during a test; its last output:\n${output.join('').slice(-4_000)}\n`,
+      );
+    }
+  });
+  port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('')}`)), 60_000);
     let pending = '';
     const onData = (chunk: Buffer) => {
@@ -75,10 +86,12 @@ export async function startServerProcess(
     output,
     exited,
     stop: async () => {
+      stopping = true;
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
     },
     kill: async () => {
+      stopping = true;
       if (child.exitCode === null) child.kill('SIGKILL');
       await exited;
     },
