@@ -135,8 +135,11 @@ describe('observability', () => {
     const idem = createIdemClient({ baseUrl: base, apiKey: served.fixtures.apiKey });
     // Wait out any read cached by earlier tests, then take a fresh one.
     await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100));
+    // The server's read starts between these two instants: the burst below must end before the
+    // first plus the interval, the last scrape must start after the second plus the interval.
     const cachedAt = Date.now();
     const before = requestedIn(await (await scrape(base)).text());
+    const answeredAt = Date.now();
     expect(before).toBeGreaterThan(0);
 
     // The database changes: one more REQUESTED withdrawal.
@@ -152,7 +155,7 @@ describe('observability', () => {
     expect(burst.map(requestedIn)).toEqual(burst.map(() => before));
 
     // After the interval, the next scrape reads again and sees it.
-    await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100 - (Date.now() - cachedAt)));
+    await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100 - (Date.now() - answeredAt)));
     expect(requestedIn(await (await scrape(base)).text())).toBe(before + 1);
   });
 });
