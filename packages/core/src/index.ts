@@ -183,6 +183,7 @@ export { applyDueControlChanges, proposeControlChange } from './proposals/contro
 export {
   countedApprovers,
   decideProposal,
+  expiryRefusal,
   type ProposalDecision,
   type ProposalDecisionResult,
   refuseExpired,

@@ -1,6 +1,7 @@
-import { listAudit, withTenant } from '@idem/core';
+import { listAudit, rowsOf, setTenantGovernance, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
@@ -91,5 +92,65 @@ describe('I31-AUDIT refused actions are recorded as refused', () => {
       'ok',
       'INVALID_TRANSITION',
     ]);
+  });
+
+  it('I31-AUDIT a decision that finds its proposal expired is recorded EXPIRED, never ok; the proposal stays marked', async () => {
+    const other = await provisionTenant(database.db, { name: 'Audited expiry', fund: [] });
+    await createStaffOfRoles(
+      database.db,
+      other.tenantId,
+      ['approver', 'admin'],
+      'expiry.invalid',
+      await hashPassword(PASSWORD),
+    );
+    await setTenantGovernance(database.db, { tenantId: other.tenantId, proposalTtlSeconds: 1 });
+    const as = (role: 'approver' | 'admin') =>
+      signIn({ tenantId: other.tenantId, email: `${role}@expiry.invalid`, password: PASSWORD });
+    const admin = await as('admin');
+    const approver = await as('approver');
+    const proposal = dataOf<{ proposal: { proposalId: string; payloadHash: string; expiresAt: string } }>(
+      await call('staffProposals.propose', {
+        mutation: true,
+        session: admin,
+        input: {
+          kind: 'adjustment',
+          idempotencyKey: uniqueId('adj'),
+          payload: { accountId: uniqueId('cust'), asset: 'ETH', amountMinor: '900', reason: 'goodwill, ticket 2' },
+        },
+      }),
+    ).proposal;
+    // The database's clock decides expiry: wait until it has passed.
+    await vi.waitFor(
+      async () => {
+        const [row] = rowsOf<{ passed: boolean }>(
+          await database.db.execute(sql`
+            select now() > expires_at as passed from proposals where proposal_id = ${proposal.proposalId}::uuid`),
+        );
+        expect(row?.passed).toBe(true);
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    const decide = () =>
+      call('staffProposals.decide', {
+        mutation: true,
+        session: approver,
+        input: { proposalId: proposal.proposalId, payloadHash: proposal.payloadHash, decision: 'approve' },
+      });
+    const outcomes = async () => {
+      const { items } = await withTenant(database.db, other.tenantId, (tx) =>
+        listAudit(tx, other.tenantId, { action: 'staffProposals.decide', limit: 100 }),
+      );
+      return items.map((entry) => entry.outcome).reverse();
+    };
+
+    expect((await decide()).body.error?.data.code).toBe('EXPIRED');
+    expect(await outcomes()).toEqual(['EXPIRED']);
+    const [stored] = rowsOf<{ state: string }>(
+      await database.db.execute(sql`select state from proposals where proposal_id = ${proposal.proposalId}::uuid`),
+    );
+    expect(stored?.state).toBe('EXPIRED');
+    // Deciding the marked proposal again is refused the same way.
+    expect((await decide()).body.error?.data.code).toBe('EXPIRED');
+    expect(await outcomes()).toEqual(['EXPIRED', 'EXPIRED']);
   });
 });

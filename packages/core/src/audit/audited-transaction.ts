@@ -28,7 +28,15 @@ export type AuditedResult<T> =
 export async function runAudited<T>(
   db: Database,
   tenantId: string,
-  audit: { entry: (outcome: string) => Promise<AuditRecord> | AuditRecord; okWhen: AuditOkWhen },
+  audit: {
+    entry: (outcome: string) => Promise<AuditRecord> | AuditRecord;
+    okWhen: AuditOkWhen;
+    /**
+     * A refusal the work came to while keeping what it wrote (a decision that marks its proposal
+     * EXPIRED): the transaction commits, the entry records the refusal's code, never `ok`.
+     */
+    refusalOf?: (value: T) => IdemError | null;
+  },
   work: (tx: Tx) => Promise<T>,
 ): Promise<AuditedResult<T>> {
   return withTenant(db, tenantId, async (tx) => {
@@ -39,6 +47,11 @@ export async function runAudited<T>(
       if (!(error instanceof IdemError)) throw error;
       await recordAudit(tx, await audit.entry(error.code));
       return { outcome: 'refused', error };
+    }
+    const kept = audit.refusalOf?.(value) ?? null;
+    if (kept) {
+      await recordAudit(tx, await audit.entry(kept.code));
+      return { outcome: 'refused', error: kept };
     }
     const record = audit.okWhen === 'always' || (audit.okWhen === 'wrote' && (await transactionWrote(tx)));
     if (record) await recordAudit(tx, await audit.entry('ok'));

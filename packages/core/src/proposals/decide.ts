@@ -126,8 +126,17 @@ async function assertMayDecide(tx: Tx, proposal: ProposalRecord, staffId: string
  * the deciding transaction committed, so the proposal stays marked EXPIRED.
  */
 export function refuseExpired<T extends ProposalDecisionResult>(result: T): T {
-  if (result.proposal.state === 'EXPIRED') throw expiredError(result.proposal);
+  const refusal = expiryRefusal(result);
+  if (refusal) throw refusal;
   return result;
+}
+
+/**
+ * The EXPIRED refusal a decision comes to when it found its proposal expired, or null: for an
+ * audited transaction that must commit the mark and still record the refusal (`refusalOf`).
+ */
+export function expiryRefusal(result: ProposalDecisionResult): IdemError | null {
+  return result.proposal.state === 'EXPIRED' ? expiredError(result.proposal) : null;
 }
 
 function expiredError(proposal: ProposalRecord): IdemError {

@@ -61,11 +61,14 @@ export const staffSessionProcedure = publicProcedure.use(async ({ ctx, type, pat
     requestId: ctx.requestId,
     details: await getRawInput().catch(() => null),
   });
-  const inTenant = async <T>(work: (tx: Tx) => Promise<T>): Promise<T> => {
+  const inTenant = async <T>(
+    work: (tx: Tx) => Promise<T>,
+    options: { refusalOf?: (value: T) => IdemError | null } = {},
+  ): Promise<T> => {
     if (!audit) return withTenant(db, staff.tenantId, work);
     // After a recorded `ok`, a later transaction's success adds nothing; its refusal is recorded.
     const okWhen = audit.ok ? 'never' : 'wrote';
-    const result = await runAudited(db, staff.tenantId, { entry, okWhen }, work);
+    const result = await runAudited(db, staff.tenantId, { entry, okWhen, ...options }, work);
     if (result.outcome === 'refused') {
       audit.refused = true;
       throw result.error;

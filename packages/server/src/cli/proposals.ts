@@ -10,12 +10,12 @@ import {
   cancelProposal,
   type Database,
   decideProposal,
+  expiryRefusal,
   findStaffForSignIn,
   getProposal,
   listProposals,
   propose,
   recordAudit,
-  refuseExpired,
   runAudited,
   type StaffUser,
   settled,
@@ -114,11 +114,19 @@ async function audited<T>(
   action: string,
   details: unknown,
   work: (tx: Tx) => Promise<T>,
+  refusalOf?: (value: T) => IdemError | null,
 ): Promise<T> {
   const actor = staffActor(staff.userId);
   const entry = (outcome: string) => cliEntry(staff.tenantId, actor, action, outcome, details);
   try {
-    return settled(await runAudited(db, staff.tenantId, { entry, okWhen: 'always' }, work));
+    return settled(
+      await runAudited(
+        db,
+        staff.tenantId,
+        { entry, okWhen: 'always', ...(refusalOf ? { refusalOf } : {}) },
+        work,
+      ),
+    );
   } catch (error) {
     if (error instanceof IdemError) throw error;
     await auditCliAlone(db, staff.tenantId, actor, action, 'INTERNAL', details).catch(() => undefined);
@@ -169,9 +177,9 @@ async function decideFromFlags(db: Database, flags: Flags, decision: 'approve' |
       });
       return { ...result, view: await toProposalView(tx, result.proposal) };
     },
+    // Marked EXPIRED in the committed transaction; the command fails with EXPIRED, audited as such.
+    expiryRefusal,
   );
-  // Marked EXPIRED in the committed transaction above; the command still fails with EXPIRED.
-  refuseExpired(decided);
   return { proposal: decided.view };
 }
 

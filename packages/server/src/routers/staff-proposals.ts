@@ -11,12 +11,12 @@ import {
 import {
   cancelProposal,
   decideProposal,
+  expiryRefusal,
   findProposal,
   getOperation,
   listProposals,
   proposalsAwaiting,
   propose,
-  refuseExpired,
   type SettlementAttestation,
   type Tx,
   toProposalView,
@@ -92,23 +92,26 @@ export const staffProposalsRouter = router({
         current.kind === 'resolve_withdrawal' && input.decision === 'approve'
           ? await attestFor(ctx, current.payload as ResolveWithdrawalProposal, witness)
           : undefined;
-      // An expired proposal is marked EXPIRED in this transaction; EXPIRED is answered once it commits.
-      const decided = await ctx.inTenant(async (tx) => {
-        const result = await decideProposal(tx, {
-          tenantId: ctx.tenantId,
-          proposalId: input.proposalId,
-          staffId: ctx.actor,
-          payloadHash: input.payloadHash,
-          decision: input.decision,
-          reason: input.reason,
-          attestation,
-        });
-        return {
-          ...result,
-          view: await toProposalView(tx, result.proposal),
-        };
-      });
-      refuseExpired(decided);
+      // An expired proposal is marked EXPIRED in this transaction, which commits; the decision is
+      // recorded and answered as EXPIRED.
+      const decided = await ctx.inTenant(
+        async (tx) => {
+          const result = await decideProposal(tx, {
+            tenantId: ctx.tenantId,
+            proposalId: input.proposalId,
+            staffId: ctx.actor,
+            payloadHash: input.payloadHash,
+            decision: input.decision,
+            reason: input.reason,
+            attestation,
+          });
+          return {
+            ...result,
+            view: await toProposalView(tx, result.proposal),
+          };
+        },
+        { refusalOf: expiryRefusal },
+      );
       return {
         proposal: decided.view,
         approvalsGiven: decided.approvalsGiven,
