@@ -115,7 +115,12 @@ describe('I31-AUDIT refused actions are recorded as refused', () => {
         input: {
           kind: 'adjustment',
           idempotencyKey: uniqueId('adj'),
-          payload: { accountId: uniqueId('cust'), asset: 'ETH', amountMinor: '900', reason: 'goodwill, ticket 2' },
+          payload: {
+            accountId: uniqueId('cust'),
+            asset: 'ETH',
+            amountMinor: '900',
+            reason: 'goodwill, ticket 2',
+          },
         },
       }),
     ).proposal;
@@ -146,7 +151,9 @@ describe('I31-AUDIT refused actions are recorded as refused', () => {
     expect((await decide()).body.error?.data.code).toBe('EXPIRED');
     expect(await outcomes()).toEqual(['EXPIRED']);
     const [stored] = rowsOf<{ state: string }>(
-      await database.db.execute(sql`select state from proposals where proposal_id = ${proposal.proposalId}::uuid`),
+      await database.db.execute(
+        sql`select state from proposals where proposal_id = ${proposal.proposalId}::uuid`,
+      ),
     );
     expect(stored?.state).toBe('EXPIRED');
     // Deciding the marked proposal again is refused the same way.
