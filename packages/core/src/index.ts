@@ -130,6 +130,11 @@ export {
 } from './deposits/watch.ts';
 export { changeGovernance, changeRiskRule, changeStaffRole, enableStaff } from './governance/controls.ts';
 export { riskRuleLoosens, roleLoosens } from './governance/loosening.ts';
+export {
+  CONTROL_NOTICE_MAIL_TOPIC,
+  type ControlNoticeMailPayload,
+  controlNoticeMailOf,
+} from './governance/notice-mail.ts';
 export { listNotifications, notifyAdmins } from './governance/notify.ts';
 export {
   allocateNonce,

@@ -9,7 +9,8 @@ export type WorkTopic =
   | 'withdrawal.review' // a new withdrawal awaits risk checks and approval
   | 'operation.state_changed' // notify the tenant (outbound webhook) of a transition
   | 'inbox.event' // a verified inbound webhook event awaits processing (C18)
-  | 'mail.staff_invitation'; // an invitation link awaits sending to the invitee's address
+  | 'mail.staff_invitation' // an invitation link awaits sending to the invitee's address
+  | 'mail.control_notice'; // a control-change notice awaits e-mailing to one admin
 
 /** Writes a work item in the caller's transaction: it commits with the change or not at all. */
 export async function enqueue(

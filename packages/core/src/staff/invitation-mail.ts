@@ -28,6 +28,8 @@ export interface MailMessage {
   to: string;
   subject: string;
   text: string;
+  /** The Message-ID header, when a message must be recognisable if it is ever sent twice. */
+  messageId?: string;
 }
 
 export async function enqueueInvitationMail(

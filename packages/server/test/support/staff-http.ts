@@ -25,10 +25,14 @@ export interface StaffHttp {
 }
 
 /** `baseUrl` is read on each call: servers in these tests start in `beforeAll`. */
-export function staffHttp(baseUrl: () => string): StaffHttp {
+/** `origin`: the browser's origin when the server has IDEM_PUBLIC_URL set (the server's own address otherwise). */
+export function staffHttp(baseUrl: () => string, settings: { origin?: string } = {}): StaffHttp {
   const call: StaffHttp['call'] = async (path, options = {}) => {
     const base = baseUrl();
-    const headers: Record<string, string> = { 'content-type': 'application/json', origin: base };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      origin: settings.origin ?? base,
+    };
     if (options.session) {
       headers.cookie = options.session.cookie;
       headers['x-csrf-token'] = options.session.csrf;

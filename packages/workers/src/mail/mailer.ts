@@ -25,6 +25,7 @@ export function smtpMailer(options: { url: string; from: string }): Mailer {
         to: message.to,
         subject: message.subject,
         text: message.text,
+        ...(message.messageId ? { messageId: message.messageId } : {}),
       });
     },
   };

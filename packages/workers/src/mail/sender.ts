@@ -1,5 +1,12 @@
 import { scrubbedError } from '@idem/contracts';
-import { type Database, forgetInvitationLink, INVITATION_MAIL_TOPIC, invitationMailOf } from '@idem/core';
+import {
+  CONTROL_NOTICE_MAIL_TOPIC,
+  controlNoticeMailOf,
+  type Database,
+  forgetInvitationLink,
+  INVITATION_MAIL_TOPIC,
+  invitationMailOf,
+} from '@idem/core';
 import type { Logger } from 'pino';
 import { tenantsWithWork } from '../candidates.ts';
 import { processWorkItems } from '../work-items.ts';
@@ -11,10 +18,12 @@ export interface MailSenderOptions {
   log: Logger;
   /** Messages per tenant per pass. */
   batchSize?: number;
+  /** IDEM_PUBLIC_URL: where the links in control-change notices point (none without it). */
+  publicUrl?: string | null;
 }
 
 export interface MailSender {
-  /** One pass over the tenants with due work: sends their due invitation e-mails. Returns how many items it handled. */
+  /** One pass over the tenants with due work: sends their due invitation and control-notice e-mails. Returns how many items it handled. */
   runOnce(): Promise<number>;
   /** Passes every `intervalMs` until `stop`. */
   start(intervalMs: number): void;
@@ -22,7 +31,7 @@ export interface MailSender {
 }
 
 /**
- * Drains the mail outbox (`mail.staff_invitation` work items) through a mailer. Each item is sent
+ * Drains the mail outbox (`mail.staff_invitation` and `mail.control_notice` work items) through a mailer. Each item is sent
  * inside the transaction that completes it, through the work-item machinery: a failed send is
  * retried with a growing delay and dead-lettered with an ALERT after the last attempt; a send whose
  * completion did not commit is sent again (at least once, never lost). Safe to run in many
@@ -51,6 +60,17 @@ export function createMailSender(options: MailSenderOptions): MailSender {
         }
         // The address and the link are left out of the log: personal data and a secret.
         ctx.log.info({ tenantId, workId: item.workId, sent: message !== null }, 'invitation e-mail handled');
+      });
+      handled += await processWorkItems(ctx, tenantId, CONTROL_NOTICE_MAIL_TOPIC, async (tx, item) => {
+        const message = await controlNoticeMailOf(tx, tenantId, item.payload, {
+          publicUrl: options.publicUrl ?? null,
+        });
+        if (message) await options.mailer.send(message);
+        // Ids only: the address stays out of the log (personal data), as for invitations.
+        ctx.log.info(
+          { tenantId, workId: item.workId, sent: message !== null },
+          'control notice e-mail handled',
+        );
       });
     }
     return handled;
