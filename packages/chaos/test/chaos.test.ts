@@ -3,7 +3,7 @@
  * separate processes (two API servers, two workers, anvil, the custodian simulator) behind fault
  * proxies, drives it with simulated integrators and depositors while the seed's schedule kills
  * processes, loses answers, terminates database connections, reorganises the chain, spikes the
- * base fee, has the node answer 429, hang or lag (issue 12) and makes the custodian misbehave; then lets it converge and checks every invariant against the ledger, the
+ * base fee, has the node answer 429, hang or lag (I12-CHAOS) and makes the custodian misbehave; then lets it converge and checks every invariant against the ledger, the
  * chain and the custodian. A failure names the seed and its first violation: re-run it with
  * `pnpm chaos --seed N --duration 25s --servers 2 --workers 2 --clients 4`.
  *
@@ -50,7 +50,7 @@ describe.skipIf(!databaseUrl)('seeded fault simulation', () => {
         (report.faultsInjected['kill-server'] ?? 0) + (report.faultsInjected['kill-worker'] ?? 0),
       ).toBeGreaterThan(0);
       expect(report.finalStates.CONFIRMED ?? 0).toBeGreaterThan(10);
-      // Issue 12's faults were in the schedule (one of each node mode; schedule.test.ts) and landed:
+      // The node faults and fee spikes were in the schedule (one of each node mode; schedule.test.ts) and landed:
       // a spike, and node faults that changed real calls of the workers. Which mode's calls get hit
       // depends on timing (a worker waiting out a hung call makes no other call for 5 s), so the
       // hits are counted together: a rule no call matched proves nothing.

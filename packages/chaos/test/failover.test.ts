@@ -1,5 +1,5 @@
 /**
- * The failover drill, short, with a fixed seed (issue 16): the real servers, workers, anvil and the
+ * The failover drill, short, with a fixed seed (I16): the real servers, workers, anvil and the
  * custodian simulator on a pg_auto_failover formation (monitor, primary, synchronous standby),
  * connected with the multi-host read-write connection string. Mid-run the primary's postgres is
  * SIGKILLed; in a second run on the same formation, a planned switchover. Nobody restarts a server

@@ -1,6 +1,6 @@
 /**
  * I18-SENT: the `sent-only-persisted` invariant's own method, against a real ledger, a real worker
- * and a real anvil behind the recording proxy the chaos run uses. Issue 18 stayed open on one
+ * and a real anvil behind the recording proxy the chaos run uses. The HSM signer's work stayed open on one
  * violation seen in a run that did not converge (27 of 31 withdrawals stuck): the workers were
  * still signing and sending while the evidence was read. A check that reads the ledger first and
  * the node's list of sent transactions later reports a transaction signed, stored and sent in

@@ -98,7 +98,7 @@ async function replace(
   });
 }
 
-describe('signed attempts (issue 12)', () => {
+describe('signed attempts (I12)', () => {
   it('I12-ATTEMPTS recordSigned keeps the original bytes on the operation and records them as attempt 1', async () => {
     const op = await broadcastWithdrawal();
     const attempts = await withTenant(t.db, tenantId, (tx) => listAttempts(tx, tenantId, op.operationId));

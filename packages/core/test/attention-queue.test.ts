@@ -28,7 +28,7 @@ async function requested(reference: string): Promise<Operation> {
   return created.operation;
 }
 
-describe('the staff attention queues (issue 12 staff screens)', () => {
+describe('the staff attention queues (stuck and unknown withdrawals)', () => {
   it('I12-SCREENS BROADCAST withdrawals come oldest broadcast first with their age since broadcast and the alert age; an owner change does not reset it; pages follow that order', async () => {
     // Created first, broadcast last: the queue orders by broadcast, not by creation.
     const early = await requested('q-created-first');

@@ -11,7 +11,7 @@ import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**
- * Random interleavings of bulk batches and gathered single calls (issue 17): replays, changed
+ * Random interleavings of bulk batches and gathered single calls: replays, changed
  * payloads, second keys for held withdrawal ids and insufficient funds, all at once. After every
  * step the journal's invariants hold, every key is at most one operation, and every answer agrees
  * with what the database stored for that key.

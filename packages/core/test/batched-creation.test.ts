@@ -14,7 +14,7 @@ import { setRiskPolicy } from '../src/risk/review.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**
- * Batched creation (issue 17): many submissions of one tenant written by one statement,
+ * Batched creation (I17): many submissions of one tenant written by one statement,
  * `idem_create_withdrawals`, each answered exactly as the same submission made alone would be.
  */
 let t: TestDatabase;
@@ -76,7 +76,7 @@ async function storedState(tenantId: string) {
   }));
 }
 
-describe('one statement for many submissions (issue 17)', () => {
+describe('one statement for many submissions (I17)', () => {
   it('I17 answers every item as the same call alone would, and stores the same rows', async () => {
     // The same sequence, once as single calls and once as one batch, on two identical tenants.
     const destination = evmAddress();

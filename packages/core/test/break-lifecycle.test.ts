@@ -7,7 +7,7 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { closeBreak, escalateBreak, listBreaks, openBreak } from '../src/reconciliation/breaks.ts';
 
 /**
- * Issue 13, "breaks that cannot hide" (C21): a timing break never blocks a later genuine variance
+ * Breaks that cannot hide (C21): a timing break never blocks a later genuine variance
  * on the same subject; it closes with evidence when the item arrives or escalates to a new
  * genuine_variance break linked to it. The database keeps the class immutable and the link
  * consistent whatever the application does; the statements below run as the application role.

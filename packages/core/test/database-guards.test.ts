@@ -11,7 +11,7 @@ import { postEntry } from '../src/journal/post-entry.ts';
 import { createWithdrawal, submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 
 /**
- * Issue 11, finding 8: the database's own guards hold against a session that has the
+ * The database's own guards (I11-F8): the database's own guards hold against a session that has the
  * application's login. The attacks run as a login role that is a member of idem_app, neither
  * superuser nor owner, connected directly (the production setup of docs/API.md).
  */

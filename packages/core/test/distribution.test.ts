@@ -1,6 +1,6 @@
 /**
  * The schema stays ready for distribution by tenant (docs/SERIALIZATION.md, "Beyond one primary";
- * issue 16, control C25). On Citus every table is distributed by tenant_id, and Citus refuses a
+ * control C25). On Citus every table is distributed by tenant_id, and Citus refuses a
  * primary key, unique constraint or foreign key of a distributed table that does not include the
  * distribution column; we hold the stricter rule that it leads with tenant_id, so every key and
  * every foreign key is colocated by construction. The few exceptions are listed here with why, and
@@ -17,7 +17,7 @@ import { rowsOf } from '../src/db/rows.ts';
 const NOT_BY_TENANT: Record<string, string> = {
   // Throttles sign-in attempts per client address across all tenants (an attacker does not pick one).
   sign_in_address_failures: 'a reference table (or a coordinator-local table): keyed by address, not tenant',
-  // The organisation slugs staff sign in with (issue 14): unique across the deployment by nature.
+  // The organisation slugs staff sign in with: unique across the deployment by nature.
   tenant_slugs: 'a reference table: slug to tenant id, read only through idem_tenant_for_slug',
 };
 

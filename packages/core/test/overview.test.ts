@@ -15,7 +15,7 @@ import { openBreak } from '../src/reconciliation/breaks.ts';
 import { transition } from '../src/state-machine/transition.ts';
 
 /**
- * The operator's Overview and Withdrawals explorer (issue 14): figures computed in SQL from the
+ * The operator's Overview and Withdrawals explorer (the staff console): figures computed in SQL from the
  * tenant's own rows, checked against what the test seeded, and every statement served by an index
  * (no sequential scan or sort of the tenant's history).
  */

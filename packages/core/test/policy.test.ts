@@ -20,7 +20,7 @@ import { policyHistory } from '../src/risk/policy-history.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
 
 /**
- * Issue 11, finding 6: the tenant's policy version is part of every payload hash, so changing the
+ * Policy versions (I11-F6): the tenant's policy version is part of every payload hash, so changing the
  * risk rules must move it (once per real change, with an append-only record of what changed), and a
  * retry of an existing key must be judged against the stored operation's own version.
  */

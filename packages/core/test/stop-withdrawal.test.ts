@@ -46,7 +46,7 @@ async function releases(operationId: string): Promise<number> {
   return rows.length;
 }
 
-describe('stop before signing (issue 12)', () => {
+describe('stop before signing (I12)', () => {
   it('I12-STUCK stopping an APPROVED withdrawal rejects it, releases the hold exactly once and records who and why', async () => {
     const before = await balanceOf(t.db, tenantId, 'acct-stop');
     const op = await approvedWithdrawal(2n * ETH);

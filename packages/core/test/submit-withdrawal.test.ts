@@ -128,7 +128,7 @@ describe('withdrawal creation in one statement', () => {
     });
     expect(first.operation.policyVersion).toBe(1);
     // The process keeps a copy of the context; the database holds the truth. A change of the
-    // risk rules is what moves the version (issue 11, finding 6).
+    // risk rules is what moves the version (I11-F6).
     await withTenant(t.db, tenant, (tx) =>
       setRiskPolicy(tx, {
         tenantId: tenant,

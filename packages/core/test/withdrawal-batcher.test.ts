@@ -6,7 +6,7 @@ import {
 } from '../src/operations/withdrawal-batcher.ts';
 
 /**
- * When the batcher sends a submission (issue 17): at once while its group has a batch slot free,
+ * When the batcher sends a submission: at once while its group has a batch slot free,
  * else gathered behind the batch being written, until a slot frees, `maxItems` of the group wait,
  * or the oldest has waited `maxWaitMs`. A group is one tenant and actor; groups never wait on each
  * other. The writer here is a stand-in that records each batch and is finished by the test, so

@@ -1,5 +1,5 @@
 /**
- * Issue 13: reading the custodian's whole account never stops silently. `listTransfers` follows the
+ * Missed-event recovery: reading the custodian's whole account never stops silently. `listTransfers` follows the
  * provider's cursor to the last page, and fails loudly when it cannot prove it read everything
  * (too many transfers, or a provider that pages without a cursor). Over real HTTP: the simulator in
  * its own process, and a misbehaving provider served here.

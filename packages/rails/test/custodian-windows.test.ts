@@ -1,5 +1,5 @@
 /**
- * The custodian's time-window reads that missed-event recovery relies on (issue 13), against the
+ * The custodian's time-window reads that missed-event recovery relies on, against the
  * simulator as its own process: every page of a window, only that window, oldest first; and the
  * misbehaviour the recovery tests need, a webhook type the simulator never sends.
  */

@@ -166,7 +166,7 @@ describe('ambiguous sends and reconciliation on a real chain', () => {
     });
     await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
     await env.mine(1);
-    // Proven at a pinned block on two passes (issue 12); no interval between them here.
+    // Proven at a pinned block on two passes; no interval between them here.
     const reconciler = env.worker({ notSentConfirmIntervalMs: 0 });
     await reconciler.runOnce();
     expect((await env.operation(op.operationId)).state).toBe('UNKNOWN');

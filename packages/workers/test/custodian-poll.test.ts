@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { CHAIN_ID, type Environment, startEnvironment } from './environment.ts';
 
 /**
- * Recovery of missed custodian events (issue 13): a deposit or a withdrawal's completion whose
+ * Recovery of missed custodian events: a deposit or a withdrawal's completion whose
  * webhook was lost or never sent is found by the poller, which asks the custodian by time window
  * and hands what it finds to the same inbox the webhooks feed. Everything real: PostgreSQL (or
  * PGlite), the custodian simulator as its own process delivering signed webhooks over HTTP to an

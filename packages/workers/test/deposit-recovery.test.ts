@@ -7,7 +7,7 @@ import { REORG_WINDOW_BLOCKS } from '../src/steps/deposits.ts';
 import { type Environment, ETH, rpc, startEnvironment } from './environment.ts';
 
 /**
- * The EVM deposit watcher after downtime longer than its reorganisation window (issue 13): it
+ * The EVM deposit watcher after downtime longer than its reorganisation window: it
  * resumes from its stored cursor and ends with exactly the deposits the canonical chain holds,
  * each credited once, however the chain was rewritten while nobody watched. Real anvil, real
  * database; the reorganisation is anvil's own (`anvil_reorg`), with one deposit dropped for good

@@ -57,7 +57,7 @@ describe('deposits seen on a real chain', () => {
         await rpc(env.anvil.rpcUrl, 'anvil_dropTransaction', [tx.hash]);
     }
     await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
-    // A reorganisation is acted on when seen again on a later pass, with the chain moved on (issue 12).
+    // A reorganisation is acted on when seen again on a later pass, with the chain moved on.
     await worker.runOnce();
     await env.mine(1);
     await worker.runOnce();

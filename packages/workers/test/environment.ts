@@ -79,7 +79,7 @@ export async function startEnvironment(
     rpcUrl?: (anvilUrl: string) => Promise<string>;
     /** The assets' reconciliation windows (the default hour when omitted). */
     reconciliationWindowSeconds?: { ETH?: number; BTC?: number };
-    /** Another hot wallet than anvil's dev account 1 (an HSM key, issue 18); funded with 100 ETH. */
+    /** Another hot wallet than anvil's dev account 1 (an HSM key); funded with 100 ETH. */
     hotWallet?: { address: Hex; keyRef: string };
   } = {},
 ): Promise<Environment> {

@@ -1,5 +1,5 @@
 /**
- * Issue 12, "evidence from the node": a node behind a load balancer answers 429, hangs, or lags
+ * Evidence from the node: a node behind a load balancer answers 429, hangs, or lags
  * the others. None of that is evidence: the deposit watcher and the reconciler change no money
  * state on it. Only positive answers act, and only when seen twice: a different canonical block
  * at a deposit's height (reversal), a nonce consumed at depth by a transaction that is not ours

@@ -20,7 +20,7 @@ import { processInbox } from '../src/steps/inbox.ts';
 import { type Environment, reconcilerContext, startEnvironment, testClock } from './environment.ts';
 
 /**
- * Issue 13, "breaks that cannot hide" (C21), against a real database, a real anvil and the
+ * Breaks that cannot hide (C21), against a real database, a real anvil and the
  * custodian simulator in its own process. BTC here has a reconciliation window of 8 seconds, so a
  * timing break that outlives it escalates within the test.
  */

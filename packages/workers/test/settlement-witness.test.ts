@@ -1,5 +1,5 @@
 /**
- * The witness a person's resolution of a stuck withdrawal needs (issue 11 F4), on a real anvil
+ * The witness a person's resolution of a stuck withdrawal needs (I11-F4), on a real anvil
  * chain and the real custodian simulator: it proves a withdrawal paid or never able to pay, at the
  * asset's confirmation depth, or answers UNPROVEN.
  */

@@ -3,7 +3,7 @@
  * recording proxy: the signer signs, then its answer is lost (held until after the worker's
  * deadline), as the chaos run's `signer-timeout` fault does. The withdrawal must neither stay
  * claimed nor be left APPROVED forever: the next pass signs it afresh and it is confirmed, and the
- * late signature never reaches the node. (Issue 18's "27 of 31 stuck" run: this rules out a
+ * late signature never reaches the node. (An HSM run with "27 of 31 stuck": this rules out a
  * withdrawal parked by a SIGNER_UNAVAILABLE.)
  */
 import { listAttempts, withTenant } from '@idem/core';

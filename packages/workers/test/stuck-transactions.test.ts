@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, startEnvironment, testClock } from './environment.ts';
 
 /**
- * Issue 12, stuck transactions: anvil with automine off, so a broadcast transaction waits in the
+ * Stuck transactions: anvil with automine off, so a broadcast transaction waits in the
  * pool until the test mines a block, and a node that cannot be reached at all (a closed port).
  */
 let env: Environment;

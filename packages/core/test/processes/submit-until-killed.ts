@@ -1,5 +1,5 @@
 /**
- * A real process that submits withdrawals concurrently through the batcher (issue 17) and stays
+ * A real process that submits withdrawals concurrently through the batcher and stays
  * alive until the test kills it with SIGKILL. It prints `ACK <key> <outcome>` for every answer it
  * gets. Arguments: url tenantId requests-json (an array of { key, request }).
  */

@@ -11,7 +11,7 @@ const [url, rpcUrl, chainId, stopAt, leaseMs] = process.argv.slice(2);
 if (!url || !rpcUrl || !chainId || !stopAt || !leaseMs)
   throw new Error('usage: url rpcUrl chainId stopAt leaseMs');
 
-// Optional: fixed fees (wei, decimal strings) and replace policies, as JSON (issue 12 tests).
+// Optional: fixed fees (wei, decimal strings) and replace policies, as JSON (the stuck-withdrawal tests).
 const extra = JSON.parse(process.argv[7] ?? '{}') as {
   fees?: { maxFeePerGasWei: string; maxPriorityFeePerGasWei: string };
   replacePolicies?: Record<string, { bumpAfterMs: number; maxBumps: number }>;
