@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { StaffRole } from '@idem/contracts';
 import {
+  applyDueControlChanges,
   createStaffUser,
   createTenant,
   createWithdrawal,
@@ -16,6 +17,7 @@ import {
   setApproverCoolingOff,
   setRiskPolicy,
   setStaffRole,
+  setTenantGovernance,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
@@ -819,5 +821,178 @@ describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool
     const from = Date.parse((await teamMember('fresh-approver@relaxed.invalid'))?.approvalsFrom ?? '');
     expect(from).toBeGreaterThanOrEqual(before + 3_600_000 - 60_000);
     expect(from).toBeLessThanOrEqual(Date.now() + 3_600_000 + 60_000);
+  });
+});
+
+/**
+ * Inviting a member is a control change in quorum mode: one admin could otherwise invite
+ * accomplices alone. This proves, over real HTTP and a real SMTP server, that one admin's invite
+ * creates no member, no invitation and no e-mail; that its proposer cannot approve it; and that
+ * only after another admin approves and the tenant's delay has passed does the governance step
+ * (the worker's `applyGovernance` runs `applyDueControlChanges`, driven here) create the
+ * invitation and send exactly one e-mail, whose link works.
+ */
+describe('I31-QUORUM inviting a member needs another admin in quorum mode', () => {
+  const DELAY_SECONDS = 2;
+  const quorum = { tenantId: '', slug: '' };
+  let first: StaffSession;
+  let second: StaffSession;
+  let firstUserId = '';
+
+  beforeAll(async () => {
+    const created = await createTenant(database.db, { name: 'Quorum Invites', mfaRequired: false });
+    quorum.tenantId = created.tenantId;
+    quorum.slug = created.slug;
+    await addStaff(quorum.tenantId, 'first@quorum.invalid', 'admin');
+    await addStaff(quorum.tenantId, 'second@quorum.invalid', 'admin');
+    await setTenantGovernance(database.db, {
+      tenantId: quorum.tenantId,
+      looseningDelaySeconds: DELAY_SECONDS,
+    });
+    const firstAnswer = await signInRaw({
+      organisation: quorum.slug,
+      email: 'first@quorum.invalid',
+      password: PASSWORD,
+    });
+    first = await sessionOf(firstAnswer);
+    firstUserId = dataOf<{ userId: string }>(firstAnswer).userId;
+    second = await signIn(quorum.slug, 'second@quorum.invalid');
+  });
+
+  /** The governance step of the worker, once, for this tenant. */
+  const applyGovernanceStep = () =>
+    withTenant(database.db, quorum.tenantId, (tx) => applyDueControlChanges(tx, quorum.tenantId));
+
+  /** What exists for `email` in the tenant: members, invitations and invitation e-mails queued. */
+  async function traces(email: string) {
+    return withTenant(database.db, quorum.tenantId, async (tx) => {
+      const [row] = rowsOf<{ members: number; invitations: number; mails: number }>(
+        await tx.execute(sql`select
+          (select count(*)::int from staff_users where email = ${email}) as members,
+          (select count(*)::int from staff_invitations i join staff_users u using (tenant_id, user_id)
+             where u.email = ${email}) as invitations,
+          (select count(*)::int from work_items
+             where topic = 'mail.staff_invitation' and payload->>'to' = ${email}) as mails`),
+      );
+      return row;
+    });
+  }
+
+  type Proposal = { proposalId: string; payloadHash: string; state: string; result: unknown };
+  const proposalOf = async (proposalId: string) =>
+    dataOf<Proposal>(await http.call('staffProposals.get', { session: second, input: { proposalId } }));
+  const decide = (session: StaffSession, proposal: Proposal) =>
+    http.call('staffProposals.decide', {
+      mutation: true,
+      session,
+      input: { proposalId: proposal.proposalId, payloadHash: proposal.payloadHash, decision: 'approve' },
+    });
+
+  it("I31-QUORUM one admin's invite creates no invitation and sends no e-mail until another admin approves and the delay passes; then exactly one e-mail is sent", async () => {
+    const email = 'accomplice@quorum.invalid';
+    const answer = await http.call('staffTeam.invite', {
+      mutation: true,
+      session: first,
+      input: { email, role: 'approver' },
+    });
+    expect(answer.status).toBe(200);
+    const proposed = dataOf<{
+      outcome: string;
+      proposalId: string;
+      approvalsRequired: number;
+      userId: string | null;
+    }>(answer);
+    expect(proposed).toMatchObject({ outcome: 'PROPOSED', approvalsRequired: 1, userId: null });
+    expect(JSON.stringify(answer.body)).not.toContain('/staff/invite');
+    expect(await traces(email)).toEqual({ members: 0, invitations: 0, mails: 0 });
+
+    // The proposer cannot approve their own invitation.
+    const pending = await proposalOf(proposed.proposalId);
+    const own = await decide(first, pending);
+    expect([own.status, errorCode(own)]).toEqual([403, 'FORBIDDEN']);
+    const approved = await decide(second, pending);
+    expect(approved.status).toBe(200);
+    expect(dataOf<{ proposal: { state: string } }>(approved).proposal.state).toBe('APPROVED');
+
+    // Approved, but the tenant's delay has not passed: the governance step applies nothing yet.
+    expect((await applyGovernanceStep()).applied).toBe(0);
+    expect(await traces(email)).toEqual({ members: 0, invitations: 0, mails: 0 });
+    expect(mailServer.messages.filter((mail) => mail.to.includes(email))).toEqual([]);
+
+    await expect
+      .poll(async () => (await applyGovernanceStep()).applied, { timeout: 15_000, interval: 250 })
+      .toBe(1);
+    expect(await traces(email)).toEqual({ members: 1, invitations: 1, mails: 1 });
+    expect((await proposalOf(proposed.proposalId)).state).toBe('EXECUTED');
+    // Applied once: a later run of the step neither invites nor mails again.
+    expect((await applyGovernanceStep()).applied).toBe(0);
+
+    const mailed = await mailedInvitation(email);
+    expect(mailed.url.startsWith(`${base}/staff/invite#`)).toBe(true);
+    // The outbox has sent it (the sender drops the link when done): exactly one e-mail arrived.
+    await expect
+      .poll(
+        async () =>
+          withTenant(database.db, quorum.tenantId, async (tx) =>
+            rowsOf<{ status: string }>(
+              await tx.execute(
+                sql`select status from work_items where topic = 'mail.staff_invitation' and payload->>'to' = ${email}`,
+              ),
+            ),
+          ),
+        { timeout: 30_000, interval: 100 },
+      )
+      .toEqual([{ status: 'done' }]);
+    expect(mailServer.messages.filter((mail) => mail.to.includes(email))).toHaveLength(1);
+
+    // The invitation was made in the proposer's name, and the invite audited as theirs.
+    const [invitation] = await withTenant(database.db, quorum.tenantId, async (tx) =>
+      rowsOf<{ created_by: string }>(
+        await tx.execute(
+          sql`select i.created_by from staff_invitations i join staff_users u using (tenant_id, user_id) where u.email = ${email}`,
+        ),
+      ),
+    );
+    expect(invitation?.created_by).toBe(`staff:${firstUserId}`);
+    const audited = rowsOf<{ n: number }>(
+      await database.db.execute(
+        sql`select count(*)::int as n from audit_log where tenant_id = ${quorum.tenantId}::uuid and actor = ${`staff:${firstUserId}`} and action = 'staffTeam.invite' and outcome = 'ok'`,
+      ),
+    );
+    expect(audited).toEqual([{ n: 1 }]);
+
+    const accepted = await http.call('staffAuth.acceptInvitation', {
+      mutation: true,
+      input: { token: mailed.token, password: PASSWORD },
+    });
+    expect(accepted.status).toBe(200);
+    expect(dataOf<{ role: string }>(accepted).role).toBe('approver');
+  });
+
+  it('I31-QUORUM an approved invite whose e-mail became a member during the delay is REJECTED with its code at application, and nothing is mailed', async () => {
+    const email = 'twice@quorum.invalid';
+    const answer = await http.call('staffTeam.invite', {
+      mutation: true,
+      session: first,
+      input: { email, role: 'support' },
+    });
+    const proposalId = dataOf<{ proposalId: string }>(answer).proposalId;
+    expect((await decide(second, await proposalOf(proposalId))).status).toBe(200);
+    // Meanwhile the deployment's operator adds the same person from the CLI.
+    await addStaff(quorum.tenantId, email, 'support');
+    await expect
+      .poll(
+        async () => {
+          await applyGovernanceStep();
+          return (await proposalOf(proposalId)).state;
+        },
+        { timeout: 15_000, interval: 250 },
+      )
+      .toBe('REJECTED');
+    expect(await proposalOf(proposalId)).toMatchObject({
+      state: 'REJECTED',
+      result: { code: 'IDEMPOTENCY_CONFLICT' },
+    });
+    expect(await traces(email)).toEqual({ members: 1, invitations: 0, mails: 0 });
   });
 });
