@@ -24,6 +24,17 @@ export const controlChangeSchema = z.discriminatedUnion('control', [
   z.strictObject({ control: z.literal('governance'), settings: governanceSettingsInputSchema }),
   z.strictObject({ control: z.literal('staff_role'), userId: z.uuid(), role: staffRoleSchema }),
   z.strictObject({ control: z.literal('staff_enable'), userId: z.uuid() }),
+  /**
+   * A new member, invited once other admins approve: at application the invitation is created and
+   * its link e-mailed to `email` only. `linkOrigin` is the deployment's public origin the link is
+   * built on (set by the server from IDEM_PUBLIC_URL, never from a request; shown to the approvers).
+   */
+  z.strictObject({
+    control: z.literal('staff_invite'),
+    email: z.email().max(254),
+    role: staffRoleSchema,
+    linkOrigin: z.url(),
+  }),
 ]);
 export type ControlChange = z.infer<typeof controlChangeSchema>;
 

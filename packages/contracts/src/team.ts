@@ -54,13 +54,18 @@ export const teamInviteInputSchema = z.strictObject({
   role: staffRoleSchema,
 });
 /**
- * What the inviting admin learns: who was invited and until when the link works. The link itself
- * goes only to the invitee's e-mail, so the admin cannot accept it in the invitee's place.
+ * What the inviting admin learns. In quorum mode the invitation is a control change (PROPOSED: other
+ * admins approve it, it is sent after the tenant's delay; member and expiry are null until then); a
+ * lone admin's invitation is sent at once (APPLIED: who was invited and until when the link works).
+ * The link itself goes only to the invitee's e-mail, so the admin cannot accept it in their place.
  */
 export const teamInvitationSchema = z.object({
-  userId: z.uuid(),
+  outcome: z.enum(['APPLIED', 'PROPOSED']),
+  proposalId: z.uuid().nullable(),
+  approvalsRequired: z.number().int().nullable(),
+  userId: z.uuid().nullable(),
   email: z.string(),
-  expiresAt: z.string(),
+  expiresAt: z.string().nullable(),
 });
 export const teamSetRoleInputSchema = z.strictObject({ userId: z.uuid(), role: staffRoleSchema });
 export const teamMemberInputSchema = z.strictObject({ userId: z.uuid() });

@@ -128,7 +128,13 @@ export {
   scanCursor,
   scanPosition,
 } from './deposits/watch.ts';
-export { changeGovernance, changeRiskRule, changeStaffRole, enableStaff } from './governance/controls.ts';
+export {
+  changeGovernance,
+  changeRiskRule,
+  changeStaffRole,
+  enableStaff,
+  requestStaffInvite,
+} from './governance/controls.ts';
 export { riskRuleLoosens, roleLoosens } from './governance/loosening.ts';
 export {
   CONTROL_NOTICE_MAIL_TOPIC,

@@ -11,6 +11,7 @@ import {
   createStaffUser,
   createTenant,
   createWithdrawal,
+  decideProposal,
   recordDeposit,
   reviewWithdrawal,
   rowsOf,
@@ -418,8 +419,23 @@ describe('I14-TEAM the admin manages the team', () => {
   let adminDevice: { next(): Promise<string> };
   let adminUserId = '';
 
+  let deputyUserId = '';
+
   beforeAll(async () => {
     await addStaff(orgs.north.tenantId, 'lead@north.invalid', 'admin');
+    const passwordHash = await hashPassword(PASSWORD);
+    deputyUserId = (
+      await withTenant(database.db, orgs.north.tenantId, (tx) =>
+        createStaffUser(tx, {
+          tenantId: orgs.north.tenantId,
+          email: 'deputy@north.invalid',
+          role: 'admin',
+          passwordHash,
+        }),
+      )
+    ).userId;
+    // No delay: the invites below apply as soon as the deputy has approved them.
+    await setTenantGovernance(database.db, { tenantId: orgs.north.tenantId, looseningDelaySeconds: 0 });
     const answer = await signInRaw({
       organisation: orgs.north.slug,
       email: 'lead@north.invalid',
@@ -430,6 +446,11 @@ describe('I14-TEAM the admin manages the team', () => {
     adminDevice = (await enrol(admin)).device;
   });
 
+  /**
+   * The north tenant has several admins (quorum mode): an invite is proposed, approved here by a
+   * deputy admin and applied by the governance step (I31-QUORUM, the tenant's delay set to 0), as
+   * the worker applies it; then the invited member and the invitation exist.
+   */
   async function invite(email: string, role: StaffRole) {
     const answer = await http.call('staffTeam.invite', {
       mutation: true,
@@ -437,7 +458,28 @@ describe('I14-TEAM the admin manages the team', () => {
       input: { email, role },
     });
     expect(answer.status).toBe(200);
-    return dataOf<{ userId: string; expiresAt: string }>(answer);
+    const { proposalId } = dataOf<{ outcome: 'PROPOSED'; proposalId: string }>(answer);
+    const tenantId = orgs.north.tenantId;
+    await withTenant(database.db, tenantId, async (tx) => {
+      const [proposal] = rowsOf<{ payload_hash: string }>(
+        await tx.execute(sql`select payload_hash from proposals where proposal_id = ${proposalId}::uuid`),
+      );
+      await decideProposal(tx, {
+        tenantId,
+        proposalId,
+        staffId: `staff:${deputyUserId}`,
+        payloadHash: proposal?.payload_hash ?? '',
+        decision: 'approve',
+      });
+    });
+    const applied = await withTenant(database.db, tenantId, (tx) => applyDueControlChanges(tx, tenantId));
+    expect(applied.applied).toBe(1);
+    const listed = dataOf<{ staff: { userId: string; email: string }[] }>(
+      await http.call('staffTeam.list', { session: admin }),
+    );
+    const member = listed.staff.find((row) => row.email === email);
+    if (!member) throw new Error(`${email} was not invited`);
+    return { userId: member.userId };
   }
 
   it('I14-TEAM an invitation link is single-use; the invited approver sets a password through it and signs in', async () => {
@@ -690,8 +732,16 @@ describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool
     });
     expect(answer.status).toBe(200);
     const invited = dataOf<Record<string, unknown>>(answer);
-    expect(Object.keys(invited).sort()).toEqual(['email', 'expiresAt', 'userId']);
-    expect(invited.email).toBe('mailed@relaxed.invalid');
+    expect(Object.keys(invited).sort()).toEqual([
+      'approvalsRequired',
+      'email',
+      'expiresAt',
+      'outcome',
+      'proposalId',
+      'userId',
+    ]);
+    // The tenant's only admin (single-admin mode) invites at once (I31-QUORUM: how it gets a second).
+    expect(invited).toMatchObject({ outcome: 'APPLIED', proposalId: null, email: 'mailed@relaxed.invalid' });
 
     const mailed = await mailedInvitation('mailed@relaxed.invalid');
     expect(mailed.url.startsWith(`${base}/staff/invite#`)).toBe(true);

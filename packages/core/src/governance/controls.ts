@@ -12,7 +12,9 @@ import type { Tx } from '../db/connect.ts';
 import { assets, riskPolicies, staffUsers } from '../db/schema/index.ts';
 import { proposeControlChange } from '../proposals/control.ts';
 import { changeRiskRuleNow } from '../risk/rules.ts';
-import { setStaffRole } from '../staff/team.ts';
+import { inviteStaff, type StaffInvitationInput, setStaffRole } from '../staff/team.ts';
+import { normalizeEmail } from '../staff/users.ts';
+import { activeAdminCount } from '../tenants/governance.ts';
 import { riskRuleLoosens, roleLoosens } from './loosening.ts';
 
 /**
@@ -114,4 +116,39 @@ export async function changeGovernance(
   return proposed(
     (await proposeControlChange(tx, { tenantId: input.tenantId, actor: input.actor, change })).proposal,
   );
+}
+
+/**
+ * Inviting a member. With two active admins or more (quorum mode) it is a control change: one
+ * admin alone could otherwise invite accomplices, so other admins approve it and the invitation is
+ * created and e-mailed only when the governance executor applies it, after the tenant's delay.
+ * A lone admin (single-admin mode) invites at once: that is how a tenant gets its second admin.
+ * Either way the link goes to the invitee's e-mail only, never to the answer.
+ */
+export async function requestStaffInvite(
+  tx: Tx,
+  input: StaffInvitationInput,
+): Promise<ControlChangeOutcome & { userId: string | null; email: string; expiresAt: Date | null }> {
+  const email = normalizeEmail(input.email);
+  const [member] = await tx
+    .select({ userId: staffUsers.userId })
+    .from(staffUsers)
+    .where(and(eq(staffUsers.tenantId, input.tenantId), eq(staffUsers.email, email)));
+  if (member) throw new IdemError('IDEMPOTENCY_CONFLICT', 'a staff member with this e-mail already exists');
+  if ((await activeAdminCount(tx, input.tenantId)) < 2) {
+    const invited = await inviteStaff(tx, { ...input, email });
+    return { ...APPLIED, userId: invited.user.userId, email, expiresAt: invited.expiresAt };
+  }
+  const change = {
+    control: 'staff_invite' as const,
+    email,
+    role: input.role,
+    linkOrigin: new URL(input.linkOrigin).origin,
+  };
+  const { proposal } = await proposeControlChange(tx, {
+    tenantId: input.tenantId,
+    actor: input.createdBy,
+    change,
+  });
+  return { ...proposed(proposal), userId: null, email, expiresAt: null };
 }

@@ -180,5 +180,7 @@ export function describe(change: ControlChange): string {
       return `member ${change.userId}'s role to ${change.role}`;
     case 'staff_enable':
       return `member ${change.userId}, re-enabled`;
+    case 'staff_invite':
+      return `the team: a new ${change.role} invited`;
   }
 }

@@ -7,7 +7,7 @@ import {
   teamMemberInputSchema,
   teamSetRoleInputSchema,
 } from '@idem/contracts';
-import { changeStaffRole, disableStaff, enableStaff, inviteStaff, listTeam } from '@idem/core';
+import { changeStaffRole, disableStaff, enableStaff, listTeam, requestStaffInvite } from '@idem/core';
 import { z } from 'zod';
 import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
@@ -31,8 +31,10 @@ export const staffTeamRouter = router({
     }),
 
   /**
-   * Adds a member and e-mails them their invitation link (72 hours, one use; only its hash is
-   * stored). The answer never holds the link: the admin must not be able to accept it themselves.
+   * Invites a member: their invitation link (72 hours, one use; only its hash is stored) goes to
+   * their e-mail only. In quorum mode the invite is proposed to the other admins (PROPOSED) and
+   * sent when the approved change applies, after the tenant's delay; a lone admin's is sent at once.
+   * The answer never holds the link: the admin must not be able to accept it themselves.
    */
   invite: staffWithFresh('administer')
     .input(teamInviteInputSchema)
@@ -42,7 +44,7 @@ export const staffTeamRouter = router({
       if (!linkOrigin)
         throw new IdemError('FORBIDDEN', 'invitations need IDEM_PUBLIC_URL set: their links are built on it');
       const invited = await ctx.inTenant((tx) =>
-        inviteStaff(tx, {
+        requestStaffInvite(tx, {
           tenantId: ctx.tenantId,
           email: input.email,
           role: input.role,
@@ -50,11 +52,7 @@ export const staffTeamRouter = router({
           linkOrigin,
         }),
       );
-      return {
-        userId: invited.user.userId,
-        email: invited.user.email,
-        expiresAt: invited.expiresAt.toISOString(),
-      };
+      return { ...invited, expiresAt: invited.expiresAt?.toISOString() ?? null };
     }),
 
   /**

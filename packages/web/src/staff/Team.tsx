@@ -15,6 +15,7 @@ import {
 } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { useStaff } from './session.tsx';
@@ -23,7 +24,8 @@ const roleOptions = staffRoles.map((role) => ({ value: role, label: role }));
 
 /**
  * The Team screen (I14-TEAM), for admins: the staff list, invitations (the link goes to the
- * invitee's e-mail only, never to this screen), role changes and disabling. A member who joined or
+ * invitee's e-mail only, never to this screen; with two admins or more an invite is first approved
+ * by another admin, I31-QUORUM), role changes and disabling. A member who joined or
  * changed role recently shows from when their approvals count (the cooling-off period). Every change asks for a fresh code when the last is older than
  * the step-up window, and is audited by the server.
  */
@@ -105,7 +107,21 @@ function Invite({ onInvited }: { onInvited(): void }) {
             </Button>
           </Group>
           <ProblemAlert error={invite.error} title="Not invited" />
-          {invite.data ? (
+          {invite.data?.outcome === 'PROPOSED' ? (
+            <Alert
+              color="blue"
+              role="status"
+              title="Sent to the other admins for approval"
+              data-testid="invitation-proposed"
+              data-proposal-id={invite.data.proposalId ?? ''}
+            >
+              <Text size="sm">
+                Inviting {invite.data.email} needs {invite.data.approvalsRequired} other admin approval(s) in{' '}
+                <Link href={`/proposals/${invite.data.proposalId ?? ''}`}>Proposals</Link>. Once approved, the
+                invitation is e-mailed to them after the team's delay.
+              </Text>
+            </Alert>
+          ) : invite.data?.expiresAt ? (
             <Alert color="green" role="status" title="Invitation e-mailed" data-testid="invitation-sent">
               <Text size="sm">
                 The invitation link went to {invite.data.email} only; it works once, until{' '}

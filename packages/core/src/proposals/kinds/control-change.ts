@@ -8,13 +8,14 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../../db/connect.ts';
 import { riskPolicies, staffUsers } from '../../db/schema/index.ts';
 import { changeRiskRuleNow } from '../../risk/rules.ts';
-import { setStaffRole } from '../../staff/team.ts';
+import { inviteStaff, setStaffRole } from '../../staff/team.ts';
+import { normalizeEmail } from '../../staff/users.ts';
 import { activeAdminCount, governanceOf, settingsOf, writeGovernance } from '../../tenants/governance.ts';
 import type { ProposalRule } from '../kinds.ts';
 
 /**
  * A change that loosens a control (a risk rule, the governance settings, a member's role, a
- * member re-enabled). Other admins approve it, as many as the tenant's quorum asks beside the
+ * member re-enabled, a member invited). Other admins approve it, as many as the tenant's quorum asks beside the
  * proposer; then it waits out the tenant's delay (state APPROVED) and the governance executor
  * applies it (../control.ts). A tenant with one admin loosens nothing.
  */
@@ -68,6 +69,9 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
       if (!member) throw new IdemError('NOT_FOUND', 'no such staff member');
       return { role: member.role, disabled: member.disabledAt !== null };
     }
+    case 'staff_invite':
+      // Nobody with this e-mail yet (the screen refuses an invite for an existing member).
+      return { member: null };
   }
 }
 
@@ -91,5 +95,25 @@ async function apply(
         .set({ disabledAt: sql`null` })
         .where(and(eq(staffUsers.tenantId, tenantId), eq(staffUsers.userId, change.userId)));
       return { userId: change.userId, enabled: true };
+    case 'staff_invite': {
+      // Still nobody with this e-mail? Someone may have been added meanwhile (the CLI, another
+      // invite): then it is refused with IDEMPOTENCY_CONFLICT, as the direct path refuses it.
+      const [member] = await tx
+        .select({ userId: staffUsers.userId })
+        .from(staffUsers)
+        .where(and(eq(staffUsers.tenantId, tenantId), eq(staffUsers.email, normalizeEmail(change.email))));
+      if (member)
+        throw new IdemError('IDEMPOTENCY_CONFLICT', 'a staff member with this e-mail already exists');
+      // The invitation and its e-mail, exactly as a lone admin's invite makes them, in the
+      // proposer's name; the link goes to the invitee only (the result keeps the member, not the link).
+      const invited = await inviteStaff(tx, {
+        tenantId,
+        email: change.email,
+        role: change.role,
+        createdBy: actor,
+        linkOrigin: change.linkOrigin,
+      });
+      return { userId: invited.user.userId, role: change.role, expiresAt: invited.expiresAt.toISOString() };
+    }
   }
 }
