@@ -146,6 +146,11 @@ const envSchema = z.object({
   IDEM_WORKER_IN_PROCESS: flag,
   IDEM_WORKER_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1_000),
   IDEM_WORKER_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /**
+   * How often the worker applies each tenant's due control changes (the governance step): an
+   * approved change takes effect at most this long after its effective time.
+   */
+  IDEM_GOVERNANCE_EVERY_MS: z.coerce.number().int().min(200).max(3_600_000).default(60_000),
   /** A worker pass still running after this long is reported once as an ALERT (its stage and tenant). */
   IDEM_WORKER_STALL_ALERT_MS: z.coerce
     .number()

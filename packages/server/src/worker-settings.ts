@@ -28,6 +28,7 @@ export function workerSettingsFrom(
       : {}),
     ...(env.IDEM_RECONCILE_EVERY_MS > 0 ? { reconcileEveryMs: env.IDEM_RECONCILE_EVERY_MS } : {}),
     custodianPollEveryMs: env.IDEM_CUSTODIAN_POLL_EVERY_MS,
+    governanceEveryMs: env.IDEM_GOVERNANCE_EVERY_MS,
     ...(bumpAfter
       ? {
           replacePolicies: Object.fromEntries(

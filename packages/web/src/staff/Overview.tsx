@@ -1,4 +1,9 @@
-import type { OperationState, Overview as OverviewData, ProposalView } from '@idem/contracts';
+import {
+  type OperationState,
+  type Overview as OverviewData,
+  type ProposalView,
+  roleAllows,
+} from '@idem/contracts';
 import { BarChart, LineChart } from '@mantine/charts';
 import {
   Anchor,
@@ -19,7 +24,9 @@ import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { NoticesCard } from './NoticesCard.tsx';
 import { KIND_LABELS } from './ProposalReview.tsx';
+import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
 /** How often the Overview reads again by itself; one cheap procedure (every statement is an index read). */
@@ -81,6 +88,8 @@ export function Overview() {
     refetchInterval: OVERVIEW_REFRESH_MS,
   });
   const assets = useStaffAssets().data ?? [];
+  // Admins are the ones told of control changes (I31-NOTICE).
+  const admin = roleAllows(useStaff().role, 'administer');
   if (overview.isPending) return <Loader aria-label="Loading overview" />;
   if (overview.error) {
     return (
@@ -104,6 +113,7 @@ export function Overview() {
         </Text>
       </Group>
       <AwaitingMeCard />
+      {admin ? <NoticesCard refreshMs={OVERVIEW_REFRESH_MS} /> : null}
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         <OpenByStateCard data={data} />
         <HeldCard data={data} assets={assets} />

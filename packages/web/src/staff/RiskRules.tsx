@@ -16,6 +16,7 @@ import { useState } from 'react';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { useWaitingRiskChanges, WaitingRiskChanges } from './RiskRuleChanges.tsx';
 import { useStaff } from './session.tsx';
 
 /** What a typed minor-unit amount is in the asset's units, exactly, or why it is not one. */
@@ -41,6 +42,8 @@ export function RiskRules() {
     queryKey: ['staff', 'risk-history'],
     queryFn: () => api.staffConfig.riskHistory.query(),
   });
+  const waiting = useWaitingRiskChanges();
+  const decimalsOf = (code: string) => rules.data?.assets.find((a) => a.code === code)?.decimals ?? 0;
   return (
     <>
       <Title order={1} size="h2">
@@ -54,6 +57,7 @@ export function RiskRules() {
       <ProblemAlert error={rules.error} />
       {rules.isPending ? <Loader aria-label="Loading rules" /> : null}
       {rules.data ? <RulesTable rules={rules.data.rules} /> : null}
+      <WaitingRiskChanges waiting={waiting} decimalsOf={decimalsOf} />
       {admin && rules.data ? <RuleForm data={rules.data} /> : null}
 
       <Title order={2} size="h3">

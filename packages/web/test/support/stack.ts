@@ -169,6 +169,8 @@ export async function startStack(
     provisionMore?: (db: Database) => Promise<void>;
     /** The SMTP server the server's mail sender sends through (@idem/testing/mail's startMailServer). */
     mail?: { url: string };
+    /** More server settings (e.g. a worker in the process for the governance step). */
+    serverEnv?: Record<string, string>;
   } = {},
 ): Promise<Stack> {
   // Already migrated (a copy of a template): initialising PGlite took ~15 s of every stack.
@@ -191,6 +193,7 @@ export async function startStack(
     IDEM_WORKER_IN_PROCESS: 'false',
     IDEM_CUSTODIAN_URL: custodian.url,
     ...(options.mail ? { IDEM_SMTP_URL: options.mail.url, IDEM_MAIL_INTERVAL_MS: '200' } : {}),
+    ...options.serverEnv,
   });
   const { baseUrl, output } = server;
   const browser = await launchBrowser();
