@@ -3,7 +3,16 @@ import { hashPassword } from '@idem/server';
 import { type MailServer, startMailServer } from '@idem/testing/mail';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ETH, newPage, PASSWORD, type Stack, screenshot, signInStaff, startStack } from './support/stack.ts';
+import {
+  ETH,
+  newPage,
+  PASSWORD,
+  type Stack,
+  screenshot,
+  seriousViolations,
+  signInStaff,
+  startStack,
+} from './support/stack.ts';
 
 /**
  * Issue 31, a loosened risk rule visibly waits out its delay, and every admin is told (I31-QUORUM,
@@ -108,6 +117,7 @@ describe('I31-QUORUM I31-NOTICE a loosened risk rule waits out its delay on the 
     expect(effectiveAt).toBeLessThan(Date.now() + DELAY_SECONDS * 1000 + 2000);
     await expect(waitingB.textContent()).resolves.toContain('takes effect');
     await expect(b.getByTestId('risk-rule-ETH').textContent()).resolves.toContain(`(${OLD_LIMIT})`);
+    expect(await seriousViolations(b)).toEqual([]);
     await screenshot(b, 'risk-rule-waiting');
 
     // After the delay the worker's governance step applies it; the screen reads again by itself.
@@ -136,6 +146,7 @@ describe('I31-QUORUM I31-NOTICE a loosened risk rule waits out its delay on the 
         .locator(`[data-topic="control_change_approved"][data-proposal-id="${proposalId}"]`)
         .textContent(),
     ).resolves.toContain('takes effect');
+    expect(await seriousViolations(a)).toEqual([]);
     await screenshot(a, 'overview-notices');
     await a.context().close();
     await b.context().close();
