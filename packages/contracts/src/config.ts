@@ -41,6 +41,11 @@ export const apiKeyViewSchema = z.object({
   /** To the minute: recorded at most once a minute per key. */
   lastUsedAt: z.iso.datetime().nullable(),
   revokedAt: z.iso.datetime().nullable(),
+  /**
+   * Null while the key waits for another admin's approval (a control change, docs/GOVERNANCE.md):
+   * until then it authenticates nothing.
+   */
+  activatedAt: z.iso.datetime().nullable(),
 });
 export type ApiKeyView = z.infer<typeof apiKeyViewSchema>;
 
@@ -103,6 +108,8 @@ export const outboundEndpointViewSchema = z.object({
   endpointId: z.uuid(),
   url: z.string(),
   ...endpointLifecycle,
+  /** Null while the endpoint waits for another admin's approval: until then it receives nothing. */
+  activatedAt: z.iso.datetime().nullable(),
 });
 export type InboundEndpointView = z.infer<typeof inboundEndpointViewSchema>;
 export type OutboundEndpointView = z.infer<typeof outboundEndpointViewSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { setRiskRuleInputSchema } from './config.ts';
+import { apiKeyScopeSetSchema, setRiskRuleInputSchema } from './config.ts';
 import { staffRoleSchema } from './staff-roles.ts';
 
 /**
@@ -35,6 +35,12 @@ export const controlChangeSchema = z.discriminatedUnion('control', [
     role: staffRoleSchema,
     linkOrigin: z.url(),
   }),
+  /** A key minted inactive (its secret already shown once to its minter): applying activates it. */
+  z.strictObject({ control: z.literal('api_key_create'), keyId: z.uuid() }),
+  /** A key's new scope list, adding at least one scope: applying sets it, the proposer its widener. */
+  z.strictObject({ control: z.literal('api_key_scopes'), keyId: z.uuid(), scopes: apiKeyScopeSetSchema }),
+  /** An outbound endpoint stored inactive (URL checked, secret shown once): applying activates it. */
+  z.strictObject({ control: z.literal('webhook_endpoint_create'), endpointId: z.uuid() }),
 ]);
 export type ControlChange = z.infer<typeof controlChangeSchema>;
 

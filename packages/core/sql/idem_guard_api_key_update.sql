@@ -1,5 +1,8 @@
 -- Trigger api_keys_guard: a key's hash, identity, minter and expiry never change; a revoked key
 -- stays revoked and its scopes stay as they were; adding a scope names who added it, at that time.
+-- A key minted inactive (activated_at null, from the staff screens) is activated once, never
+-- deactivated, never once revoked, and only while an approved control change naming it is due
+-- (docs/GOVERNANCE.md): one admin cannot make their own key authenticate.
 CREATE OR REPLACE FUNCTION public.idem_guard_api_key_update()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13,8 +16,22 @@ BEGIN
      OR NEW.created_at IS DISTINCT FROM OLD.created_at
      OR NEW.expires_at IS DISTINCT FROM OLD.expires_at
      OR (OLD.revoked_at IS NOT NULL AND NEW.revoked_at IS DISTINCT FROM OLD.revoked_at)
-     OR (OLD.revoked_at IS NOT NULL AND NEW.scopes IS DISTINCT FROM OLD.scopes) THEN
+     OR (OLD.revoked_at IS NOT NULL AND NEW.scopes IS DISTINCT FROM OLD.scopes)
+     OR (OLD.activated_at IS NOT NULL AND NEW.activated_at IS DISTINCT FROM OLD.activated_at) THEN
     RAISE EXCEPTION 'idem: api key % cannot be changed, only revoked once', OLD.key_id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  IF OLD.activated_at IS NULL AND NEW.activated_at IS NOT NULL
+     AND (NEW.revoked_at IS NOT NULL
+       OR NOT EXISTS (
+         SELECT 1 FROM public.proposals p
+          WHERE p.tenant_id = NEW.tenant_id
+            AND p.kind = 'control_change'
+            AND p.state = 'APPROVED'
+            AND p.effective_at <= now()
+            AND p.payload -> 'change' ->> 'control' = 'api_key_create'
+            AND p.payload -> 'change' ->> 'keyId' = NEW.key_id::text)) THEN
+    RAISE EXCEPTION 'idem: api key % is activated only by an approved, due control change', OLD.key_id
       USING ERRCODE = 'integrity_constraint_violation';
   END IF;
   -- Four eyes refuses the key's last widener on what it submits: a widening that does not name

@@ -3,6 +3,7 @@ export {
   ALL_API_KEY_SCOPES,
   API_KEY_SECRET_BYTES,
   type AuthenticatedApiKey,
+  activateApiKey,
   apiKeyActor,
   apiKeyOwners,
   authenticateApiKey,
@@ -99,6 +100,7 @@ export {
   urlRefusal,
 } from './delivery/egress.ts';
 export {
+  activateOutboundEndpoint,
   activeOutboundEndpoints,
   createOutboundEndpoint,
   type OutboundEndpoint,
@@ -128,6 +130,11 @@ export {
   scanCursor,
   scanPosition,
 } from './deposits/watch.ts';
+export {
+  changeApiKeyScopes,
+  proposeApiKey,
+  proposeOutboundEndpoint,
+} from './governance/access-controls.ts';
 export {
   changeGovernance,
   changeRiskRule,

@@ -1,10 +1,11 @@
-import { createStaffUser, setRiskPolicy, withTenant } from '@idem/core';
+import { createStaffUser, setRiskPolicy, setTenantGovernance, withTenant } from '@idem/core';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { restRoutes } from '../src/rest/routes.ts';
+import { approveAndApply } from './support/control-changes.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
@@ -45,13 +46,17 @@ interface KeyView {
   expiresAt: string | null;
 }
 
+/** Minted by `who`, approved by the other admin and applied (the tenant has no delay here). */
 async function mintKey(
   who: Who,
   input: { label: string; scopes: string[]; expiresAt?: string | null },
 ): Promise<{ keyId: string; apiKey: string }> {
-  return dataOf(
+  const minted = dataOf<{ keyId: string; apiKey: string; proposalId: string }>(
     await call('staffConfig.createApiKey', { mutation: true, session: await session(who), input }),
   );
+  const other = await session(who === 'admin' ? 'admin2' : 'admin');
+  await approveAndApply(database.db, tenant.tenantId, call, other, minted.proposalId);
+  return minted;
 }
 
 async function listedKey(keyId: string): Promise<KeyView | undefined> {
@@ -132,6 +137,8 @@ beforeAll(async () => {
       });
     }
   });
+  // A new key or an added scope is a control change (I31-QUORUM); here it applies once approved.
+  await setTenantGovernance(database.db, { tenantId: tenant.tenantId, looseningDelaySeconds: 0 });
   // No worker: the withdrawal waits unreviewed, and the decision reviews it first. A one-minute key
   // cache, so only an expiry the cache itself honours refuses an expired key in time.
   ({ server, base } = await startSilentServer(database, { IDEM_API_KEY_CACHE_MS: '60000' }));
@@ -170,6 +177,8 @@ describe('I31-KEYS API keys with scopes, owners and expiry', () => {
       input: { keyId: minted.keyId, scopes: ['read', 'withdraw'] },
     });
     expect(widened.status).toBe(200);
+    const { proposalId } = dataOf<{ proposalId: string }>(widened);
+    await approveAndApply(database.db, tenant.tenantId, call, await session('admin'), proposalId);
     const listed = await listedKey(minted.keyId);
     expect(listed?.scopes.sort()).toEqual(['read', 'withdraw']);
     expect(listed?.widenedBy).toMatch(/^staff:/);

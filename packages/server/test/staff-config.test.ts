@@ -7,6 +7,7 @@ import {
   recordDeliveryAttempt,
   rowsOf,
   setRiskPolicy,
+  setTenantGovernance,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
@@ -15,6 +16,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
+import { approveAndApply } from './support/control-changes.ts';
 import { createStaffOfRoles, LOCAL_RECEIVERS, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
@@ -130,7 +132,7 @@ afterAll(async () => {
 describe('I14-KEYS API keys from the staff screens', () => {
   it('I14-KEYS an admin creates a labelled key (shown once), its use is recorded, and a revoked key is refused over HTTP at once', async () => {
     const admin = await session('admin');
-    const created = dataOf<{ keyId: string; apiKey: string; label: string }>(
+    const created = dataOf<{ keyId: string; apiKey: string; label: string; proposalId: string }>(
       await call('staffConfig.createApiKey', {
         mutation: true,
         session: admin,
@@ -139,6 +141,13 @@ describe('I14-KEYS API keys from the staff screens', () => {
     );
     expect(created.apiKey).toMatch(/^idem_[0-9a-f]{32}_/);
     expect(created.label).toBe('payouts');
+    // A new key is a loosening (I31-QUORUM): the other admin approves it; no delay in this test.
+    await setTenantGovernance(database.db, { tenantId: tenant.tenantId, looseningDelaySeconds: 0 });
+    try {
+      await approveAndApply(database.db, tenant.tenantId, call, await session('admin2'), created.proposalId);
+    } finally {
+      await setTenantGovernance(database.db, { tenantId: tenant.tenantId, looseningDelaySeconds: 86_400 });
+    }
 
     const listed = async () =>
       dataOf<KeyView[]>(await call('staffConfig.apiKeys', { session: admin })).find(

@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createStaffUser, withTenant } from '@idem/core';
+import { hashPassword } from '@idem/server';
 import type { Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -7,6 +9,7 @@ import {
   type ChainStack,
   ETH,
   newPage,
+  PASSWORD,
   type Stack,
   screenshot,
   seriousViolations,
@@ -24,8 +27,18 @@ import {
  */
 let stack: Stack;
 
+const ADMIN2 = 'admin2@alpha-exchange.invalid';
+
 beforeAll(async () => {
-  stack = await startStack();
+  // A second admin: tenant a is in quorum mode, so a new key waits for the other admin (I31-QUORUM).
+  stack = await startStack({
+    provisionMore: async (db, { a }) => {
+      const passwordHash = await hashPassword(PASSWORD);
+      await withTenant(db, a.tenantId, (tx) =>
+        createStaffUser(tx, { tenantId: a.tenantId, email: ADMIN2, role: 'admin', passwordHash }),
+      );
+    },
+  });
 });
 
 afterAll(async () => {
@@ -66,7 +79,7 @@ async function postSigned(endpointId: string, secret: string, eventId: string): 
 }
 
 describe('I14 configuration screens', () => {
-  it('I14-KEYS an admin creates a key (shown once, with a copy button) and revokes it: the old key is refused over HTTP at once', async () => {
+  it('I14-KEYS I31-QUORUM an admin creates a key (shown once, with a copy button), inactive until another admin approves, and revokes it at once', async () => {
     const page = await newPage(stack);
     await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);
     await openQuiet(page, 'API keys');
@@ -75,8 +88,16 @@ describe('I14 configuration screens', () => {
     const apiKey = (await page.getByTestId('shown-secret').textContent())?.trim() ?? '';
     expect(apiKey).toMatch(/^idem_[0-9a-f]{32}_/);
     await page.getByRole('button', { name: 'Copy', exact: true }).waitFor();
+    // A new key waits for the other admin's approval (this stack runs no worker to apply it).
+    await page
+      .getByText(/active once another admin approves/)
+      .first()
+      .waitFor();
+    const proposal = (await page.getByTestId('awaiting-approval').getAttribute('href')) ?? '';
+    expect(proposal).toMatch(/\/proposals\/[0-9a-f-]{36}$/);
     const use = () => fetch(`${stack.baseUrl}/v1/assets`, { headers: { authorization: `Bearer ${apiKey}` } });
-    expect((await use()).status).toBe(200);
+    expect((await use()).status).toBe(401);
+    await page.getByTestId('api-key-browser backend').getByText('awaiting approval').waitFor();
     await expectAccessible(page, 'api-keys');
     await screenshot(page, 'staff-api-keys-created');
 
@@ -113,15 +134,10 @@ describe('I14 configuration screens', () => {
     await expect(row.getByText('withdraw', { exact: true }).count()).resolves.toBe(0);
     await row.getByText(stack.a.staff.admin.email).waitFor();
     await row.getByText(new RegExp(String(year))).waitFor();
-    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-    expect((await fetch(`${stack.baseUrl}/v1/assets`, { headers })).status).toBe(200);
-    const refused = await fetch(`${stack.baseUrl}/v1/withdrawals`, {
-      method: 'POST',
-      headers: { ...headers, 'idempotency-key': 'withdrawal-scope-refused' },
-      body: JSON.stringify({ withdrawalId: 'scope-refused' }),
-    });
-    expect(refused.status).toBe(403);
-    expect(((await refused.json()) as { missingScope?: string }).missingScope).toBe('withdraw');
+    // Until another admin approves it the key authenticates nothing; what its scopes allow once
+    // active is proven over HTTP by the server's tests (I31-KEYS, I31-QUORUM).
+    const headers = { authorization: `Bearer ${apiKey}` };
+    expect((await fetch(`${stack.baseUrl}/v1/assets`, { headers })).status).toBe(401);
 
     // A key without an expiry is allowed, and warned about on the screen and in its row.
     await page.getByLabel('Label').fill('forever');
@@ -270,7 +286,7 @@ describe('I14 outbound delivery on a real chain with the worker', () => {
   let hook: Receiver;
 
   beforeAll(async () => {
-    chain = await startChainStack(stack.browser);
+    chain = await startChainStack(stack.browser, { secondAdmin: true });
     hook = await receiver();
   });
 
@@ -287,7 +303,28 @@ describe('I14 outbound delivery on a real chain with the worker', () => {
     await admin.getByRole('button', { name: 'Create outbound endpoint' }).click();
     hook.secret = (await admin.getByTestId('shown-secret').textContent())?.trim() ?? '';
     expect(hook.secret).toMatch(/^whsec_/);
+    // A new destination is a loosening (I31-QUORUM): the other admin approves it, and the worker's
+    // governance step activates it (no delay on this tenant).
+    const href = (await admin.getByTestId('awaiting-approval').getAttribute('href')) ?? '';
+    const proposalId = /\/proposals\/([0-9a-f-]{36})$/.exec(href)?.[1] ?? '';
     await admin.context().close();
+    const admin2 = await newPage(chain);
+    await signInStaff(admin2, chain.tenantId, chain.staff.admin2?.email ?? '');
+    await admin2.goto(`/staff/proposals/${proposalId}`);
+    await admin2.getByTestId('proposal-approve').click();
+    await admin2.getByText('Takes effect').waitFor();
+    await admin2.goto('/staff/endpoints');
+    await until(
+      'the destination is active',
+      async () => {
+        await admin2.reload();
+        const table = admin2.getByTestId('outbound-endpoints');
+        await table.waitFor();
+        return (await table.getByText('active', { exact: true }).count()) === 1;
+      },
+      90_000,
+    );
+    await admin2.context().close();
 
     await chain.sdk.withdrawals.submit(
       {

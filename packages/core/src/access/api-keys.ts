@@ -6,7 +6,7 @@ import {
   apiKeyScopes,
   IdemError,
 } from '@idem/contracts';
-import { and, asc, eq, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import type { Database, Tx } from '../db/connect.ts';
 import { apiKeys, staffUsers } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
@@ -47,6 +47,11 @@ export interface MintApiKeyInput {
   expiresAt?: Date | null;
   /** Who mints it: `staff:<user id>`, `cli`, or a test's name. */
   createdBy: string;
+  /**
+   * Stored inactive: it authenticates nothing until an approved `api_key_create` control change
+   * activates it (the staff screens in quorum mode). Absent: active at once (the deployment's tools).
+   */
+  inactive?: boolean;
 }
 
 /** Every scope, in their documented order: the CLI's and the test fixtures' default. */
@@ -96,6 +101,7 @@ export async function mintApiKey(
     scopes,
     createdBy: input.createdBy,
     expiresAt,
+    ...(input.inactive ? { activatedAt: null } : {}),
   });
   return { keyId, apiKey, scopes, expiresAt };
 }
@@ -132,6 +138,28 @@ export async function setApiKeyScopes(
     .set({ scopes, ...(widened ? { widenedBy: input.actor, widenedAt: sql`clock_timestamp()` } : {}) })
     .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.keyId, input.keyId)));
   return { keyId: input.keyId, scopes, widened };
+}
+
+/**
+ * Activates a key minted inactive: the apply step of its approved `api_key_create` control change.
+ * The database refuses it outside such a change (idem_guard_api_key_update). A key revoked while it
+ * waited stays revoked (INVALID_TRANSITION: the change is refused, nothing applies).
+ */
+export async function activateApiKey(tx: Tx, tenantId: string, keyId: string): Promise<{ keyId: string }> {
+  const [row] = await tx
+    .update(apiKeys)
+    .set({ activatedAt: sql`now()` })
+    .where(
+      and(
+        eq(apiKeys.tenantId, tenantId),
+        eq(apiKeys.keyId, keyId),
+        isNull(apiKeys.revokedAt),
+        isNull(apiKeys.activatedAt),
+      ),
+    )
+    .returning({ keyId: apiKeys.keyId });
+  if (!row) throw new IdemError('INVALID_TRANSITION', 'the key was revoked or is already active');
+  return row;
 }
 
 /** The staff who answer for what a key does: its minter and its last widener, where recorded. */
@@ -186,6 +214,8 @@ export async function authenticateApiKey(db: Database, apiKey: string): Promise<
           eq(apiKeys.tenantId, parsed.tenantId),
           eq(apiKeys.keyHash, parsed.keyHash),
           isNull(apiKeys.revokedAt),
+          // A key waiting for another admin's approval authenticates nothing.
+          isNotNull(apiKeys.activatedAt),
           // An expired key is refused like a revoked one, on the database's clock.
           or(isNull(apiKeys.expiresAt), sql`${apiKeys.expiresAt} > now()`),
         ),
@@ -214,7 +244,7 @@ const LAST_USE_RESOLUTION = '1 minute';
 /**
  * The tenant's keys, oldest first, for the staff screen: label, a prefix to tell them apart (the
  * tenant part and the first characters of the secret, never the secret), scopes, who minted and
- * last widened it (with their e-mails), expiry, created, last used, revoked. Read in the tenant's
+ * last widened it (with their e-mails), expiry, created, last used, revoked, activated. Read in the tenant's
  * scope.
  */
 export async function listApiKeys(tx: Tx, tenantId: string): Promise<ApiKeyView[]> {
@@ -243,5 +273,6 @@ export async function listApiKeys(tx: Tx, tenantId: string): Promise<ApiKeyView[
     expiresAt: row.expiresAt?.toISOString() ?? null,
     lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
     revokedAt: row.revokedAt?.toISOString() ?? null,
+    activatedAt: row.activatedAt?.toISOString() ?? null,
   }));
 }

@@ -125,6 +125,11 @@ export async function listEndpoints(
   });
   return {
     inbound: inbound.map((row) => ({ endpointId: row.endpointId, source: row.source, ...lifecycle(row) })),
-    outbound: outbound.map((row) => ({ endpointId: row.endpointId, url: row.url, ...lifecycle(row) })),
+    outbound: outbound.map((row) => ({
+      endpointId: row.endpointId,
+      url: row.url,
+      ...lifecycle(row),
+      activatedAt: row.activatedAt?.toISOString() ?? null,
+    })),
   };
 }

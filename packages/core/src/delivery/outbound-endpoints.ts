@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { IdemError } from '@idem/contracts';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import { newWebhookSecret } from '../access/endpoint-secrets.ts';
 import type { Database, Tx } from '../db/connect.ts';
 import { outboundEndpoints } from '../db/schema/index.ts';
@@ -21,19 +21,73 @@ export async function createOutboundEndpoint(
   input: { url: string },
   egress: EgressPolicy,
 ): Promise<{ endpointId: string; url: string; secret: string }> {
-  if (input.url.length > 2048) throw new IdemError('VALIDATION', 'url is at most 2048 characters');
-  const url = await assertEgressAllowed(input.url, egress);
-  const endpointId = randomUUID();
-  const secret = newWebhookSecret();
-  await withTenant(db, tenantId, (tx) =>
-    tx.insert(outboundEndpoints).values({ tenantId, endpointId, url, secret }),
-  );
-  return { endpointId, url, secret };
+  const url = await checkedOutboundUrl(input.url, egress);
+  return withTenant(db, tenantId, (tx) => insertOutboundEndpoint(tx, tenantId, { url, inactive: false }));
 }
 
+/** The URL as the egress policy admits it (VALIDATION otherwise): checked before anything is written. */
+export async function checkedOutboundUrl(url: string, egress: EgressPolicy): Promise<string> {
+  if (url.length > 2048) throw new IdemError('VALIDATION', 'url is at most 2048 characters');
+  return assertEgressAllowed(url, egress);
+}
+
+/**
+ * Stores an endpoint whose URL the egress policy admitted. `inactive`: it receives nothing until an
+ * approved `webhook_endpoint_create` control change activates it (the staff screens).
+ */
+export async function insertOutboundEndpoint(
+  tx: Tx,
+  tenantId: string,
+  input: { url: string; inactive: boolean },
+): Promise<{ endpointId: string; url: string; secret: string }> {
+  const endpointId = randomUUID();
+  const secret = newWebhookSecret();
+  await tx.insert(outboundEndpoints).values({
+    tenantId,
+    endpointId,
+    url: input.url,
+    secret,
+    ...(input.inactive ? { activatedAt: null } : {}),
+  });
+  return { endpointId, url: input.url, secret };
+}
+
+/**
+ * Activates an endpoint stored inactive: the apply step of its approved control change. One
+ * disabled while it waited stays disabled (INVALID_TRANSITION: the change is refused). The URL is
+ * checked against the egress policy again at every connection.
+ */
+export async function activateOutboundEndpoint(
+  tx: Tx,
+  tenantId: string,
+  endpointId: string,
+): Promise<{ endpointId: string }> {
+  const [row] = await tx
+    .update(outboundEndpoints)
+    .set({ activatedAt: sql`now()` })
+    .where(
+      and(
+        eq(outboundEndpoints.tenantId, tenantId),
+        eq(outboundEndpoints.endpointId, endpointId),
+        isNull(outboundEndpoints.disabledAt),
+        isNull(outboundEndpoints.activatedAt),
+      ),
+    )
+    .returning({ endpointId: outboundEndpoints.endpointId });
+  if (!row) throw new IdemError('INVALID_TRANSITION', 'the endpoint was disabled or is already active');
+  return row;
+}
+
+/** Endpoints that receive: activated (approved, where that was needed) and not disabled. */
 export async function activeOutboundEndpoints(tx: Tx, tenantId: string): Promise<OutboundEndpoint[]> {
   return tx
     .select()
     .from(outboundEndpoints)
-    .where(and(eq(outboundEndpoints.tenantId, tenantId), isNull(outboundEndpoints.disabledAt)));
+    .where(
+      and(
+        eq(outboundEndpoints.tenantId, tenantId),
+        isNull(outboundEndpoints.disabledAt),
+        isNotNull(outboundEndpoints.activatedAt),
+      ),
+    );
 }

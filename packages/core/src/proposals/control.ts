@@ -182,5 +182,11 @@ export function describe(change: ControlChange): string {
       return `member ${change.userId}, re-enabled`;
     case 'staff_invite':
       return `the team: a new ${change.role} invited`;
+    case 'api_key_create':
+      return `a new API key ${change.keyId}`;
+    case 'api_key_scopes':
+      return `API key ${change.keyId}'s scopes to ${change.scopes.join(', ')}`;
+    case 'webhook_endpoint_create':
+      return `a new outbound webhook endpoint ${change.endpointId}`;
   }
 }

@@ -19,21 +19,21 @@ import {
   setRiskRuleInputSchema,
 } from '@idem/contracts';
 import {
+  changeApiKeyScopes,
   changeGovernance,
   changeRiskRule,
-  createApiKey,
-  createOutboundEndpoint,
   createWebhookEndpoint,
   disableEndpoint,
   governanceView,
   listApiKeys,
   listEndpoints,
   listRiskRules,
+  proposeApiKey,
+  proposeOutboundEndpoint,
   revokeApiKey,
   riskRuleHistory,
   rotateEndpointSecret,
   STRICT_EGRESS,
-  setApiKeyScopes,
 } from '@idem/core';
 import { z } from 'zod';
 import { staffWith, staffWithFresh } from '../auth/procedures.ts';
@@ -42,10 +42,11 @@ import { router } from '../trpc.ts';
 /**
  * Configuration that needed the CLI: API keys, webhook endpoints and risk rules. Every
  * change is an administrator's, needs a fresh TOTP code (step-up, when the member uses MFA) and is
- * audited by the staff procedure.
+ * audited by the staff procedure. What loosens (a new key, an added scope, a new outbound endpoint,
+ * a raised risk limit) is a control change other admins approve (docs/GOVERNANCE.md).
  *
- * The key and endpoint creations run in their own transactions (core's functions open them), so
- * the audit entry is written after them by the staff procedure, outcome 'ok' or the refusal's code.
+ * The endpoint creations run in their own transactions (core's functions open them), so the audit
+ * entry is written after them by the staff procedure, outcome 'ok' or the refusal's code.
  */
 const change = staffWithFresh('administer');
 
@@ -60,38 +61,53 @@ export const staffConfigRouter = router({
 
   /**
    * Mints a key with the scopes and expiry the admin chose, recording them as its minter (four eyes
-   * refuses them on what the key submits); the answer is the only place the key ever appears.
+   * refuses them on what the key submits); the answer is the only place the key ever appears. A new
+   * key loosens: it is stored inactive and its activation proposed (PROPOSED), so it authenticates
+   * only once another admin approves and the tenant's delay has passed; a tenant with one admin
+   * mints none here (FORBIDDEN, nothing stored).
    */
   createApiKey: change
     .input(createApiKeyInputSchema)
-    .output(createdApiKeySchema)
+    .output(createdApiKeySchema.extend(controlChangeOutcomeSchema.shape))
     .mutation(async ({ ctx, input }) => {
-      const created = await createApiKey(ctx.db, ctx.tenantId, {
-        label: input.label,
-        scopes: input.scopes,
-        expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
-        createdBy: ctx.actor,
-      });
+      const created = await ctx.inTenant((tx) =>
+        proposeApiKey(tx, ctx.tenantId, {
+          label: input.label,
+          scopes: input.scopes,
+          expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+          createdBy: ctx.actor,
+        }),
+      );
       return {
         keyId: created.keyId,
         apiKey: created.apiKey,
         label: input.label,
         scopes: created.scopes,
         expiresAt: created.expiresAt?.toISOString() ?? null,
+        outcome: created.outcome,
+        proposalId: created.proposalId,
+        approvalsRequired: created.approvalsRequired,
       };
     }),
 
   /**
-   * Replaces a key's scopes. Adding one records this admin as the key's last widener; this
-   * server's key cache forgets the key, so a narrowing applies to its next request here (within
-   * IDEM_API_KEY_CACHE_MS on other servers).
+   * Replaces a key's scopes. Removing scopes applies at once (APPLIED), and this server's key cache
+   * forgets the key, so the narrowing applies to its next request here (within IDEM_API_KEY_CACHE_MS
+   * on other servers). Adding any is proposed (PROPOSED; the answer carries the scopes in force):
+   * when it applies, this admin is the key's last widener.
    */
   setApiKeyScopes: change
     .input(setApiKeyScopesInputSchema)
-    .output(z.object({ keyId: z.uuid(), scopes: z.array(z.string()), widened: z.boolean() }))
+    .output(
+      controlChangeOutcomeSchema.extend({
+        keyId: z.uuid(),
+        scopes: z.array(z.string()),
+        widened: z.boolean(),
+      }),
+    )
     .mutation(async ({ ctx, input }) => {
       const changed = await ctx.inTenant((tx) =>
-        setApiKeyScopes(tx, ctx.tenantId, { keyId: input.keyId, scopes: input.scopes, actor: ctx.actor }),
+        changeApiKeyScopes(tx, ctx.tenantId, { keyId: input.keyId, scopes: input.scopes, actor: ctx.actor }),
       );
       ctx.apiKeyCache?.forget(input.keyId);
       return changed;
@@ -123,14 +139,28 @@ export const staffConfigRouter = router({
   /**
    * Refused (VALIDATION, nothing written) unless the URL passes the deployment's egress policy:
    * https outside development, and a host that resolves only to public addresses or is allowlisted.
+   * A new destination loosens: it is stored inactive with its signing secret (answered once, now)
+   * and its activation proposed (PROPOSED); it receives nothing until another admin approves and
+   * the tenant's delay has passed. A tenant with one admin adds none here (FORBIDDEN).
    */
   createOutboundEndpoint: change
     .input(createOutboundEndpointInputSchema)
-    .output(createdEndpointSchema)
+    .output(createdEndpointSchema.extend(controlChangeOutcomeSchema.shape))
     .mutation(async ({ ctx, input }) => {
       const egress = ctx.egress ?? STRICT_EGRESS;
-      const { endpointId, secret } = await createOutboundEndpoint(ctx.db, ctx.tenantId, input, egress);
-      return { endpointId, secret };
+      const created = await proposeOutboundEndpoint(
+        ctx.db,
+        ctx.tenantId,
+        { url: input.url, actor: ctx.actor },
+        egress,
+      );
+      return {
+        endpointId: created.endpointId,
+        secret: created.secret,
+        outcome: created.outcome,
+        proposalId: created.proposalId,
+        approvalsRequired: created.approvalsRequired,
+      };
     }),
 
   /** A new secret (shown once); the old one stays valid for the overlap. */

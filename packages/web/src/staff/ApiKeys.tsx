@@ -26,14 +26,16 @@ export function ApiKeys() {
   const me = useStaff();
   const admin = roleAllows(me.role, 'administer');
   const queryClient = useQueryClient();
-  const [shown, setShown] = useState<{ label: string; apiKey: string } | null>(null);
+  const [shown, setShown] = useState<{ label: string; apiKey: string; proposalId: string | null } | null>(
+    null,
+  );
   const [confirming, setConfirming] = useState<string | null>(null);
   const keys = useQuery({ queryKey: ['staff', 'api-keys'], queryFn: () => api.staffConfig.apiKeys.query() });
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff', 'api-keys'] });
   const create = useMutation({
     mutationFn: (key: NewKey) => api.staffConfig.createApiKey.mutate(key),
     onSuccess: (created) => {
-      setShown({ label: created.label, apiKey: created.apiKey });
+      setShown({ label: created.label, apiKey: created.apiKey, proposalId: created.proposalId });
       refresh();
     },
   });
@@ -52,15 +54,21 @@ export function ApiKeys() {
       <Text size="sm">
         Your backend calls Idem with these keys. A revoked key is refused at once by this server, and within a
         few seconds by every other. A key may only do what its scopes allow. The staff member who created a
-        key or last added a scope to it cannot approve a withdrawal the key submits.
+        key or last added a scope to it cannot approve a withdrawal the key submits. A new key, or a scope
+        added to one, is active once another admin approves it and the waiting time has passed (Proposals).
       </Text>
       {admin ? <ApiKeyForm pending={create.isPending} onCreate={(key) => create.mutate(key)} /> : null}
       <ProblemAlert error={create.error} title="Key not created" />
       <ProblemAlert error={revoke.error} title="Key not revoked" />
       {shown ? (
         <SecretOnce
-          title={`New API key "${shown.label}"`}
+          title={
+            shown.proposalId
+              ? `New API key "${shown.label}": active once another admin approves`
+              : `New API key "${shown.label}"`
+          }
           secret={shown.apiKey}
+          proposalId={shown.proposalId}
           onDone={() => setShown(null)}
         />
       ) : null}
@@ -111,8 +119,15 @@ export function ApiKeys() {
                   <Table.Td>{formatTime(key.createdAt)}</Table.Td>
                   <Table.Td>{key.lastUsedAt ? formatTime(key.lastUsedAt) : 'never'}</Table.Td>
                   <Table.Td>
-                    <Badge variant="filled" color={key.revokedAt ? 'gray.7' : 'teal.9'}>
-                      {key.revokedAt ? `revoked ${formatTime(key.revokedAt)}` : 'active'}
+                    <Badge
+                      variant="filled"
+                      color={key.revokedAt ? 'gray.7' : key.activatedAt ? 'teal.9' : 'yellow.9'}
+                    >
+                      {key.revokedAt
+                        ? `revoked ${formatTime(key.revokedAt)}`
+                        : key.activatedAt
+                          ? 'active'
+                          : 'awaiting approval'}
                     </Badge>
                   </Table.Td>
                   <Table.Td>

@@ -29,12 +29,16 @@ interface Lifecycle {
   rotatedAt: string | null;
   previousSecretUntil: string | null;
   disabledAt: string | null;
+  /** Outbound only: null while it waits for another admin's approval. */
+  activatedAt?: string | null;
 }
 
 /** A secret to show once, with what it belongs to. */
 interface ShownSecret {
   title: string;
   secret: string;
+  /** A new outbound destination waits for this control change. */
+  proposalId?: string | null;
 }
 
 /**
@@ -76,7 +80,14 @@ export function WebhookEndpoints() {
         // biome-ignore lint/suspicious/noArrayIndexKey: a fixed list of four mutations
         <ProblemAlert key={index} error={error} title="Not changed" />
       ))}
-      {shown ? <SecretOnce title={shown.title} secret={shown.secret} onDone={() => setShown(null)} /> : null}
+      {shown ? (
+        <SecretOnce
+          title={shown.title}
+          secret={shown.secret}
+          proposalId={shown.proposalId ?? null}
+          onDone={() => setShown(null)}
+        />
+      ) : null}
       {admin ? (
         <NumberInput
           label="Overlap when rotating (minutes)"
@@ -121,7 +132,10 @@ export function WebhookEndpoints() {
       <Title order={2} size="h3">
         Outbound destinations
       </Title>
-      <Text size="sm">Idem posts every state change here, signed with Standard Webhooks.</Text>
+      <Text size="sm">
+        Idem posts every state change here, signed with Standard Webhooks. A new destination receives nothing
+        until another admin approves it and the waiting time has passed.
+      </Text>
       {admin ? (
         <CreateForm
           label="Destination URL"
@@ -166,7 +180,12 @@ function useEndpointChanges(overlapMinutes: number, show: (shown: ShownSecret) =
   const createOutbound = useMutation({
     mutationFn: (url: string) => api.staffConfig.createOutboundEndpoint.mutate({ url }),
     onSuccess: (created, url) => {
-      show({ title: `Signing secret of the new destination ${url}`, secret: created.secret });
+      const waits = created.outcome === 'PROPOSED' ? ': active once another admin approves' : '';
+      show({
+        title: `Signing secret of the new destination ${url}${waits}`,
+        secret: created.secret,
+        proposalId: created.proposalId,
+      });
       refresh();
     },
   });
@@ -301,8 +320,17 @@ function EndpointTable({
                   : '–'}
               </Table.Td>
               <Table.Td>
-                <Badge variant="filled" color={endpoint.disabledAt ? 'gray.7' : 'teal.9'}>
-                  {endpoint.disabledAt ? 'disabled' : 'active'}
+                <Badge
+                  variant="filled"
+                  color={
+                    endpoint.disabledAt ? 'gray.7' : endpoint.activatedAt === null ? 'yellow.9' : 'teal.9'
+                  }
+                >
+                  {endpoint.disabledAt
+                    ? 'disabled'
+                    : endpoint.activatedAt === null
+                      ? 'awaiting approval'
+                      : 'active'}
                 </Badge>
               </Table.Td>
               <Table.Td>{actions}</Table.Td>

@@ -15,6 +15,7 @@ import {
   registerHotWallet,
   reviewWithdrawal,
   setRiskPolicy,
+  setTenantGovernance,
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, generateWebhookSecret, startAnvil, startCustodianSimulator } from '@idem/rails';
@@ -166,7 +167,7 @@ export interface Stack {
 export async function startStack(
   options: {
     /** Writes more into the database before the server opens it (one process at a time may). */
-    provisionMore?: (db: Database) => Promise<void>;
+    provisionMore?: (db: Database, tenants: { a: TenantFixture; b: TenantFixture }) => Promise<void>;
     /** The SMTP server the server's mail sender sends through (@idem/testing/mail's startMailServer). */
     mail?: { url: string };
     /** More server settings (e.g. a worker in the process for the governance step). */
@@ -182,7 +183,7 @@ export async function startStack(
     await handle.migrate();
     a = await provision(handle.db, 'Alpha Exchange');
     b = await provision(handle.db, 'Beta Exchange');
-    await options.provisionMore?.(handle.db);
+    await options.provisionMore?.(handle.db, { a, b });
   } finally {
     await handle.close();
   }
@@ -319,7 +320,7 @@ export interface ChainStack {
   tenantId: string;
   sdk: IdemClient;
   hotWallet: string;
-  staff: Record<'operator' | 'approver1' | 'support' | 'admin', StaffFixture>;
+  staff: Record<'operator' | 'approver1' | 'support' | 'admin', StaffFixture> & { admin2?: StaffFixture };
   output: string[];
   /** Mines `blocks` blocks now (the chain mines nothing on its own). */
   mine(blocks: number): Promise<void>;
@@ -340,6 +341,11 @@ export async function startChainStack(
   options: {
     /** More credited deposits, beyond cust-7's 10 ETH (the customer's deposit history). */
     deposits?: { accountId: string; amountMinor: string }[];
+    /**
+     * A second admin (`staff.admin2`) and no loosening delay: the tenant is in quorum mode, so what
+     * loosens (a new outbound endpoint) applies once the other admin approves and the worker runs.
+     */
+    secondAdmin?: boolean;
   } = {},
 ): Promise<ChainStack> {
   const anvil = await startAnvil({ mining: 'manual' });
@@ -381,6 +387,11 @@ export async function startChainStack(
         const user = await createStaffUser(tx, { tenantId, email, role, passwordHash });
         staff[key] = { email, role, userId: user.userId };
       }
+      if (options.secondAdmin) {
+        const email = 'admin2@chain-exchange.invalid';
+        const user = await createStaffUser(tx, { tenantId, email, role: 'admin', passwordHash });
+        staff.admin2 = { email, role: 'admin', userId: user.userId };
+      }
       await registerHotWallet(tx, {
         tenantId,
         network: 'ethereum',
@@ -412,6 +423,7 @@ export async function startChainStack(
       );
     }
     ({ apiKey } = await createApiKey(handle.db, tenantId, { scopes: ALL_API_KEY_SCOPES, createdBy: 'test' }));
+    if (options.secondAdmin) await setTenantGovernance(handle.db, { tenantId, looseningDelaySeconds: 0 });
   } finally {
     await handle.close();
   }

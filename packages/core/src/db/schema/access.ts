@@ -35,6 +35,13 @@ export const apiKeys = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     /**
+     * When the key began to authenticate. Null while a key minted from the staff screens waits for
+     * its control change (another admin's approval and the tenant's delay); the database sets it
+     * only through such a change that is approved and due (idem_guard_api_key_update), and once.
+     * Keys from the deployment's own tools (the CLI) and keys older than this column are active.
+     */
+    activatedAt: timestamp('activated_at', { withTimezone: true }).defaultNow(),
+    /**
      * When the key last authenticated, to the minute: written at most once a minute per key, on a
      * lookup that misses the server's key cache, so busy keys cost no extra writes.
      */

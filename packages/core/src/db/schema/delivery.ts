@@ -34,6 +34,12 @@ export const outboundEndpoints = pgTable(
     rotatedAt: timestamp('rotated_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
+    /**
+     * When the endpoint began to receive. Null while one added from the staff screens waits for its
+     * control change (another admin's approval and the tenant's delay); endpoints from the
+     * deployment's own tools and older ones are active.
+     */
+    activatedAt: timestamp('activated_at', { withTimezone: true }).defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.endpointId] }), tenantPolicy()],
 );

@@ -5,8 +5,10 @@ import {
   IdemError,
 } from '@idem/contracts';
 import { and, eq, sql } from 'drizzle-orm';
+import { activateApiKey, setApiKeyScopes } from '../../access/api-keys.ts';
 import type { Tx } from '../../db/connect.ts';
-import { riskPolicies, staffUsers } from '../../db/schema/index.ts';
+import { apiKeys, outboundEndpoints, riskPolicies, staffUsers } from '../../db/schema/index.ts';
+import { activateOutboundEndpoint } from '../../delivery/outbound-endpoints.ts';
 import { changeRiskRuleNow } from '../../risk/rules.ts';
 import { inviteStaff, setStaffRole } from '../../staff/team.ts';
 import { normalizeEmail } from '../../staff/users.ts';
@@ -15,7 +17,8 @@ import type { ProposalRule } from '../kinds.ts';
 
 /**
  * A change that loosens a control (a risk rule, the governance settings, a member's role, a
- * member re-enabled, a member invited). Other admins approve it, as many as the tenant's quorum asks beside the
+ * member re-enabled, a member invited, a new API key, a key's added scope, a new outbound
+ * endpoint). Other admins approve it, as many as the tenant's quorum asks beside the
  * proposer; then it waits out the tenant's delay (state APPROVED) and the governance executor
  * applies it (../control.ts). A tenant with one admin loosens nothing.
  */
@@ -72,6 +75,39 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
     case 'staff_invite':
       // Nobody with this e-mail yet (the screen refuses an invite for an existing member).
       return { member: null };
+    case 'api_key_create':
+    case 'api_key_scopes': {
+      // What the approvers are asked to let authenticate: never the key, which only its minter saw.
+      const [key] = await tx
+        .select({
+          label: apiKeys.label,
+          scopes: apiKeys.scopes,
+          createdBy: apiKeys.createdBy,
+          expiresAt: apiKeys.expiresAt,
+          activatedAt: apiKeys.activatedAt,
+          revokedAt: apiKeys.revokedAt,
+        })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.keyId, change.keyId)));
+      if (!key || key.revokedAt) throw new IdemError('NOT_FOUND', 'no active API key with that id');
+      return {
+        label: key.label,
+        scopes: key.scopes,
+        createdBy: key.createdBy,
+        expiresAt: key.expiresAt?.toISOString() ?? null,
+        active: key.activatedAt !== null,
+      };
+    }
+    case 'webhook_endpoint_create': {
+      const [endpoint] = await tx
+        .select({ url: outboundEndpoints.url, disabledAt: outboundEndpoints.disabledAt })
+        .from(outboundEndpoints)
+        .where(
+          and(eq(outboundEndpoints.tenantId, tenantId), eq(outboundEndpoints.endpointId, change.endpointId)),
+        );
+      if (!endpoint || endpoint.disabledAt) throw new IdemError('NOT_FOUND', 'no such outbound endpoint');
+      return { url: endpoint.url, active: false };
+    }
   }
 }
 
@@ -115,5 +151,12 @@ async function apply(
       });
       return { userId: invited.user.userId, role: change.role, expiresAt: invited.expiresAt.toISOString() };
     }
+    case 'api_key_create':
+      return { ...(await activateApiKey(tx, tenantId, change.keyId)), activated: true };
+    case 'api_key_scopes':
+      // The proposer is recorded as the key's widener: four eyes refuses them on what it submits.
+      return setApiKeyScopes(tx, tenantId, { keyId: change.keyId, scopes: change.scopes, actor });
+    case 'webhook_endpoint_create':
+      return { ...(await activateOutboundEndpoint(tx, tenantId, change.endpointId)), activated: true };
   }
 }
