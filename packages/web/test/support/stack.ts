@@ -438,6 +438,8 @@ export async function startChainStack(
     IDEM_RECONCILE_EVERY_MS: '0',
     // The tests' webhook receivers listen on 127.0.0.1: admitted as a deployment admits an internal one.
     IDEM_WEBHOOK_ALLOW_INTERNAL: '127.0.0.1',
+    // With a second admin, an approved change applies within a second, not the default minute.
+    ...(options.secondAdmin ? { IDEM_GOVERNANCE_EVERY_MS: '1000' } : {}),
   });
   return {
     baseUrl: server.baseUrl,
