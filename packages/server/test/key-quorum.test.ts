@@ -309,6 +309,29 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
     expect(await delivered()).not.toContain(created.endpointId);
   });
 
+  it('I31-QUORUM the database activates an outbound endpoint only through an approved, due control change naming it', async () => {
+    const created = dataOf<Proposed & { endpointId: string }>(
+      await call('staffConfig.createOutboundEndpoint', {
+        mutation: true,
+        session: await session('admin'),
+        input: { url: 'http://127.0.0.1:9/by-hand' },
+      }),
+    );
+    const refused = await withTenant(database.db, tenant.tenantId, (tx) =>
+      tx.execute(
+        sql`update outbound_endpoints set activated_at = now() where endpoint_id = ${created.endpointId}`,
+      ),
+    ).then(
+      () => null,
+      (error: unknown) => String((error as { cause?: unknown }).cause ?? error),
+    );
+    expect(refused).toContain('activated only by an approved, due control change');
+    const active = await withTenant(database.db, tenant.tenantId, (tx) =>
+      activeOutboundEndpoints(tx, tenant.tenantId),
+    );
+    expect(active.map((endpoint) => endpoint.endpointId)).not.toContain(created.endpointId);
+  });
+
   it('I31-QUORUM an endpoint refused by the egress policy is refused when proposed, and nothing is stored', async () => {
     const refused = await call('staffConfig.createOutboundEndpoint', {
       mutation: true,
