@@ -10,7 +10,7 @@ import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from '
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 11, findings 1 and 3, over real HTTP: the server runs with NO worker, so nothing reviews a
+ * Approvals (I11-F1, I11-F3), over real HTTP: the server runs with NO worker, so nothing reviews a
  * withdrawal behind the test's back; staff decide with their session cookies.
  */
 const PASSWORD = 'a long enough test password';

@@ -9,7 +9,7 @@ import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 14, the staff audit log over real HTTP: who did what, when, from where, and what they
+ * The staff audit log over real HTTP: who did what, when, from where, and what they
  * asked; refusals and failed sign-ins too; append-only in the database; administrators only.
  */
 const PASSWORD = 'a long enough test password';

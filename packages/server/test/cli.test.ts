@@ -392,7 +392,7 @@ describe.each(backendKinds)('idem CLI (%s)', (kind) => {
 });
 
 /**
- * Issue 11, finding 6, end to end: an integrator's withdrawal, the operator changing the risk
+ * Policy versions (I11-F6), end to end: an integrator's withdrawal, the operator changing the risk
  * rules with the CLI while the server runs (its cached policy version goes stale), and the
  * integrator's byte-identical retry through the SDK. PostgreSQL only: on PGlite the server holds
  * the data directory, so the CLI could not run beside it.

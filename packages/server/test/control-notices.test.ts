@@ -1,5 +1,5 @@
 /**
- * Issue 31, "no single admin moves money": every admin is told of every control change by e-mail
+ * No single admin moves money: every admin is told of every control change by e-mail
  * as well as on the Overview (I31-NOTICE). Over real HTTP on the real server with its mail sender
  * pointed at a local SMTP server, the way an admin's mailbox receives it: one admin proposes to
  * raise an asset's auto-approve limit, and each active admin (the proposer too: a hijacked session

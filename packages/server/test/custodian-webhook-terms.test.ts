@@ -21,7 +21,7 @@ import { readEnv } from '../src/env.ts';
 import { provisionTenant, uniqueId } from './support/provision.ts';
 
 /**
- * Issue 13, tried from outside: a custodian's signed status webhook reaches the server's real HTTP
+ * Tried from outside: a custodian's signed status webhook reaches the server's real HTTP
  * intake and the worker applies it. A "completed" naming another transfer id than the one the
  * custodian acknowledged, or another destination, must not settle the withdrawal: it stays as it
  * is and a genuine_variance break says why. An event type we do not know raises an alert.

@@ -10,7 +10,7 @@ import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from '
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 14's customer screens, server side, over real HTTP: the second-device confirmation
+ * The customer screens, server side, over real HTTP: the second-device confirmation
  * (I14-DEVICE), the account's own deposit history (I14-DEPOSITS) and the block explorer link an
  * admin configures per network (I14-LIVE).
  */

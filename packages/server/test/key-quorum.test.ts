@@ -16,7 +16,7 @@ import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from '
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 31: an API key, a widening of its scopes and an outbound webhook endpoint are loosenings.
+ * Admin quorum: an API key, a widening of its scopes and an outbound webhook endpoint are loosenings.
  * In quorum mode one admin's request stores the key (its secret shown once) or the endpoint (its
  * signing secret shown once) inactive and proposes a control change; another admin approves; the
  * governance executor (the worker's step) applies it after the tenant's delay. Until then the key

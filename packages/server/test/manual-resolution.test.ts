@@ -26,7 +26,7 @@ import { ETH, evmAddress, provisionTenant } from './support/provision.ts';
 import { type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 11 F4 over real HTTP, with a real chain behind the server: a stuck withdrawal is resolved
+ * Manual resolution (I11-F4) over real HTTP, with a real chain behind the server: a stuck withdrawal is resolved
  * only by a proposal that another staff member approves, and only when the chain proves it.
  */
 const PASSWORD = 'a long enough test password';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.ts';
 
 /**
- * A scrape's cost follows the work in flight, not the history (issue 14): the in-flight states are
+ * A scrape's cost follows the work in flight, not the history: the in-flight states are
  * read on every scrape past `cacheMs`; the settled states' totals, which grow with the history, at
  * most once per `settledCacheMs`, and then behind the scrapes.
  */

@@ -22,7 +22,7 @@ import { evmAddress, provisionTenant, type TenantFixture, uniqueId } from './sup
 import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 
 /**
- * Issue 11, finding 5, over real HTTP: adjustments and manual credits are proposed by one signed-in
+ * Four-eyes proposals (I11-F5), over real HTTP: adjustments and manual credits are proposed by one signed-in
  * staff member and approved by another through `staffProposals.*`, bound to the hash shown; the
  * approval posts the journal entry, once.
  */
@@ -260,7 +260,7 @@ interface AttemptsView {
   replaceable: boolean;
 }
 
-describe('stuck withdrawals over HTTP (issue 12)', () => {
+describe('stuck withdrawals over HTTP (I12)', () => {
   it('I12-BUMP staff.attempts shows the attempts; staff.bumpFee needs the operate permission; I12-CANCEL a cancel is four eyes and stops bumps', async () => {
     await withTenant(database.db, tenant.tenantId, (tx) =>
       registerHotWallet(tx, {

@@ -22,7 +22,7 @@ import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 14, configuration that needed the CLI, through the staff API over real HTTP: API keys
+ * Configuration that needed the CLI, through the staff API over real HTTP: API keys
  * (created, shown once, last use, revoked at once on this server), webhook endpoints (created,
  * secrets rotated with an overlap, disabled) and risk rules per asset with their history.
  * The server runs with a one-minute API key cache, so only cache invalidation can make a revoked

@@ -8,7 +8,7 @@ import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 14, the operator's Overview and Withdrawals explorer over real HTTP: any staff role reads
+ * The operator's Overview and Withdrawals explorer over real HTTP: any staff role reads
  * them (support included), the export is a mutation that is itself audited, and a tenant sees only
  * its own withdrawals.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 14, "Staff sign-in and team", over real HTTP on the real server: sign-in by e-mail and
+ * Staff sign-in and the team, over real HTTP on the real server: sign-in by e-mail and
  * organisation slug (I14-SIGNIN), TOTP enrolment, sign-in codes, recovery codes and step-up
  * (I14-MFA), and the admin's team procedures with invitations (I14-TEAM). Codes come from otplib,
  * computed from the secret the enrolment shows, as an authenticator app would.

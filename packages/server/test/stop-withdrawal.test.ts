@@ -18,7 +18,7 @@ import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from '
 import { type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 12, stop before signing, over real HTTP: the server runs with no worker, so an APPROVED
+ * Stop before signing, over real HTTP: the server runs with no worker, so an APPROVED
  * withdrawal stays unclaimed until the test claims it.
  */
 const PASSWORD = 'a long enough test password';

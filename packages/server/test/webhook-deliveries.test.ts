@@ -10,7 +10,7 @@ import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
- * Issue 14, the outbound delivery log through the staff API over real HTTP: staff read it, an
+ * The outbound delivery log through the staff API over real HTTP: staff read it, an
  * operator redelivers a dead-lettered delivery by hand, nobody sees another tenant's log.
  */
 const PASSWORD = 'a long enough test password';

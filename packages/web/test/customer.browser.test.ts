@@ -15,7 +15,7 @@ import {
 } from './support/stack.ts';
 
 /**
- * Issue 14's customer screens in a real Chromium against the real server with a real chain (anvil,
+ * The customer screens in a real Chromium against the real server with a real chain (anvil,
  * mining by hand) and its worker: a 390 px phone where nothing is cut or overflows (I14-PHONE),
  * a detail and history that follow a withdrawal by themselves (I14-LIVE), the deposit history
  * (I14-DEPOSITS) and the second-device confirmation of seed 004 (I14-DEVICE).
@@ -92,7 +92,7 @@ async function expectPageFitsPhone(page: Page) {
   expect(widths.document, 'the page scrolls sideways').toBeLessThanOrEqual(widths.viewport);
 }
 
-describe('customer screens on a phone (issue 14)', () => {
+describe('customer screens on a phone', () => {
   it('I14-PHONE at 390x844 the history, deposits and detail show full status words, amounts and addresses within the viewport', async () => {
     // One withdrawal the worker broadcasts (long status), one stored REJECTED (longest status).
     const destination = '0xa1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
@@ -171,7 +171,7 @@ describe('customer screens on a phone (issue 14)', () => {
   });
 });
 
-describe('a withdrawal followed live (issue 14)', () => {
+describe('a withdrawal followed live', () => {
   it('I14-LIVE an admin sets the explorer on the Branding screen; the open detail and history follow the withdrawal to "Confirmed (2 blocks)" without a reload, linked to the explorer', async () => {
     const admin = await newPage(chain);
     await signInStaff(admin, chain.tenantId, chain.staff.admin.email);
@@ -234,7 +234,7 @@ describe('a withdrawal followed live (issue 14)', () => {
   });
 });
 
-describe('deposit history (issue 14)', () => {
+describe('deposit history', () => {
   it('I14-DEPOSITS the history shows the account’s deposits in words beside its withdrawals, ten a page, older by cursor', async () => {
     const page = await newPage(chain, PHONE);
     await openCustomer(page, chain.sdk, 'cust-5');
@@ -259,7 +259,7 @@ describe('deposit history (issue 14)', () => {
   });
 });
 
-describe('a second device (seed 004, issue 14)', () => {
+describe('a second device (seed 004)', () => {
   it('I14-DEVICE the laptop is shown the phone’s in-progress withdrawal (link, state, time) and must confirm to make another; nothing is merged', async () => {
     const destination = '0xc3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3';
     const phone = await newPage(chain, PHONE);

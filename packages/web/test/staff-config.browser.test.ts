@@ -19,7 +19,7 @@ import {
 } from './support/stack.ts';
 
 /**
- * Issue 14, configuration that needed the CLI, in a real Chromium against the real server process:
+ * Configuration that needed the CLI, in a real Chromium against the real server process:
  * an API key created and revoked (the old key refused over HTTP at once), an inbound secret rotated
  * with an overlap (both verify during it), a risk rule changed and shown in its history, and on a
  * real chain with the server's worker an outbound delivery that failed, retried by hand once the

@@ -15,7 +15,7 @@ import {
 } from './support/stack.ts';
 
 /**
- * Issue 31, a loosened risk rule visibly waits out its delay, and every admin is told (I31-QUORUM,
+ * A loosened risk rule visibly waits out its delay, and every admin is told (I31-QUORUM,
  * I31-NOTICE), in a real Chromium against the real server process with a worker in it (its
  * governance step every half second) and a local SMTP server: admin A raises ETH's auto-approve
  * limit; the risk screen shows it waiting for approval; admin B finds it on the Overview's notices

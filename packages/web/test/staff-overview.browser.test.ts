@@ -11,7 +11,7 @@ import {
 } from './support/stack.ts';
 
 /**
- * Issue 14, what an operator looks at first, in a real Chromium against the real server process:
+ * What an operator looks at first, in a real Chromium against the real server process:
  * the Overview (the landing page after sign-in) shows the seeded figures and reads again by itself
  * when a withdrawal is submitted; the Withdrawals explorer filters, pages, opens a withdrawal's page
  * and exports what the filter selects as CSV.

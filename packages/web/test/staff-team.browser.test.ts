@@ -24,7 +24,7 @@ import {
 } from './support/stack.ts';
 
 /**
- * Issue 14 in a real Chromium against the real server: a tenant that requires TOTP (the default),
+ * Staff sign-in and the team in a real Chromium against the real server: a tenant that requires TOTP (the default),
  * its admin enrolling from the QR code's otpauth URL and approving after a step-up code, then
  * inviting an approver, whose one-time link arrives by e-mail over a real local SMTP server (never
  * on the admin's screen); the approver sets a password through it and enrols, and their approval is
@@ -163,7 +163,7 @@ afterAll(async () => {
   await mailServer?.close();
 });
 
-describe('staff sign-in with TOTP and the team screen (issue 14)', () => {
+describe('staff sign-in with TOTP and the team screen', () => {
   it('I14-MFA an admin signs in by organisation, enrols with the QR code, and approves after a step-up code', async () => {
     admin = await newPage(stack);
     await admin.goto(`/staff/login?org=${GAMMA.slug}`);

@@ -163,7 +163,7 @@ describe('staff screens', () => {
     ] as const) {
       const page = await newPage(stack);
       await signInStaff(page, stack.a.tenantId, stack.a.staff[who].email);
-      // Staff land on the Overview (issue 14); the approval queue is one link away.
+      // Staff land on the Overview; the approval queue is one link away.
       await page.getByRole('link', { name: 'Approval queue' }).click();
       const card = page.getByTestId('approval-card').filter({ hasText: destinations.fourEyes });
       await card.waitFor();
@@ -505,10 +505,10 @@ describe('staff screens', () => {
 });
 
 /**
- * Issue 12's staff screens on a real chain: anvil with mining off (a sent withdrawal waits in the
+ * The stuck-withdrawal staff screens on a real chain: anvil with mining off (a sent withdrawal waits in the
  * pool until the test mines), the server's own worker signing, bumping and cancelling.
  */
-describe('balance reconciliation (issue 13)', () => {
+describe('balance reconciliation (I13)', () => {
   it('I13-BAL an operator runs a balance reconciliation now; the run, its figures, the chart of ledger against observed, and the CSV and signed JSON downloads; support may look but not run', async () => {
     const page = await newPage(stack);
     await signInStaff(page, stack.a.tenantId, stack.a.staff.operator.email);
@@ -563,7 +563,7 @@ describe('balance reconciliation (issue 13)', () => {
   });
 });
 
-describe('stuck withdrawals on a real chain (issue 12)', () => {
+describe('stuck withdrawals on a real chain (I12)', () => {
   let chain: ChainStack;
 
   beforeAll(async () => {

@@ -331,7 +331,7 @@ export interface ChainStack {
 }
 
 /**
- * A second server process with a real chain and a real worker (issue 12's staff screens): anvil
+ * A second server process with a real chain and a real worker (the stuck-withdrawal staff screens): anvil
  * with mining off, so a broadcast transaction waits in the pool until the test mines a block; the
  * server's in-process worker signs, broadcasts, bumps and cancels; one tenant whose hot wallet is
  * anvil's development account 1. Alerts a BROADCAST after one second, so the queue's mark shows.
