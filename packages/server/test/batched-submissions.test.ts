@@ -199,7 +199,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
    * batch function, or the single-item one a lone submission takes.
    */
   async function serverWaitingOnLock(count: number): Promise<void> {
-    const deadline = Date.now() + 30_000;
+    // Generous: on a loaded two-core machine (three suites at once) a starved server took over 30 s.
+    const deadline = Date.now() + 90_000;
     for (;;) {
       // Statistics views are a snapshot per transaction: take a fresh one each time.
       await inspect`select pg_stat_clear_snapshot()`;
@@ -358,6 +359,9 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
         baseUrl: server.baseUrl,
         apiKey: tenant.apiKey,
         retry: { attemptsMax: 1 },
+        // The first callers wait on the test's lock on purpose; a starved server on a loaded
+        // machine answered after the SDK's default 10 s, which gave the storm up.
+        requestTimeoutMs: 120_000,
       });
       const sdk = request('cust-7', amount);
       const sdkKey = withdrawalKey(sdk.withdrawalId);

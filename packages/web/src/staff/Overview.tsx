@@ -87,10 +87,13 @@ export function Overview() {
     queryFn: () => api.staffOverview.overview.query(),
     refetchInterval: OVERVIEW_REFRESH_MS,
   });
-  const assets = useStaffAssets().data ?? [];
+  const assetsQuery = useStaffAssets();
+  const assets = assetsQuery.data ?? [];
   // Admins are the ones told of control changes (I31-NOTICE).
   const admin = roleAllows(useStaff().role, 'administer');
-  if (overview.isPending) return <Loader aria-label="Loading overview" />;
+  // Amounts wait for the assets' decimals: without them they read as raw minor units (exact, but
+  // "500000000000000000 minor units of ETH" flashed before "0.5 ETH" when the assets came second).
+  if (overview.isPending || assetsQuery.isPending) return <Loader aria-label="Loading overview" />;
   if (overview.error) {
     return (
       <Stack>
