@@ -9,6 +9,8 @@ import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 
 /** How often the risk screen reads again while a change waits: it shows the change taking effect. */
 export const WAITING_REFRESH_MS = 2_000;
+/** With nothing waiting, still looked at now and then: another admin may propose a change meanwhile. */
+export const IDLE_REFRESH_MS = 10_000;
 
 /** A raised risk rule that is not in force yet: proposed (waiting for admins) or approved (waiting out the delay). */
 export interface WaitingRiskChange {
@@ -61,7 +63,7 @@ export function useWaitingRiskChanges() {
       ]);
       return [...approved.items, ...pending.items].flatMap(riskChangeOf);
     },
-    refetchInterval: (query) => ((query.state.data?.length ?? 0) > 0 ? WAITING_REFRESH_MS : false),
+    refetchInterval: (query) => ((query.state.data?.length ?? 0) > 0 ? WAITING_REFRESH_MS : IDLE_REFRESH_MS),
   });
   const ids = (waiting.data ?? []).map((change) => change.proposalId).join(',');
   const seen = useRef(ids);
