@@ -33,8 +33,8 @@ export function idem(env: Record<string, string>, ...args: string[]): Promise<Cl
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`idem ${args.join(' ')} did not exit within 60 s:\n${stdout}\n${stderr}`));
-    }, 60_000);
+      reject(new Error(`idem ${args.join(' ')} did not exit within 120 s:\n${stdout}\n${stderr}`));
+    }, 120_000);
     child.once('error', (error) => {
       clearTimeout(timer);
       reject(error);
