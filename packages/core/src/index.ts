@@ -204,7 +204,6 @@ export {
   expiryRefusal,
   type ProposalDecision,
   type ProposalDecisionResult,
-  refuseExpired,
 } from './proposals/decide.ts';
 export { proposalOperationKey } from './proposals/kinds/preconditions.ts';
 export {

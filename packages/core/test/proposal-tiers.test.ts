@@ -19,7 +19,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
-import { decideProposal, refuseExpired } from '../src/proposals/decide.ts';
+import { decideProposal, expiryRefusal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
 import { getProposal } from '../src/proposals/record.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
@@ -127,10 +127,10 @@ describe('proposals tier by amount, expire, and count only active members', () =
       },
       { timeout: 10_000, interval: 100 },
     );
-    // The decision that finds it expired marks it so (and the transport answers EXPIRED, refuseExpired).
+    // The decision that finds it expired marks it so (and the transport answers EXPIRED, expiryRefusal).
     const late = await approve(proposal.proposalId, approver, proposal.payloadHash, other);
     expect(late.proposal.state).toBe('EXPIRED');
-    expect(() => refuseExpired(late)).toThrow(expect.objectContaining({ code: 'EXPIRED' }));
+    expect(expiryRefusal(late)).toEqual(expect.objectContaining({ code: 'EXPIRED' }));
     const after = await withTenant(t.db, other, (tx) => getProposal(tx, other, proposal.proposalId));
     expect(after.state).toBe('EXPIRED');
     expect(after.result).not.toHaveProperty('approvedBy');

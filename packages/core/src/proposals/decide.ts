@@ -40,7 +40,7 @@ export interface ProposalDecisionResult {
  * Only approvals by members still active and still holding the kind's permission count, when
  * deciding and again in the database as it executes (core/sql/idem_guard_proposal_update.sql).
  * A proposal past its expiry is marked EXPIRED and returned as such, so the caller commits the mark
- * and answers EXPIRED (`refuseExpired`); one already marked is refused with EXPIRED at once.
+ * and answers EXPIRED (`expiryRefusal`, with runAudited's `refusalOf`); one already marked is refused with EXPIRED at once.
  */
 export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<ProposalDecisionResult> {
   const locked = await tx
@@ -119,16 +119,6 @@ async function assertMayDecide(tx: Tx, proposal: ProposalRecord, staffId: string
       `only an active member who may ${permission === 'administer' ? 'administer' : 'decide'} decides on this proposal`,
     );
   }
-}
-
-/**
- * Answers EXPIRED for a decision that found its proposal expired. Called by the transport after
- * the deciding transaction committed, so the proposal stays marked EXPIRED.
- */
-export function refuseExpired<T extends ProposalDecisionResult>(result: T): T {
-  const refusal = expiryRefusal(result);
-  if (refusal) throw refusal;
-  return result;
 }
 
 /**
