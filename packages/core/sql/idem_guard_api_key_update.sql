@@ -1,8 +1,10 @@
 -- Trigger api_keys_guard: a key's hash, identity, minter and expiry never change; a revoked key
 -- stays revoked and its scopes stay as they were; adding a scope names who added it, at that time.
 -- A key minted inactive (activated_at null, from the staff screens) is activated once, never
--- deactivated, never once revoked, and only while an approved control change naming it is due
--- (docs/GOVERNANCE.md): one admin cannot make their own key authenticate.
+-- deactivated, never once revoked, and only while an approved control change naming it is due; a
+-- scope is added only while an approved change naming the key and granting it is due
+-- (idem_control_change_due, docs/GOVERNANCE.md): one admin cannot make their own key authenticate
+-- or widen it.
 CREATE OR REPLACE FUNCTION public.idem_guard_api_key_update()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -23,15 +25,16 @@ BEGIN
   END IF;
   IF OLD.activated_at IS NULL AND NEW.activated_at IS NOT NULL
      AND (NEW.revoked_at IS NOT NULL
-       OR NOT EXISTS (
-         SELECT 1 FROM public.proposals p
-          WHERE p.tenant_id = NEW.tenant_id
-            AND p.kind = 'control_change'
-            AND p.state = 'APPROVED'
-            AND p.effective_at <= now()
-            AND p.payload -> 'change' ->> 'control' = 'api_key_create'
-            AND p.payload -> 'change' ->> 'keyId' = NEW.key_id::text)) THEN
+       OR NOT public.idem_control_change_due(NEW.tenant_id, 'api_key_create', 'keyId', NEW.key_id::text)) THEN
     RAISE EXCEPTION 'idem: api key % is activated only by an approved, due control change', OLD.key_id
+      USING ERRCODE = 'integrity_constraint_violation';
+  END IF;
+  -- An added scope loosens like a new key: only an approved, due change naming the key and granting
+  -- at least the new list adds it.
+  IF NOT (NEW.scopes <@ OLD.scopes)
+     AND NOT public.idem_control_change_due(NEW.tenant_id, 'api_key_scopes', 'keyId', NEW.key_id::text,
+                                            jsonb_build_object('scopes', to_jsonb(NEW.scopes))) THEN
+    RAISE EXCEPTION 'idem: a scope is added to api key % only by an approved, due control change', OLD.key_id
       USING ERRCODE = 'integrity_constraint_violation';
   END IF;
   -- Four eyes refuses the key's last widener on what it submits: a widening that does not name

@@ -65,25 +65,33 @@ describe('API keys', () => {
   it("I31-KEYS the database keeps a key's minter and expiry, and refuses a widening that does not name its widener", async () => {
     const { db } = database;
     const tenantId = await newTenant(db);
-    const { keyId } = await createApiKey(db, tenantId, { scopes: ['read'], createdBy: 'staff:minter' });
+    const { keyId } = await createApiKey(db, tenantId, {
+      scopes: ['read', 'withdraw'],
+      createdBy: 'staff:minter',
+    });
     const attempt = (change: ReturnType<typeof sql>) =>
       withTenant(db, tenantId, (tx) =>
         tx.execute(sql`update api_keys set ${change} where tenant_id = ${tenantId} and key_id = ${keyId}`),
       );
     // Under the application role (withTenant): each is refused by the guard or by a missing grant.
-    await expect(attempt(sql`scopes = array['read', 'withdraw']`)).rejects.toThrow();
+    await expect(attempt(sql`scopes = array['read', 'withdraw', 'webhooks']`)).rejects.toThrow();
     await expect(attempt(sql`created_by = 'staff:someone-else'`)).rejects.toThrow();
     await expect(attempt(sql`expires_at = now() + interval '1 day'`)).rejects.toThrow();
     await expect(attempt(sql`scopes = array['read', 'bogus']`)).rejects.toThrow();
-    // A widening that names its widener, and a narrowing that names nobody, are allowed.
-    await attempt(sql`scopes = array['read', 'withdraw'], widened_by = 'staff:widener', widened_at = now()`);
+    // A widening that names its widener still needs an approved, due control change
+    // (governance-guard.test.ts has the one that applies); a narrowing that names nobody is allowed.
+    await expect(
+      attempt(
+        sql`scopes = array['read', 'withdraw', 'webhooks'], widened_by = 'staff:widener', widened_at = now()`,
+      ),
+    ).rejects.toThrow();
     await attempt(sql`scopes = array['withdraw']`);
     await expect(attempt(sql`widened_by = 'staff:other', widened_at = now()`)).rejects.toThrow();
     const [row] = await withTenant(db, tenantId, (tx) => tx.select().from(schema.apiKeys));
     expect(row).toMatchObject({
       scopes: ['withdraw'],
       createdBy: 'staff:minter',
-      widenedBy: 'staff:widener',
+      widenedBy: null,
     });
   });
 

@@ -97,6 +97,27 @@ describe.skipIf(!onPostgres)('the server on a restricted login role (real Postgr
     }
   });
 
+  it('I31-QUORUM this login role stores an API key or an outbound endpoint only inactive, even as itself', async () => {
+    // Not switched to idem_app either: only the tables' owner (the CLI's role) stores them active.
+    const direct = postgres(loginUrl, { max: 1, onnotice: () => {} });
+    try {
+      const insert = (table: 'api_keys' | 'outbound_endpoints') =>
+        direct.begin(async (sql) => {
+          await sql`select set_config('app.tenant_id', ${tenant.tenantId}, true)`;
+          return table === 'api_keys'
+            ? sql`insert into api_keys (tenant_id, key_id, key_hash, hint, label, scopes)
+                  values (${tenant.tenantId}, gen_random_uuid(), ${randomBytes(32).toString('hex')}, 'abcd',
+                          'direct', array['withdraw'])`
+            : sql`insert into outbound_endpoints (tenant_id, endpoint_id, url, secret)
+                  values (${tenant.tenantId}, gen_random_uuid(), 'https://hooks.example.com/x', 'whsec_x')`;
+        });
+      await expect(insert('api_keys')).rejects.toThrow(/stored inactive/);
+      await expect(insert('outbound_endpoints')).rejects.toThrow(/stored inactive/);
+    } finally {
+      await direct.end();
+    }
+  });
+
   it('I11-F7 staff sign-in is throttled in PostgreSQL by this login role, which cannot touch the counters itself', async () => {
     const email = 'restricted-admin@example.invalid';
     await withTenant(t.db, tenant.tenantId, async (tx) =>

@@ -9,7 +9,7 @@ import {
 import { and, asc, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import type { Database, Tx } from '../db/connect.ts';
 import { apiKeys, staffUsers } from '../db/schema/index.ts';
-import { withTenant } from '../db/tenant-scope.ts';
+import { withTenant, withTenantAsConnection } from '../db/tenant-scope.ts';
 import { parseOrThrow, validation } from '../operations/input-validation.ts';
 import { staffActor } from '../staff/users.ts';
 
@@ -49,7 +49,8 @@ export interface MintApiKeyInput {
   createdBy: string;
   /**
    * Stored inactive: it authenticates nothing until an approved `api_key_create` control change
-   * activates it (the staff screens in quorum mode). Absent: active at once (the deployment's tools).
+   * activates it (the staff screens in quorum mode). Absent: active at once, which the database
+   * allows only the deployment's own tools (createApiKey as the tables' owner; idem_guard_inactive_insert).
    */
   inactive?: boolean;
 }
@@ -106,13 +107,18 @@ export async function mintApiKey(
   return { keyId, apiKey, scopes, expiresAt };
 }
 
-/** Mints a key in its own transaction; see mintApiKey. */
+/**
+ * The deployment's own tools (the CLI's `apikey create`, `tenant create`; fixtures): mints a key in
+ * its own transaction as the connection's role, active unless `inactive`. The database stores an
+ * active key only for the tables' owner or a superuser (idem_guard_inactive_insert), never for the
+ * application role the staff screens run as: run the CLI with the owner's DATABASE_URL.
+ */
 export function createApiKey(
   db: Database,
   tenantId: string,
   input: MintApiKeyInput,
 ): Promise<{ keyId: string; apiKey: string; scopes: ApiKeyScope[]; expiresAt: Date | null }> {
-  return withTenant(db, tenantId, (tx) => mintApiKey(tx, tenantId, input));
+  return withTenantAsConnection(db, tenantId, (tx) => mintApiKey(tx, tenantId, input));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { IdemError } from '@idem/contracts';
+import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { actAsAppRole } from './app-role.ts';
 import type { Database, Tx } from './connect.ts';
@@ -20,6 +21,28 @@ export async function withTenant<T>(
   }
   return db.transaction(async (tx) => {
     await actAsAppRole(tx, tenantId);
+    return work(tx);
+  });
+}
+
+/**
+ * Runs `work` in one transaction scoped to one tenant (`app.tenant_id` bound) as the connection's
+ * own role, not the application role: the deployment's own tools (the CLI), which the database
+ * tells apart from the application. Used only where a trigger allows the tables' owner (or a
+ * superuser) what it refuses the application role: storing an API key or an outbound endpoint
+ * active at once (idem_guard_inactive_insert). Row-level security still binds the owner (FORCE).
+ * Connected as a login that is neither (the server's), the database refuses that too.
+ */
+export async function withTenantAsConnection<T>(
+  db: Database,
+  tenantId: string,
+  work: (tx: Tx) => Promise<T>,
+): Promise<T> {
+  if (!tenantIdSchema.safeParse(tenantId).success) {
+    throw new IdemError('UNAUTHORIZED', 'tenant id is not a valid identifier');
+  }
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('app.tenant_id', ${tenantId}, true)`);
     return work(tx);
   });
 }

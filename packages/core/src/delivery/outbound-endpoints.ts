@@ -4,13 +4,16 @@ import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import { newWebhookSecret } from '../access/endpoint-secrets.ts';
 import type { Database, Tx } from '../db/connect.ts';
 import { outboundEndpoints } from '../db/schema/index.ts';
-import { withTenant } from '../db/tenant-scope.ts';
+import { withTenantAsConnection } from '../db/tenant-scope.ts';
 import { assertEgressAllowed, type EgressPolicy } from './egress.ts';
 
 export type OutboundEndpoint = typeof outboundEndpoints.$inferSelect;
 
 /**
- * Registers where the tenant receives Idem's webhooks. The secret (Standard Webhooks, `whsec_`) is
+ * The deployment's own tools (the CLI's `outbound-endpoint create`; fixtures): registers, active at
+ * once, where the tenant receives Idem's webhooks, as the connection's role. The database stores an
+ * active endpoint only for the tables' owner or a superuser (idem_guard_inactive_insert); the staff
+ * screens store one inactive and propose it (proposeOutboundEndpoint). The secret (Standard Webhooks, `whsec_`) is
  * returned once to the operator, who verifies our signatures with it. The URL must pass the
  * deployment's egress policy (https, public addresses or the allowlist): a refusal is a VALIDATION
  * error and writes nothing. The worker checks again at every connection (DNS can change).
@@ -22,7 +25,9 @@ export async function createOutboundEndpoint(
   egress: EgressPolicy,
 ): Promise<{ endpointId: string; url: string; secret: string }> {
   const url = await checkedOutboundUrl(input.url, egress);
-  return withTenant(db, tenantId, (tx) => insertOutboundEndpoint(tx, tenantId, { url, inactive: false }));
+  return withTenantAsConnection(db, tenantId, (tx) =>
+    insertOutboundEndpoint(tx, tenantId, { url, inactive: false }),
+  );
 }
 
 /** The URL as the egress policy admits it (VALIDATION otherwise): checked before anything is written. */
@@ -33,7 +38,8 @@ export async function checkedOutboundUrl(url: string, egress: EgressPolicy): Pro
 
 /**
  * Stores an endpoint whose URL the egress policy admitted. `inactive`: it receives nothing until an
- * approved `webhook_endpoint_create` control change activates it (the staff screens).
+ * approved `webhook_endpoint_create` control change activates it (the staff screens). Active: only
+ * the deployment's tools' role may store it so (idem_guard_inactive_insert).
  */
 export async function insertOutboundEndpoint(
   tx: Tx,
