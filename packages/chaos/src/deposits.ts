@@ -1,9 +1,11 @@
 /**
  * Deposits, injected only through the public paths: native ETH sent on chain to registered
- * deposit addresses (the deposit watcher must find them), and `deposit.confirmed` webhooks signed
- * with the custodian endpoint's secret and posted to the server's /webhooks/:endpointId (the
- * custodian simulator emits only transfer events, so this plays the custodian's deposit feed).
- * Deliveries are duplicated, delayed, reordered and replayed with a changed body, from the seed.
+ * deposit addresses (the deposit watcher must find them), and BTC arriving at the custodian's
+ * registered addresses (on the simulator's books, which also notifies), each then notified again
+ * by this depositor: `deposit.confirmed` webhooks signed with the custodian endpoint's secret and
+ * posted to the server's /webhooks/:endpointId. Its deliveries are duplicated, delayed, reordered
+ * and replayed with a changed body, from the seed; the inbox credits only what the custodian's own
+ * record says, and the poller finds what no notification brought.
  */
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { Webhook } from 'standardwebhooks';
@@ -23,7 +25,10 @@ export interface ChainDeposit {
 
 export interface WebhookDeposit {
   eventId: string;
+  /** The custodian's id for the deposit, which its notifications carry as the reference. */
   reference: string;
+  /** The custodian deposit address it arrived at, registered to `accountId`. */
+  address: string;
   accountId: string;
   amountMinor: string;
   /** The intake answered 2xx to at least one delivery of the original body. */
@@ -52,7 +57,11 @@ export interface DepositSetup {
   /** Deposit addresses per tenant index, each with its account. */
   addresses: { tenantIndex: number; address: string; accountRef: string }[];
   /** The custodian tenant's webhook endpoint, reached through a server proxy. */
-  webhook: { url: () => string; secret: string; accounts: string[] };
+  webhook: { url: () => string; secret: string };
+  /** The custodian tenant's accounts' deposit addresses at the custodian. */
+  custodianAddresses: { accountRef: string; address: string }[];
+  /** Makes a deposit arrive at the custodian (its books); answers the custodian's id for it. */
+  receive(deposit: { address: string; accountId: string; amountMinor: string }): Promise<string>;
 }
 
 /** The account that funds on-chain deposits: anvil dev key 3 (1 and 2 are the tenants' hot wallets). */
@@ -99,12 +108,22 @@ async function webhookDepositor(setup: DepositSetup, log: DepositLog): Promise<v
   while (Date.now() < setup.stopAt) {
     await sleep(prng.int(800, 2_500));
     n += 1;
-    const events = [makeEvent(setup, prng, n)];
+    const planned = [planEvent(setup, prng, n)];
     // Sometimes two deposits arrive together, in reverse order.
     if (prng.chance(0.2)) {
       n += 1;
-      events.unshift(makeEvent(setup, prng, n));
+      planned.unshift(planEvent(setup, prng, n));
       fault('webhook_reordered');
+    }
+    const events: WebhookDeposit[] = [];
+    for (const event of planned) {
+      try {
+        event.reference = await setup.receive(event);
+        events.push(event);
+      } catch {
+        // The simulator did not take it: no deposit arrived, so none is notified.
+        fault('custodian_deposit_refused');
+      }
     }
     await Promise.all(
       events.map(async (event) => {
@@ -144,11 +163,14 @@ export async function deliverEvent(
   }
 }
 
-function makeEvent(setup: DepositSetup, prng: Prng, n: number): WebhookDeposit {
+/** A deposit to one of the custodian addresses; its reference is the custodian's id once it arrives. */
+function planEvent(setup: DepositSetup, prng: Prng, n: number): WebhookDeposit {
+  const { accountRef, address } = prng.pick(setup.custodianAddresses);
   return {
     eventId: `evt_${setup.seedLabel}_dep_${n}`,
-    reference: `${setup.seedLabel}-custody-deposit-${n}`,
-    accountId: prng.pick(setup.webhook.accounts),
+    reference: '',
+    address,
+    accountId: accountRef,
     amountMinor: String(prng.int(10_000, 5_000_000)),
     acknowledged: false,
     conflictingBodiesSent: 0,
@@ -197,19 +219,11 @@ async function deliver(
 }
 
 /**
- * The BTC the custodian holds for the webhook deposits: the simulator is funded with it before
- * the balance-level reconciliation (I4). A deposit counts when its notification reached the
- * intake: acknowledged, or stored in `inbox_events` although every answer was lost (a server
- * killed after its commit, a proxy that reset the answer). The custodian holds the money either
- * way; counting only acknowledged ones left a credited deposit missing at the custodian (I13-BTC).
- * A deposit no delivery reached is left out: the simulator cannot list it for the missed-event
- * recovery, since the depositor posts webhooks directly.
+ * The BTC the custodian holds for the deposits it received: every one the depositor made arrive,
+ * whether or not any notification got through (the simulator's holdings are funded with it before
+ * the balance-level reconciliation, I4). What no notification brought, the poller finds on the
+ * custodian's books and credits.
  */
-export function btcTheCustodianHolds(
-  webhooks: readonly WebhookDeposit[],
-  storedEventIds: ReadonlySet<string>,
-): bigint {
-  return webhooks
-    .filter((event) => event.acknowledged || storedEventIds.has(event.eventId))
-    .reduce((sum, event) => sum + BigInt(event.amountMinor), 0n);
+export function btcTheCustodianHolds(webhooks: readonly WebhookDeposit[]): bigint {
+  return webhooks.reduce((sum, event) => sum + BigInt(event.amountMinor), 0n);
 }

@@ -47,17 +47,11 @@ export async function checkTheRun(input: {
     input.hotWallets,
     privateKeyToAccount(DEPOSIT_FUNDER_KEY as Hex).address,
   );
-  // The custodian also holds the BTC deposits it notified us of (the webhooks our intake
-  // acknowledged; a deposit whose notification never got through is the missed-event recovery's
-  // concern). Then the real balance-level reconciliation, the code the workers run, for every
-  // tenant: invariant 4 holds when every place's figure is observed and fully explained.
-  const storedDepositEvents = new Set(
-    (
-      await sql<{ event_id: string }[]>`
-        select event_id from inbox_events where event_type = 'deposit.confirmed'`
-    ).map((row) => row.event_id),
-  );
-  const heldBtc = btcTheCustodianHolds(deposits.webhooks, storedDepositEvents);
+  // The custodian also holds every BTC deposit it received, notified or not (the poller finds
+  // those no notification brought). Then the real balance-level reconciliation, the code the
+  // workers run, for every tenant: invariant 4 holds when every place's figure is observed and
+  // fully explained.
+  const heldBtc = btcTheCustodianHolds(deposits.webhooks);
   if (heldBtc > 0n)
     await system.simulator.control({ fund: { asset: 'BTC', amountMinor: heldBtc.toString() } });
   const balanceRuns = await balanceReconciliation(

@@ -122,9 +122,14 @@ function depositRun(plan: LoadPlan, deposits: DepositLog): Promise<void> {
         url: () =>
           `${(system.serverProxies[plan.targets.int(0, plan.servers - 1)] as ChaosProxy).url}/webhooks/${world.endpoint.endpointId}`,
         secret: world.endpoint.secret,
-        accounts: world.depositAddresses
-          .filter((d) => d.tenantIndex === world.custodianTenant.index)
-          .map((d) => d.accountRef),
+      },
+      custodianAddresses: world.custodianDepositAddresses,
+      receive: async ({ address, accountId, amountMinor }) => {
+        const { deposit } = await system.simulator.control({
+          deposit: { network: 'bitcoin', address, accountId, asset: 'BTC', amountMinor },
+        });
+        if (!deposit) throw new Error('the custodian simulator answered no deposit');
+        return deposit.id;
       },
     },
     deposits,

@@ -215,6 +215,9 @@ async function setUpRun(
   for (const d of world.depositAddresses)
     await sql`insert into deposit_addresses (tenant_id, network, address, account_ref)
               values (${(world.tenants[d.tenantIndex] as TenantInfo).tenantId}, 'ethereum', ${d.address}, ${d.accountRef})`;
+  for (const d of world.custodianDepositAddresses)
+    await sql`insert into deposit_addresses (tenant_id, network, address, account_ref)
+              values (${world.custodianTenant.tenantId}, 'bitcoin', ${d.address}, ${d.accountRef})`;
   const system = await startSystem({
     anvil,
     world,

@@ -19,6 +19,7 @@ import {
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { rpc } from '@idem/testing/chain';
 import { type initSoftHsmToken, tokenKey } from '@idem/testing/signer';
+import { bech32 } from 'bech32';
 import postgres from 'postgres';
 import { type createPublicClient, getAddress, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -51,6 +52,8 @@ export interface RunWorld {
   apiKeys: string[];
   accounts: string[];
   depositAddresses: DepositAddress[];
+  /** The custodian tenant's accounts' bitcoin deposit addresses (at the custodian), one each. */
+  custodianDepositAddresses: { accountRef: string; address: string }[];
   endpoint: { endpointId: string; secret: string };
 }
 
@@ -102,6 +105,7 @@ export async function setUpWorld(input: {
   });
   const accounts: string[] = [];
   const depositAddresses: DepositAddress[] = [];
+  const custodianDepositAddresses: RunWorld['custodianDepositAddresses'] = [];
   for (let c = 0; c < input.clients; c += 1) {
     const tenant = tenants[c % TENANTS] as TenantInfo;
     const accountRef = `acct-c${c}`;
@@ -109,6 +113,11 @@ export async function setUpWorld(input: {
     await fundOpeningBalances(setupDb.db, tenant.tenantId, accountRef);
     const address = getAddress(`0x${input.prng.hex(20)}`);
     depositAddresses.push({ tenantIndex: tenant.index, address, accountRef });
+    if (tenant === custodianTenant) {
+      // A native segwit address: version 0 and a 20-byte program, bech32-encoded.
+      const program = bech32.toWords(Buffer.from(input.prng.hex(20), 'hex'));
+      custodianDepositAddresses.push({ accountRef, address: bech32.encode('bc', [0, ...program]) });
+    }
   }
   // Each hot wallet holds exactly what its tenant's ledger has in custody (anvil's development
   // accounts start with 10,000 ETH of nobody's money), so the balance-level comparison of
@@ -121,7 +130,15 @@ export async function setUpWorld(input: {
     ]);
   }
   await setupDb.close();
-  return { tenants, custodianTenant, apiKeys, accounts, depositAddresses, endpoint };
+  return {
+    tenants,
+    custodianTenant,
+    apiKeys,
+    accounts,
+    depositAddresses,
+    custodianDepositAddresses,
+    endpoint,
+  };
 }
 
 type SetupDatabase = Awaited<ReturnType<typeof openDatabase>>['db'];

@@ -105,6 +105,9 @@ function workerTimings(token: SoftHsmToken | null, signerFaultFile: string): Rec
     IDEM_NOT_SENT_CONFIRM_INTERVAL_MS: '1000',
     // Stuck transactions (evicted by a fee spike, dropped) are bumped within the run.
     IDEM_BUMP_AFTER_MS: 'ethereum=2000',
+    // The custodian is asked for what its notifications missed every 2 s, so a deposit whose
+    // every notification was lost is credited within the quiet phase.
+    IDEM_CUSTODIAN_POLL_EVERY_MS: '2000',
     ...(token ? { ...token.env, IDEM_SIGN_TIMEOUT_MS: '1000', IDEM_SIGNER_FAULT_FILE: signerFaultFile } : {}),
   };
 }

@@ -80,3 +80,18 @@ describe('custodian reads by time window', () => {
     });
   });
 });
+
+describe("the custodian's own record of one deposit", () => {
+  it('I31-INBOUND a deposit is read back by its id as the custodian recorded it; an unknown id is null', async () => {
+    const made = (await deposit('5151')).deposit;
+    const adapter = createCustodianAdapter({ baseUrl: simulator.url });
+    expect(await adapter.depositById(made?.id ?? '')).toEqual(made);
+    expect(await adapter.depositById('dep_never_received')).toBeNull();
+  });
+
+  it('I31-INBOUND a custodian that cannot be asked is no evidence: the read throws', async () => {
+    // Nothing listens on the discard port: the connection is refused.
+    const adapter = createCustodianAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1_000 });
+    await expect(adapter.depositById('dep_any')).rejects.toThrow();
+  });
+});

@@ -166,7 +166,8 @@ describe('I13-BRK custodian terms over the real webhook intake', () => {
     await worker().runOnce();
     expect((await operation(op.operationId)).state).toBe('BROADCAST');
     expect((await openBreakOf(op))?.details).toMatchObject({ differs: ['destination'] });
-    // The same completion with the approved terms settles it.
+    // Once the custodian completes it, the same completion with the approved terms settles it.
+    await simulator.control({ settleHeld: { externalReference: op.operationId, outcome: 'complete' } });
     expect((await deliver(completed(op, {}))).outcome).toBe('ACCEPTED');
     await worker().runOnce();
     expect((await operation(op.operationId)).state).toBe('CONFIRMED');

@@ -43,6 +43,7 @@ function worker() {
         listTransfers: (options) => adapter.listTransfers(options),
         balances: () => adapter.balances(),
         depositsBetween: (window) => adapter.depositsBetween(window),
+        depositById: (id, options) => adapter.depositById(id, options),
         transfersUpdatedBetween: (window) => adapter.transfersUpdatedBetween(window),
       },
     },

@@ -18,6 +18,7 @@ import {
   type CustodianDeposit,
   type CustodianTransfer,
   createTransferBodySchema,
+  custodianDepositSchema,
   custodianTransferSchema,
   depositListSchema,
   type TimeWindow,
@@ -87,6 +88,11 @@ export interface CustodianAdapter {
    * read part of it as all of it.
    */
   depositsBetween(window: TimeWindow): Promise<CustodianDeposit[]>;
+  /**
+   * The custodian's own record of one deposit, by its id; null when the custodian answers that it
+   * has none. Throws when the custodian cannot be asked: no answer is no evidence either way.
+   */
+  depositById(id: string, options?: { signal?: AbortSignal }): Promise<CustodianDeposit | null>;
   /** Transfers whose status changed in the window, every page; throws like `depositsBetween`. */
   transfersUpdatedBetween(window: TimeWindow): Promise<CustodianTransfer[]>;
 }
@@ -117,6 +123,7 @@ export function createCustodianAdapter(config: CustodianAdapterConfig): Custodia
     balances: () => balances(call),
     depositsBetween: (window: TimeWindow) =>
       readWindow(call, '/v1/deposits', window, (json) => depositListSchema.parse(json).data),
+    depositById: (id, options) => depositById(call, id, options),
     transfersUpdatedBetween: (window: TimeWindow) =>
       readWindow(call, '/v1/transfers', window, (json) => transferListSchema.parse(json).data),
   };
@@ -173,6 +180,23 @@ async function lookupByReference(
   if (!first) return { found: 'none' };
   if (list.length === 1) return { found: 'one', transfer: first };
   return { found: 'many', transfers: list };
+}
+
+async function depositById(
+  call: Call,
+  id: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<CustodianDeposit | null> {
+  const { status, text } = await call(`/v1/deposits/${encodeURIComponent(id)}`, {
+    method: 'GET',
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  if (status === 404) return null;
+  if (status !== 200) throw new Error(`custodian deposit lookup answered HTTP ${status}`);
+  const deposit = custodianDepositSchema.parse(JSON.parse(text));
+  // A provider that answered another record must not make it the one we asked about.
+  if (deposit.id !== id) throw new Error('custodian deposit lookup answered another deposit');
+  return deposit;
 }
 
 async function listTransfers(call: Call, options: { max?: number } = {}): Promise<CustodianTransfer[]> {

@@ -170,6 +170,10 @@ export const controlBodySchema = z.strictObject({
       afterMs: z.number().int().min(0).max(60_000),
     })
     .optional(),
+  /** Settles the transfers held (`hold`) under this reference now, as their settlement would have. */
+  settleHeld: z
+    .strictObject({ externalReference: externalReferenceSchema, outcome: z.enum(['complete', 'fail']) })
+    .optional(),
   /** Adds to the account's holdings of an asset (money arriving at the custodian: a deposit, a top-up). */
   fund: z.strictObject({ asset: assetCodeSchema, amountMinor: amountMinorSchema }).optional(),
   /**

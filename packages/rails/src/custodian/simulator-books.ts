@@ -108,6 +108,7 @@ export class CustodianBooks {
       const { asset, amountMinor } = control.fund;
       this.holdings.set(asset, (this.holdings.get(asset) ?? 0n) + BigInt(amountMinor));
     }
+    if (control.settleHeld) this.settleHeld(control.settleHeld.externalReference, control.settleHeld.outcome);
     if (control.misreportBalance === null) this.misreports.clear();
     else if (control.misreportBalance) {
       this.misreports.set(control.misreportBalance.asset, BigInt(control.misreportBalance.deltaMinor));
@@ -160,27 +161,39 @@ export class CustodianBooks {
   private settle(transfer: CustodianTransfer): void {
     const { outcome, afterMs } = this.state.settlement;
     if (outcome === 'hold') return;
-    this.later(afterMs, () => {
-      const now = new Date().toISOString();
-      if (outcome === 'complete') {
-        this.holdings.set(
-          transfer.asset,
-          (this.holdings.get(transfer.asset) ?? 0n) - BigInt(transfer.amountMinor),
-        );
-        Object.assign(transfer, {
-          status: 'completed',
-          txHash: `0x${randomBytes(32).toString('hex')}`,
-          updatedAt: now,
-        });
-        this.outbox.emitTransfer({ ...transfer }, 'transfer.completed');
-      } else {
-        Object.assign(transfer, {
-          status: 'failed',
-          failureReason: 'simulated on-chain failure',
-          updatedAt: now,
-        });
-        this.outbox.emitTransfer({ ...transfer }, 'transfer.failed');
-      }
-    });
+    this.later(afterMs, () => this.settleNow(transfer, outcome));
+  }
+
+  /** Completes or fails a transfer now and notifies, like its settlement at the time it was due. */
+  private settleNow(transfer: CustodianTransfer, outcome: 'complete' | 'fail'): void {
+    const now = new Date().toISOString();
+    if (outcome === 'complete') {
+      this.holdings.set(
+        transfer.asset,
+        (this.holdings.get(transfer.asset) ?? 0n) - BigInt(transfer.amountMinor),
+      );
+      Object.assign(transfer, {
+        status: 'completed',
+        txHash: `0x${randomBytes(32).toString('hex')}`,
+        updatedAt: now,
+      });
+      this.outbox.emitTransfer({ ...transfer }, 'transfer.completed');
+    } else {
+      Object.assign(transfer, {
+        status: 'failed',
+        failureReason: 'simulated on-chain failure',
+        updatedAt: now,
+      });
+      this.outbox.emitTransfer({ ...transfer }, 'transfer.failed');
+    }
+  }
+
+  /** Settles the held (still submitted) transfers under a reference now; answers how many. */
+  private settleHeld(externalReference: string, outcome: 'complete' | 'fail'): number {
+    const held = this.transfers.filter(
+      (t) => t.externalReference === externalReference && t.status === 'submitted',
+    );
+    for (const transfer of held) this.settleNow(transfer, outcome);
+    return held.length;
   }
 }

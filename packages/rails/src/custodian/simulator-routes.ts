@@ -52,6 +52,13 @@ export async function route(
     sendJson(response, 200, { asOf: new Date().toISOString(), data });
     return;
   }
+  const depositId = /^\/v1\/deposits\/([\w-]{1,128})$/.exec(path);
+  if (request.method === 'GET' && depositId) {
+    const deposit = books.deposits.find((d) => d.id === depositId[1]);
+    if (deposit) sendJson(response, 200, deposit);
+    else sendJson(response, 404, { error: 'not_found' });
+    return;
+  }
   const byId = /^\/v1\/transfers\/([\w-]{1,128})$/.exec(path);
   if (request.method === 'GET' && byId) {
     const transfer = books.transfers.find((t) => t.id === byId[1]);

@@ -4,7 +4,7 @@
  *
  * Real routes: POST /v1/transfers (idempotent on externalReference unless told otherwise),
  * GET /v1/transfers?externalReference=..., GET /v1/transfers/:id, GET /v1/transfers and
- * GET /v1/deposits by time window, GET /v1/balances (the account's holdings: funded through
+ * GET /v1/deposits by time window, GET /v1/deposits/:id, GET /v1/balances (the account's holdings: funded through
  * /_control, less completed transfers; misreported on request). Status and deposit webhooks are
  * signed with Standard Webhooks. Test routes: POST /_control (zod-validated, see
  * `controlBodySchema`; it also makes deposits arrive), POST /_seed (transfers put on the books

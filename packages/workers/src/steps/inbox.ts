@@ -1,19 +1,13 @@
-import { inboundEventDataSchemas, isIdemError } from '@idem/contracts';
-import {
-  findOperation,
-  type Operation,
-  openBreak,
-  recordDeposit,
-  schema,
-  type Tx,
-  transition,
-} from '@idem/core';
+import { inboundEventDataSchemas } from '@idem/contracts';
+import { findOperation, type Operation, openBreak, schema, type Tx, transition } from '@idem/core';
+import type { CustodianTransfer } from '@idem/rails';
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { WorkerContext } from '../context.ts';
 import { custodianTermsDiffer } from '../custodian-terms.ts';
 import { routeFor } from '../rails.ts';
 import { processWorkItems } from '../work-items.ts';
+import { creditCustodianDeposit } from './custodian-deposit.ts';
 import { custodianSettlement } from './evidence.ts';
 
 const { inboxEvents } = schema;
@@ -93,29 +87,7 @@ async function decide(
 ): Promise<Outcome> {
   if (eventType === 'deposit.confirmed') {
     const deposit = inboundEventDataSchemas['deposit.confirmed'].parse(data);
-    try {
-      const claim = await tx.transaction((savepoint) =>
-        recordDeposit(savepoint, {
-          tenantId,
-          deposit: {
-            reference: deposit.reference,
-            accountId: deposit.accountId,
-            asset: deposit.asset,
-            amountMinor: deposit.amountMinor,
-          },
-          idempotencyKey: `deposit-${source}-${deposit.reference}`,
-          actor: `webhook:${source}`,
-          evidence: { source, txHash: deposit.txHash ?? null },
-        }),
-      );
-      return {
-        status: 'PROCESSED',
-        reason: claim.outcome === 'CREATED' ? 'deposit credited' : 'deposit already credited',
-      };
-    } catch (error) {
-      if (isIdemError(error)) return { status: 'PARKED', reason: `deposit refused: ${error.code}` };
-      throw error;
-    }
+    return creditCustodianDeposit(ctx, tx, tenantId, source, deposit);
   }
   if (
     eventType === 'transfer.submitted' ||
@@ -194,18 +166,60 @@ async function applyTransferStatus(
   if (ALREADY[eventType]?.includes(op.state)) return { status: 'PROCESSED', reason: `already ${op.state}` };
   const to = EDGES[eventType]?.[op.state];
   if (!to) return { status: 'PARKED', reason: `${eventType} does not apply to a ${op.state} withdrawal` };
+  const confirmed = await confirmByCustodian(ctx, op, eventType, transfer.id);
+  if ('refused' in confirmed) return { status: 'PARKED', reason: confirmed.refused };
+  const record = confirmed.transfer;
   const settlement = custodianSettlement(op, {
     rail: 'custodian',
-    providerId: transfer.id,
-    // The hash counts as where the money went only once the custodian says the transfer completed.
-    txHash: eventType === 'transfer.completed' ? transfer.txHash : undefined,
+    providerId: record.id,
+    // The hash counts as where the money went only once the custodian says the transfer completed,
+    // and it is the hash on the custodian's record, not the one the notification carried.
+    txHash: eventType === 'transfer.completed' ? record.txHash : undefined,
   });
   await transition(tx, op, to, {
     actor: `webhook:custodian`,
     reason: `custodian reported ${eventType.replace('transfer.', '')}`,
-    evidence: { providerId: transfer.id, eventType, txHash: transfer.txHash ?? null },
+    evidence: {
+      providerId: record.id,
+      eventType,
+      txHash: record.txHash ?? null,
+      confirmedBy: 'custodian-api',
+    },
     ...(settlement ? { set: settlement } : {}),
   });
   ctx.log.info({ operationId: op.operationId, from: op.state, to }, 'custodian webhook applied');
   return { status: 'PROCESSED', reason: `${op.state} -> ${to}` };
+}
+
+/**
+ * The custodian's own record of the transfer when it bears the notification out, else why not: asked
+ * by our reference, it holds exactly one transfer, that transfer (same id) under the approved
+ * terms, in the status the notification reports. Whoever holds the source's secret can sign any
+ * status; a release (failed) or a settlement (completed) it invents would move money. A later
+ * status than the notification's parks it too: the notification of that status, or the poller's
+ * copy of it, moves the withdrawal. A custodian that cannot be asked throws: the item is retried.
+ */
+async function confirmByCustodian(
+  ctx: WorkerContext,
+  op: Operation,
+  eventType: 'transfer.submitted' | 'transfer.completed' | 'transfer.failed',
+  notifiedId: string,
+): Promise<{ transfer: CustodianTransfer } | { refused: string }> {
+  const custodian = ctx.rails.config.custodian;
+  if (!custodian) return { refused: 'no custodian is configured to confirm the transfer status' };
+  const found = await custodian.lookupByReference(op.operationId);
+  if (found.found === 'none') return { refused: 'the custodian holds no transfer under our reference' };
+  // Two transfers for one reference is the reconciler's escalation (C13, C14), never a settlement.
+  if (found.found === 'many')
+    return { refused: 'the custodian holds more than one transfer under our reference' };
+  const record = found.transfer;
+  if (record.id !== notifiedId)
+    return { refused: 'the custodian holds another transfer under our reference' };
+  const differs = custodianTermsDiffer(op, record);
+  if (differs.length > 0)
+    return { refused: `the custodian's transfer differs from the approved payload: ${differs.join(', ')}` };
+  const reported = eventType.replace('transfer.', '');
+  if (record.status !== reported)
+    return { refused: `the custodian reports the transfer ${record.status}, not ${reported}` };
+  return { transfer: record };
 }
