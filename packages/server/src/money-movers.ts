@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { isIdemError, scrubbedError } from '@idem/contracts';
 import type { Database } from '@idem/core';
 import {
   type AnvilInstance,
@@ -83,6 +84,7 @@ export async function startMoneyMovers(
   const rails = new RailRegistry(config);
   // A fee policy the environment got wrong stops the start, not the first signature.
   if (config.evm) rails.feePolicy();
+  if (config.evm) await verifyNodeChainAtStart(rails, log);
   const inProcess = env.IDEM_WORKER_IN_PROCESS ?? embedded;
   let worker: Worker | null = null;
   if (inProcess) {
@@ -105,4 +107,21 @@ export async function startMoneyMovers(
       for (const stop of stops.reverse()) await stop();
     },
   };
+}
+
+/**
+ * A node of another chain than configured stops the start: the in-process key guard must decide
+ * by the chain the node reports, not by IDEM_EVM_CHAIN_ID's default. A node that does not answer
+ * yet does not: the worker asks again before it signs anything.
+ */
+async function verifyNodeChainAtStart(rails: RailRegistry, log: Logger): Promise<void> {
+  try {
+    await rails.verifyNodeChain();
+  } catch (error) {
+    if (isIdemError(error)) throw error;
+    log.warn(
+      { message: scrubbedError(error, 300) },
+      'EVM node chain id unverified at start; checked again before signing',
+    );
+  }
 }

@@ -68,10 +68,10 @@ async function signedNeverSent(): Promise<Operation> {
       idempotencyKey: `withdrawal-${randomUUID()}`,
     }),
   );
-  // Fees are read from the node before signing (I12-FEES); nothing else reaches it, the send included.
+  // The node's chain id (I32-CHAIN) and fees (I12-FEES) are read before signing; nothing else reaches it, the send included.
   const proxy = await startFaultProxy(anvil.rpcUrl);
   proxy.fault = 'reset-without-forward';
-  proxy.spareMethods = ['eth_feeHistory'];
+  proxy.spareMethods = ['eth_chainId', 'eth_feeHistory'];
   const cut = createWorker({
     db: database.db,
     rails: new RailRegistry({

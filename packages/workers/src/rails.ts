@@ -124,7 +124,30 @@ export class RailRegistry {
   private readonly evmRails = new Map<string, EvmRail>();
   private chainClient: PublicClient | undefined;
   private policy: FeePolicy | undefined;
+  /** The chain id the node itself reported, once it matched the configured one. */
+  private nodeChainId: number | undefined;
   constructor(readonly config: RailsConfig) {}
+
+  /**
+   * Asks the node which chain it serves and refuses a node of another chain than configured. The
+   * in-process key guard decides by chain id, and the configured id defaults to anvil's: trusting
+   * it alone would let a development key sign for whatever chain the URL reaches. Until this has
+   * succeeded, no hot wallet signs. Throws when the node cannot be asked (the caller retries).
+   */
+  async verifyNodeChain(): Promise<number> {
+    if (this.nodeChainId !== undefined) return this.nodeChainId;
+    const evm = this.config.evm;
+    if (!evm) throw new IdemError('VALIDATION', 'no EVM node is configured');
+    const reported = await this.chain().getChainId();
+    if (reported !== evm.chainId) {
+      throw new IdemError(
+        'VALIDATION',
+        `the EVM node reports chain ${reported}, not the configured chain ${evm.chainId}: nothing is signed`,
+      );
+    }
+    this.nodeChainId = reported;
+    return reported;
+  }
 
   /** The EVM rail signing as this hot wallet (one viem client per wallet, reused). */
   evmFor(wallet: HotWallet): EvmRail {
@@ -133,7 +156,10 @@ export class RailRegistry {
     const cacheKey = `${wallet.tenantId}:${wallet.address}`;
     const existing = this.evmRails.get(cacheKey);
     if (existing) return existing;
-    const resolved = signerFor(wallet.keyRef, evm.chainId);
+    if (this.nodeChainId === undefined) {
+      throw new IdemError('VALIDATION', "the EVM node's chain id is not verified yet: nothing is signed");
+    }
+    const resolved = signerFor(wallet.keyRef, this.nodeChainId);
     if (resolved.address.toLowerCase() !== wallet.address.toLowerCase()) {
       // The key reference points at another key than the registered wallet: never sign with it.
       throw new IdemError('VALIDATION', `the hot wallet's key does not belong to its registered address`);

@@ -1,4 +1,4 @@
-import { scrubbedError } from '@idem/contracts';
+import { isIdemError, scrubbedError } from '@idem/contracts';
 import { allTenantIds, type Database, type EgressPolicy, STRICT_EGRESS } from '@idem/core';
 import type { Logger } from 'pino';
 import type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
@@ -162,6 +162,7 @@ class WorkerLoop {
   async runOnce(): Promise<TickReport> {
     Object.assign(this.pass, { startedAt: this.ctx.now(), stage: 'tenants', tenantId: '', alerted: false });
     const report = emptyReport();
+    await this.verifyNodeChain();
     const tenants = visitOrder(await tenantsWithWork(this.ctx.db, this.ctx.reorgWindowSeconds));
     report.tenants = tenants.length;
     for (const tenantId of tenants) await this.moveTenant(tenantId, report);
@@ -196,6 +197,26 @@ class WorkerLoop {
     if (this.watchdog) clearInterval(this.watchdog);
     await this.running;
     await this.balanceJob;
+  }
+
+  /**
+   * Before anything is signed, the node must report the configured chain. A node that cannot be
+   * asked is retried next pass (the custodian and the ledger's work go on meanwhile); a node of
+   * another chain is an alert every pass, and every hot wallet stays unsigned (RailRegistry.evmFor).
+   */
+  private async verifyNodeChain(): Promise<void> {
+    if (!this.ctx.rails.config.evm) return;
+    try {
+      await this.ctx.rails.verifyNodeChain();
+    } catch (error) {
+      const mismatch = isIdemError(error);
+      this.ctx.log[mismatch ? 'error' : 'warn'](
+        { alert: mismatch, message: scrubbedError(error, 300) },
+        mismatch
+          ? 'ALERT the EVM node serves another chain: nothing is signed'
+          : 'EVM node chain id unverified',
+      );
+    }
   }
 
   /** Every stage, in order, for one tenant with work. */

@@ -54,8 +54,8 @@ beforeAll(async () => {
     rpcUrl: async (anvilUrl) => {
       recorder = await startRecorder(anvilUrl);
       proxy = await startFaultProxy(recorder.url);
-      // Fees are read from the node before signing (I12-FEES): the faults start with the send.
-      proxy.spareMethods = ['eth_feeHistory'];
+      // The node's chain id (I32-CHAIN) and fees (I12-FEES) are read before signing: the faults start with the send.
+      proxy.spareMethods = ['eth_chainId', 'eth_feeHistory'];
       return proxy.url;
     },
   });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { keccak256 } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { decryptKeystore } from '../src/keystore.ts';
-import { defaultKeyResolver, RailRegistry } from '../src/rails.ts';
+import { defaultKeyResolver, RailRegistry, signerFor } from '../src/rails.ts';
 
 /** Writes a version 3 keystore the way a wallet does (small scrypt cost to keep the test fast). */
 function encrypt(privateKey: string, password: string): string {
@@ -86,21 +86,18 @@ describe('I18 in-process keys are for development chains only', () => {
   it('I18 a key from a variable or a keystore file is refused on any chain but a development chain', () => {
     process.env.IDEM_TEST_HOT_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
     try {
-      expect(() =>
-        new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor(wallet),
-      ).toThrow(/refused on chain 1/);
-      expect(() =>
-        new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor({
-          ...wallet,
-          keyRef: 'keystore:/tmp/x.json#IDEM_TEST_PW',
-        }),
-      ).toThrow(/refused on chain 1/);
-      expect(
-        new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 31337 } }).evmFor(wallet).address,
-      ).toBe(wallet.address);
+      expect(() => signerFor(wallet.keyRef, 1)).toThrow(/refused on chain 1/);
+      expect(() => signerFor('keystore:/tmp/x.json#IDEM_TEST_PW', 1)).toThrow(/refused on chain 1/);
+      expect(signerFor(wallet.keyRef, 31337).address).toBe(wallet.address);
     } finally {
       delete process.env.IDEM_TEST_HOT_KEY;
     }
+  });
+
+  it('I32-CHAIN no hot wallet signs before the node itself reported the configured chain', () => {
+    expect(() =>
+      new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 31337 } }).evmFor(devWallet),
+    ).toThrow(/chain id is not verified/);
   });
 
   it('I18 a keystore whose key derivation costs more than the ceiling is refused before any work', () => {
@@ -112,12 +109,7 @@ describe('I18 in-process keys are for development chains only', () => {
 
 describe('development keys', () => {
   it('are refused for any chain but the local development chain', () => {
-    const wallet = devWallet;
-    expect(() =>
-      new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 1 } }).evmFor(wallet),
-    ).toThrow(/refused on chain 1/);
-    expect(
-      new RailRegistry({ evm: { rpcUrl: 'http://127.0.0.1:1', chainId: 31337 } }).evmFor(wallet).address,
-    ).toBe(wallet.address);
+    expect(() => signerFor(devWallet.keyRef, 1)).toThrow(/refused on chain 1/);
+    expect(signerFor(devWallet.keyRef, 31337).address).toBe(devWallet.address);
   });
 });

@@ -238,10 +238,10 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
   /** A withdrawal signed with the hot wallet's next nonce whose broadcast never reached a node: UNKNOWN. */
   async function signedNeverSent(amountWei: bigint) {
     const op = await env.withdraw(amountWei);
-    // Fees are read from the node (I12-FEES); nothing else reaches it, the send included.
+    // The node's chain id (I32-CHAIN) and fees (I12-FEES) are read before signing; nothing else reaches it, the send included.
     const cutProxy = await startFaultProxy(env.anvil.rpcUrl);
     cutProxy.fault = 'reset-without-forward';
-    cutProxy.spareMethods = ['eth_feeHistory'];
+    cutProxy.spareMethods = ['eth_chainId', 'eth_feeHistory'];
     const cut = env.worker({
       rails: { evm: { rpcUrl: cutProxy.url, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
     });

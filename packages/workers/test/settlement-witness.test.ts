@@ -61,10 +61,10 @@ async function sendFromHotWallet(request: { to: string; value: bigint; nonce?: n
 /** A withdrawal signed with the hot wallet's next nonce whose broadcast never reached a node: UNKNOWN. */
 async function signedNeverSent(amountWei: bigint) {
   const op = await env.withdraw(amountWei);
-  // Fees are read from the node (I12-FEES); nothing else reaches it, the send included.
+  // The node's chain id (I32-CHAIN) and fees (I12-FEES) are read before signing; nothing else reaches it, the send included.
   const proxy = await startFaultProxy(env.anvil.rpcUrl);
   proxy.fault = 'reset-without-forward';
-  proxy.spareMethods = ['eth_feeHistory'];
+  proxy.spareMethods = ['eth_chainId', 'eth_feeHistory'];
   const cut = env.worker({
     rails: { evm: { rpcUrl: proxy.url, chainId: CHAIN_ID, requestTimeoutMs: 500 } },
   });
