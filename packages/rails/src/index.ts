@@ -59,16 +59,29 @@ export {
   createPkcs11Key,
   formatPkcs11KeyRef,
   isPkcs11KeyRef,
+  openPkcs11Key,
   openPkcs11Signer,
   type Pkcs11KeyLocation,
   parsePkcs11KeyRef,
   pinRefSchema,
+  pkcs11ModulePathSchema,
+  pkcs11TokenLabelSchema,
 } from './signer/pkcs11.ts';
+export {
+  type RemoteSignerOptions,
+  remoteSigner,
+  type SignRequest,
+  signRequestSchema,
+  signResponseSchema,
+} from './signer/remote.ts';
 export {
   type Approval,
   type ApprovedTransfer,
   assertApproved,
   type DigestSignature,
   type DigestSigner,
+  ethereumSignature,
+  type SigningContext,
+  type SigningKind,
   signTimeoutMsDefault,
 } from './signer/signer.ts';

@@ -194,6 +194,13 @@ const envSchema = z.object({
   /** Deadline of one call to a hot wallet's signer (an HSM signs in milliseconds). */
   IDEM_SIGN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /**
+   * The signer service (`idem signer`, docs/SIGNING.md) on loopback, e.g. http://127.0.0.1:8787:
+   * hot wallets whose key is in an HSM are signed there, and this process needs no PIN. Needs
+   * IDEM_SIGNER_TOKEN, this worker's own credential; a worker without it does not start.
+   */
+  IDEM_SIGNER_URL: z.string().url().optional(),
+  IDEM_SIGNER_TOKEN: z.string().min(16).optional(),
+  /**
    * Chaos runs only (packages/rails/src/signer/faults.ts): a control file that makes the signer's
    * answers arrive late on purpose. Refused outside NODE_ENV=test.
    */

@@ -74,6 +74,15 @@ export async function startMoneyMovers(
     describe.push(`custodian simulator at ${simulator.url}`);
   }
 
+  if (env.IDEM_SIGNER_URL) {
+    if (!env.IDEM_SIGNER_TOKEN) {
+      throw new Error(
+        'IDEM_SIGNER_URL is set without IDEM_SIGNER_TOKEN: this worker has no credential for the signer service',
+      );
+    }
+    config.signerService = { url: env.IDEM_SIGNER_URL, token: env.IDEM_SIGNER_TOKEN };
+    describe.push(`HSM keys signed by the signer service at ${new URL(env.IDEM_SIGNER_URL).host}`);
+  }
   const faultFile = env.IDEM_SIGNER_FAULT_FILE;
   if (faultFile) {
     if (env.NODE_ENV !== 'test')

@@ -16,8 +16,9 @@ import {
   openPkcs11Signer,
   parsePkcs11KeyRef,
   quoteFees,
+  remoteSigner,
 } from '@idem/rails';
-import { createPublicClient, type Hex, http, type PublicClient } from 'viem';
+import { createPublicClient, getAddress, type Hex, http, type PublicClient } from 'viem';
 import { readKeystore } from './keystore.ts';
 
 /**
@@ -46,6 +47,12 @@ export interface RailsConfig {
    * it wraps the signer the key reference resolved to. Production leaves it unset.
    */
   decorateSigner?: (signer: DigestSigner) => DigestSigner;
+  /**
+   * The signer service (`idem signer`, docs/SIGNING.md): hot wallets whose key is in an HSM
+   * (`pkcs11:` references) are signed there, with this worker's credential; this process then
+   * needs neither the PKCS#11 module nor the PIN. In-process development keys stay in process.
+   */
+  signerService?: { url: string; token: string };
 }
 
 export type Route = { kind: 'evm' } | { kind: 'custodian' };
@@ -159,7 +166,11 @@ export class RailRegistry {
     if (this.nodeChainId === undefined) {
       throw new IdemError('VALIDATION', "the EVM node's chain id is not verified yet: nothing is signed");
     }
-    const resolved = signerFor(wallet.keyRef, this.nodeChainId);
+    const service = this.config.signerService;
+    const resolved =
+      service && isPkcs11KeyRef(wallet.keyRef)
+        ? remoteSigner({ url: service.url, token: service.token, address: getAddress(wallet.address) })
+        : signerFor(wallet.keyRef, this.nodeChainId);
     if (resolved.address.toLowerCase() !== wallet.address.toLowerCase()) {
       // The key reference points at another key than the registered wallet: never sign with it.
       throw new IdemError('VALIDATION', `the hot wallet's key does not belong to its registered address`);

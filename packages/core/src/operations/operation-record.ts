@@ -71,8 +71,12 @@ export function recomputeHash(op: Operation): string {
 }
 
 /** What the signer is handed with a transaction: the stored fields and the approved hash (C02). */
-export function approvalOf(op: Operation): { payload: ApprovedPayload; payloadHash: string } {
-  return { payload: approvedPayloadOf(op), payloadHash: op.payloadHash };
+export function approvalOf(op: Operation): {
+  payload: ApprovedPayload;
+  payloadHash: string;
+  operationId: string;
+} {
+  return { payload: approvedPayloadOf(op), payloadHash: op.payloadHash, operationId: op.operationId };
 }
 
 /** Refuses an operation whose stored fields no longer hash to the approved hash. */

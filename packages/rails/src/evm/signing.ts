@@ -16,6 +16,7 @@ import {
   type ApprovedTransfer,
   assertApproved,
   type DigestSigner,
+  type SigningKind,
   signTransaction,
 } from '../signer/signer.ts';
 import { type EvmSignRequestInput, evmSignRequestSchema, type SignedEvmTransaction } from './types.ts';
@@ -51,11 +52,18 @@ export function signerOf(config: { signer?: DigestSigner; privateKey?: Hex }): D
 function signWith(
   signing: EvmSigning,
   transaction: Omit<TransactionSerializableEIP1559, 'type' | 'chainId'>,
+  approval: Approval,
+  kind: SigningKind,
 ): Promise<Hex> {
+  const context =
+    approval.operationId === undefined
+      ? undefined
+      : { tenantId: approval.payload.tenantId, operationId: approval.operationId, kind };
   return signTransaction(
     signing.signer,
     { ...transaction, type: 'eip1559', chainId: signing.chainId },
     signing.signTimeoutMs,
+    context,
   );
 }
 
@@ -110,13 +118,18 @@ export async function signPayment(
             args: [transfer.to, transfer.amountMinor],
           }),
         };
-  const rawTransaction = await signWith(signing, {
-    nonce: request.nonce,
-    gas: request.gasLimit,
-    maxFeePerGas: request.maxFeePerGas,
-    maxPriorityFeePerGas: request.maxPriorityFeePerGas,
-    ...call,
-  });
+  const rawTransaction = await signWith(
+    signing,
+    {
+      nonce: request.nonce,
+      gas: request.gasLimit,
+      maxFeePerGas: request.maxFeePerGas,
+      maxPriorityFeePerGas: request.maxPriorityFeePerGas,
+      ...call,
+    },
+    approval,
+    'payment',
+  );
   return signed(signing, rawTransaction, request.nonce);
 }
 
@@ -129,15 +142,20 @@ export async function signReplacement(
   const tx = await replaceable(signing, previous, fees);
   // A bump re-signs the same payment: it must still be the approved one (C02).
   assertApproved(approval, transferOf(tx));
-  const raw = await signWith(signing, {
-    nonce: tx.nonce,
-    gas: tx.gas,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-    ...(tx.to ? { to: tx.to } : {}),
-    value: tx.value ?? 0n,
-    ...(tx.data ? { data: tx.data } : {}),
-  });
+  const raw = await signWith(
+    signing,
+    {
+      nonce: tx.nonce,
+      gas: tx.gas,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      ...(tx.to ? { to: tx.to } : {}),
+      value: tx.value ?? 0n,
+      ...(tx.data ? { data: tx.data } : {}),
+    },
+    approval,
+    'replacement',
+  );
   return signed(signing, raw, tx.nonce);
 }
 
@@ -150,14 +168,19 @@ export async function signCancel(
   const tx = await replaceable(signing, previous, fees);
   // A cancel pays nobody, but it is still signed only for an intact approval.
   assertApproved(approval, null);
-  const raw = await signWith(signing, {
-    nonce: tx.nonce,
-    gas: nativeTransferGas,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-    to: signing.signer.address,
-    value: 0n,
-  });
+  const raw = await signWith(
+    signing,
+    {
+      nonce: tx.nonce,
+      gas: nativeTransferGas,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      to: signing.signer.address,
+      value: 0n,
+    },
+    approval,
+    'cancel',
+  );
   return signed(signing, raw, tx.nonce);
 }
 

@@ -23,16 +23,23 @@ function readControl(path: string): z.infer<typeof controlSchema> | null {
 }
 
 export function lateAnsweringSigner(signer: DigestSigner, controlPath: string): DigestSigner {
+  const hold = async <T>(signature: T): Promise<T> => {
+    const control = readControl(controlPath);
+    if (control && Date.now() < control.holdUntil) {
+      await new Promise((resolve) => setTimeout(resolve, control.holdMs));
+    }
+    return signature;
+  };
+  const { signTransaction } = signer;
   return {
     address: signer.address,
     location: signer.location,
-    async signDigest(digest) {
-      const signature = await signer.signDigest(digest);
-      const control = readControl(controlPath);
-      if (control && Date.now() < control.holdUntil) {
-        await new Promise((resolve) => setTimeout(resolve, control.holdMs));
-      }
-      return signature;
-    },
+    signDigest: async (digest) => hold(await signer.signDigest(digest)),
+    ...(signTransaction
+      ? {
+          signTransaction: async (unsigned, context) =>
+            hold(await signTransaction.call(signer, unsigned, context)),
+        }
+      : {}),
   };
 }

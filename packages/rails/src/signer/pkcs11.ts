@@ -38,6 +38,8 @@ export interface Pkcs11KeyLocation {
   pinRef: string;
 }
 
+export { modulePathSchema as pkcs11ModulePathSchema, tokenLabelSchema as pkcs11TokenLabelSchema };
+
 const keyRefPattern = /^pkcs11:token=([^;?]+);id=((?:%[0-9a-f]{2})+)\?module-path=([^&]+)&pin-source=(.+)$/;
 
 export function isPkcs11KeyRef(keyRef: string): boolean {
@@ -134,14 +136,19 @@ function slotOf(module: Pkcs11Binding.PKCS11, tokenLabel: string): Buffer {
   return slot;
 }
 
-function login(module: Pkcs11Binding.PKCS11, modulePath: string, tokenLabel: string, pinRef: string): Buffer {
+function login(
+  module: Pkcs11Binding.PKCS11,
+  modulePath: string,
+  tokenLabel: string,
+  pin: () => string,
+): Buffer {
   const pkcs11js = binding();
   const cacheKey = `${modulePath}\u0000${tokenLabel}`;
   const slot = slotOf(module, tokenLabel);
   if (!loggedIn.has(cacheKey)) {
     const session = module.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
     try {
-      module.C_Login(session, pkcs11js.CKU_USER, readPin(pinRef));
+      module.C_Login(session, pkcs11js.CKU_USER, pin());
     } catch (error) {
       if (!String(error).includes('CKR_USER_ALREADY_LOGGED_IN')) {
         module.C_CloseSession(session);
@@ -207,7 +214,7 @@ export async function createPkcs11Key(input: {
   const pinRef = pinRefSchema.parse(input.pinRef);
   const module = pkcs11Module(modulePath);
   const pkcs11js = binding();
-  const slot = login(module, modulePath, tokenLabel, pinRef);
+  const slot = login(module, modulePath, tokenLabel, () => readPin(pinRef));
   const keyId = randomBytes(keyIdBytes);
   const session = module.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
   try {
@@ -247,9 +254,25 @@ export async function createPkcs11Key(input: {
 /** A signer for one key of a token, logged in through the key reference's PIN source. */
 export function openPkcs11Signer(keyRef: string): DigestSigner {
   const location = parsePkcs11KeyRef(keyRef);
+  return openPkcs11Key({ ...location, pin: () => readPin(location.pinRef) });
+}
+
+/**
+ * A signer for one key of a token, the module, token and PIN given by the caller rather than by a
+ * key reference: the signer service takes them from its own configuration and only the key id
+ * from the database.
+ */
+export function openPkcs11Key(location: {
+  modulePath: string;
+  tokenLabel: string;
+  keyId: string;
+  pin: () => string;
+}): DigestSigner {
+  modulePathSchema.parse(location.modulePath);
+  tokenLabelSchema.parse(location.tokenLabel);
   const module = pkcs11Module(location.modulePath);
   const pkcs11js = binding();
-  const slot = login(module, location.modulePath, location.tokenLabel, location.pinRef);
+  const slot = login(module, location.modulePath, location.tokenLabel, location.pin);
   const session = module.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION);
   let privateKey: Buffer;
   let address: Address;

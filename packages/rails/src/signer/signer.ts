@@ -35,12 +35,30 @@ export interface DigestSigner {
   /** Where the key lives, for operators and logs; never key material or a PIN. */
   readonly location: string;
   signDigest(digest: Hex): Promise<DigestSignature>;
+  /**
+   * A signer that checks what it signs itself (the signer service, docs/SIGNING.md) takes the
+   * unsigned transaction and what it is for instead of a digest. When present, the rail calls
+   * this and never `signDigest`.
+   */
+  signTransaction?(unsignedTransaction: Hex, context: SigningContext): Promise<DigestSignature>;
+}
+
+/** What a signature is for: a withdrawal's first payment, a fee bump of it, or a cancel of it. */
+export type SigningKind = 'payment' | 'replacement' | 'cancel';
+
+/** The operation a transaction is signed for, for a signer that verifies it against the database. */
+export interface SigningContext {
+  tenantId: string;
+  operationId: string;
+  kind: SigningKind;
 }
 
 /** What an approval covers (C02): the operation's stored fields and the hash that was approved. */
 export interface Approval {
   payload: ApprovedPayload;
   payloadHash: string;
+  /** The operation approved; a signer service needs it to read the approval itself. */
+  operationId?: string;
 }
 
 /** The transfer a transaction makes, as the rail decoded or built it. */
@@ -125,9 +143,19 @@ export async function signTransaction(
   signer: DigestSigner,
   transaction: TransactionSerializableEIP1559,
   timeoutMs: number,
+  context?: SigningContext,
 ): Promise<Hex> {
-  const digest = keccak256(serializeTransaction(transaction));
-  const signature = await withinDeadline(signer.signDigest(digest), timeoutMs, `signer ${signer.location}`);
+  const unsigned = serializeTransaction(transaction);
+  const digest = keccak256(unsigned);
+  let call: Promise<DigestSignature>;
+  if (signer.signTransaction) {
+    if (!context)
+      throw new IdemError('VALIDATION', 'the signer service needs the operation a transaction is for');
+    call = signer.signTransaction(unsigned, context);
+  } else {
+    call = signer.signDigest(digest);
+  }
+  const signature = await withinDeadline(call, timeoutMs, `signer ${signer.location}`);
   // A key holder we do not run (a KMS, an MPC provider) could answer for another key: check.
   const recovered = await recoverAddress({ hash: digest, signature });
   if (getAddress(recovered) !== getAddress(signer.address)) {

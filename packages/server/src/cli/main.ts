@@ -49,6 +49,7 @@ import { resealTenantSecrets } from './mfa.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
 import { RECONCILE_USAGE, reconcileCommand } from './reconcile.ts';
+import { SIGNER_USAGE, signerCommand } from './signer.ts';
 import { print, required, UsageError } from './usage.ts';
 
 const USAGE = `Usage: pnpm idem <command> [options]
@@ -121,6 +122,7 @@ ${AUDIT_USAGE}
                                                   --password it prompts (or reads one line from stdin)
   worker [--id NAME]                              run a worker until SIGINT/SIGTERM (PostgreSQL only;
                                                   embedded mode runs one inside pnpm start)
+${SIGNER_USAGE}
 
 Works against DATABASE_URL, or the embedded database in IDEM_DATA_DIR while the server is stopped.`;
 
@@ -436,6 +438,7 @@ function parseFlags(argv: string[]) {
         cursor: { type: 'string' },
         run: { type: 'string' },
         out: { type: 'string' },
+        log: { type: 'string' },
         secret: { type: 'string' },
         csv: { type: 'boolean' },
         template: { type: 'string' },
@@ -461,6 +464,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (positionals[0] === 'reconcile') return reconcileCommand(positionals.slice(1), values);
   if (positionals[0] === 'audit') return auditCommand(positionals.slice(1), values);
+  if (positionals[0] === 'signer') return signerCommand(positionals.slice(1), values);
   if (name === 'worker')
     return runWorker(typeof values.id === 'string' ? values.id : `worker-${process.pid}`);
   const run = commands[name];

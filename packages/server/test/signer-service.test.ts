@@ -1,0 +1,483 @@
+/**
+ * I32-SIGNER: a stolen worker host cannot pay out. The signer service (`idem signer`) runs as its
+ * own process with a SoftHSM2 token, a real PostgreSQL and a real anvil; it alone holds the PIN.
+ * Workers send it unsigned transactions with their own credential; it reads the approval from the
+ * database itself and signs only what the approval covers. Every test here was seen failing first
+ * (the service signed whatever it was sent, or did not exist).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createTenant,
+  createWithdrawal,
+  getHotWallet,
+  getOperation,
+  type Operation,
+  recordDeposit,
+  registerHotWallet,
+  reviewWithdrawal,
+  schema,
+  setRiskPolicy,
+  withTenant,
+} from '@idem/core';
+import { type AnvilInstance, startAnvil } from '@idem/rails';
+import { ETH, rpc } from '@idem/testing/chain';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
+import { eq } from 'drizzle-orm';
+import {
+  createPublicClient,
+  getAddress,
+  type Hex,
+  http,
+  keccak256,
+  recoverAddress,
+  serializeTransaction,
+  type TransactionSerializableEIP1559,
+} from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_BUNDLE } from '../scripts/bundle.ts';
+
+const serverRoot = fileURLToPath(new URL('../', import.meta.url));
+const CHAIN_ID = 31337;
+
+interface Answer {
+  signature?: { r: Hex; s: Hex; yParity: 0 | 1 };
+  error?: { code: string };
+}
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+}
+
+/** Starts `idem signer` as its own process; resolves with its URL once it listens. */
+function startSigner(env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, [CLI_BUNDLE, 'signer'], {
+    cwd: serverRoot,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`signer did not start: ${output}`)), 30_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const line = output.split('\n').find((l) => l.includes('"signer-started"'));
+      if (line) {
+        clearTimeout(timer);
+        resolve({ child, url: (JSON.parse(line) as { url: string }).url });
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`signer exited with ${code}: ${output}`));
+    });
+  });
+}
+
+/** Runs a CLI process to its end (or until `stopWhen` says so), with only PATH and `env`. */
+function runCli(
+  env: Record<string, string>,
+  args: string[],
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_BUNDLE, ...args], {
+      cwd: serverRoot,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`idem ${args.join(' ')} did not exit: ${output}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+describe.skipIf(!onPostgres || !softHsmModulePath())(
+  'I32-SIGNER the signer service (own process, SoftHSM2, real PostgreSQL, real anvil)',
+  () => {
+    let token: SoftHsmToken;
+    let t: TestDatabase;
+    let anvil: AnvilInstance;
+    let tenantId: string;
+    let wallet: Hex;
+    let dir: string;
+    let logPath: string;
+    let signer: Started;
+    const workerToken = randomBytes(24).toString('hex');
+    let signerEnv: Record<string, string>;
+
+    beforeAll(async () => {
+      token = initSoftHsmToken();
+      const key = await tokenKey(token, 'hot-wallet-ethereum');
+      wallet = key.address;
+      anvil = await startAnvil({ chainId: CHAIN_ID, mining: 'auto' });
+      await rpc(anvil.rpcUrl, 'anvil_setBalance', [wallet, `0x${(100n * ETH).toString(16)}`]);
+      t = await createTestDatabase({ maxConnections: 6 });
+      ({ tenantId } = await createTenant(t.db, {
+        name: 'Signer Exchange',
+        assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 1 }],
+      }));
+      await withTenant(t.db, tenantId, async (tx) => {
+        await registerHotWallet(tx, { tenantId, network: 'ethereum', address: wallet, keyRef: key.keyRef });
+        await setRiskPolicy(tx, {
+          tenantId,
+          assetCode: 'ETH',
+          autoApproveMaxMinor: (10n * ETH).toString(),
+          fourEyesMinMinor: (100n * ETH).toString(),
+          actor: 'test',
+        });
+        await recordDeposit(tx, {
+          tenantId,
+          deposit: {
+            reference: 'seed',
+            accountId: 'acct-1',
+            asset: 'ETH',
+            amountMinor: (50n * ETH).toString(),
+          },
+          idempotencyKey: 'seed',
+          actor: 'test',
+        });
+      });
+      dir = mkdtempSync(join(tmpdir(), 'idem-signer-'));
+      logPath = join(dir, 'signer-log.jsonl');
+      signerEnv = {
+        SOFTHSM2_CONF: token.env.SOFTHSM2_CONF ?? '',
+        IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
+        IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
+        IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
+        IDEM_SIGNER_PKCS11_PIN: token.pin,
+        IDEM_SIGNER_LISTEN: '127.0.0.1:0',
+        IDEM_SIGNER_WORKERS: `worker-a=${createHash('sha256').update(workerToken).digest('hex')}`,
+        IDEM_SIGNER_DATABASE_URL: t.url ?? '',
+        IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
+        IDEM_SIGNER_LOG: logPath,
+        LOG_LEVEL: 'warn',
+      };
+      signer = await startSigner(signerEnv);
+    });
+    afterAll(async () => {
+      await stop(signer?.child);
+      await t?.dispose();
+      await anvil?.stop();
+      token?.dispose();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** A withdrawal of the seeded account, reviewed: APPROVED by the automatic review. */
+    async function approvedWithdrawal(amount: bigint): Promise<Operation> {
+      const withdrawalId = `wd-${randomBytes(6).toString('hex')}`;
+      return withTenant(t.db, tenantId, async (tx) => {
+        const created = await createWithdrawal(tx, {
+          tenantId,
+          request: {
+            withdrawalId,
+            accountId: 'acct-1',
+            asset: 'ETH',
+            destination: getAddress(`0x${randomBytes(20).toString('hex')}`),
+            amountMinor: amount.toString(),
+          },
+          idempotencyKey: `withdrawal-${withdrawalId}`,
+        });
+        const reviewed = await reviewWithdrawal(tx, created.operation);
+        expect(reviewed.state).toBe('APPROVED');
+        return reviewed;
+      });
+    }
+
+    const operation = (id: string) => withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, id));
+    const nextNonce = async () =>
+      (await withTenant(t.db, tenantId, (tx) => getHotWallet(tx, tenantId, 'ethereum'))).nextNonce;
+
+    function unsigned(overrides: Partial<TransactionSerializableEIP1559>): Hex {
+      return serializeTransaction({
+        type: 'eip1559',
+        chainId: CHAIN_ID,
+        gas: 21_000n,
+        maxFeePerGas: 3_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+        value: 0n,
+        ...overrides,
+      });
+    }
+
+    async function ask(
+      body: { operationId: string; kind: string; transaction: Hex },
+      credential: string | null = workerToken,
+    ): Promise<{ status: number; json: Answer }> {
+      const response = await fetch(`${signer.url}/v1/sign`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(credential ? { authorization: `Bearer ${credential}` } : {}),
+        },
+        body: JSON.stringify({ tenantId, ...body }),
+      });
+      return { status: response.status, json: (await response.json()) as Answer };
+    }
+
+    it('I32-SIGNER a PKCS#11 module path that is not in the allowlist: the service refuses to start', async () => {
+      const run = await runCli({ ...signerEnv, IDEM_SIGNER_PKCS11_MODULE: join(dir, 'evil.so') }, ['signer']);
+      expect(run.code).not.toBe(0);
+      expect(run.output).toContain('is not in the allowlist IDEM_SIGNER_PKCS11_MODULES');
+      expect(run.output).not.toContain('signer-started');
+    });
+
+    it('I32-SIGNER a worker without its credential is refused (401 UNAUTHORIZED); a worker started without IDEM_SIGNER_TOKEN does not start', async () => {
+      const op = await approvedWithdrawal(ETH / 100n);
+      const transaction = unsigned({
+        nonce: await nextNonce(),
+        to: op.destination as Hex,
+        value: BigInt(op.amountMinor),
+      });
+      const none = await ask({ operationId: op.operationId, kind: 'payment', transaction }, null);
+      expect(none.status).toBe(401);
+      expect(none.json.error?.code).toBe('UNAUTHORIZED');
+      const wrong = await ask(
+        { operationId: op.operationId, kind: 'payment', transaction },
+        randomBytes(24).toString('hex'),
+      );
+      expect(wrong.status).toBe(401);
+      expect(wrong.json.signature).toBeUndefined();
+
+      const worker = await runCli(
+        {
+          DATABASE_URL: t.url ?? '',
+          IDEM_EVM_RPC_URL: anvil.rpcUrl,
+          IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
+          IDEM_SIGNER_URL: signer.url,
+        },
+        ['worker', '--id', 'no-credential'],
+      );
+      expect(worker.code).not.toBe(0);
+      expect(worker.output).toContain('IDEM_SIGNER_TOKEN');
+    });
+
+    it('I32-SIGNER a worker with no PIN and no PKCS#11 configuration still sends: the service signs', async () => {
+      const op = await approvedWithdrawal(ETH / 4n);
+      const worker = spawn(process.execPath, [CLI_BUNDLE, 'worker', '--id', 'no-pin'], {
+        cwd: serverRoot,
+        // No SOFTHSM2_CONF, no PIN variable: only the service's URL and this worker's credential.
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: t.url ?? '',
+          IDEM_EVM_RPC_URL: anvil.rpcUrl,
+          IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
+          IDEM_SIGNER_URL: signer.url,
+          IDEM_SIGNER_TOKEN: workerToken,
+          IDEM_WORKER_INTERVAL_MS: '200',
+          LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      worker.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      worker.stderr?.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      try {
+        let current = op;
+        for (let i = 0; i < 240 && !['BROADCAST', 'CONFIRMED'].includes(current.state); i += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          current = await operation(op.operationId);
+        }
+        expect(current.state, output).toMatch(/BROADCAST|CONFIRMED/);
+        const chain = createPublicClient({ transport: http(anvil.rpcUrl) });
+        const mined = await chain.waitForTransactionReceipt({ hash: current.txHash as Hex, timeout: 30_000 });
+        expect(getAddress(mined.from)).toBe(getAddress(wallet));
+        expect(await chain.getBalance({ address: op.destination as Hex })).toBe(ETH / 4n);
+      } finally {
+        await stop(worker);
+      }
+      const lines = readFileSync(logPath, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines).toContainEqual(
+        expect.objectContaining({ outcome: 'signed', worker: 'worker-a', operationId: op.operationId }),
+      );
+    });
+
+    it('I32-SIGNER a transaction that pays another address or another amount than approved is refused', async () => {
+      const op = await approvedWithdrawal(ETH / 50n);
+      const nonce = await nextNonce();
+      const approved = { nonce, to: op.destination as Hex, value: BigInt(op.amountMinor) };
+      const attacker = getAddress(`0x${randomBytes(20).toString('hex')}`);
+
+      const redirected = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: unsigned({ ...approved, to: attacker }),
+      });
+      expect(redirected.status).toBe(409);
+      expect(redirected.json.error?.code).toBe('PAYLOAD_MISMATCH');
+
+      const inflated = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: unsigned({ ...approved, value: approved.value * 10n }),
+      });
+      expect(inflated.json.error?.code).toBe('PAYLOAD_MISMATCH');
+
+      const tokenCall = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: unsigned({ ...approved, data: '0xa9059cbb' }),
+      });
+      expect(tokenCall.json.error?.code).toBe('PAYLOAD_MISMATCH');
+
+      const otherChain = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: serializeTransaction({
+          type: 'eip1559',
+          chainId: 1,
+          gas: 21_000n,
+          maxFeePerGas: 3_000_000_000n,
+          maxPriorityFeePerGas: 1_000_000_000n,
+          ...approved,
+        }),
+      });
+      expect(otherChain.json.error?.code).toBe('VALIDATION');
+
+      const overCap = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: unsigned({ ...approved, maxFeePerGas: 10n ** 15n }),
+      });
+      expect(overCap.json.error?.code).toBe('VALIDATION');
+
+      // The approved transfer itself is signed, by the hot wallet's key.
+      const transaction = unsigned(approved);
+      const good = await ask({ operationId: op.operationId, kind: 'payment', transaction });
+      expect(good.status).toBe(200);
+      const signature = good.json.signature as { r: Hex; s: Hex; yParity: 0 | 1 };
+      expect(getAddress(await recoverAddress({ hash: keccak256(transaction), signature }))).toBe(
+        getAddress(wallet),
+      );
+    });
+
+    it('I32-SIGNER a second signature for a used nonce is refused, unless a fee bump or cancel of that same operation', async () => {
+      // A nonce already used by a sent withdrawal (the one the worker sent above).
+      const sent =
+        (await withTenant(t.db, tenantId, (tx) => getHotWallet(tx, tenantId, 'ethereum'))).nextNonce - 1;
+      const op = await approvedWithdrawal(ETH / 20n);
+      const payment = { to: op.destination as Hex, value: BigInt(op.amountMinor) };
+      const reused = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: unsigned({ ...payment, nonce: sent }),
+      });
+      expect(reused.status).toBe(409);
+      expect(reused.json.error?.code).toBe('STALE_WRITE');
+
+      // The next nonce, already signed (above) for another approved withdrawal: refused too.
+      const taken = await ask({
+        operationId: op.operationId,
+        kind: 'payment',
+        transaction: unsigned({ ...payment, nonce: await nextNonce() }),
+      });
+      expect(taken.status).toBe(409);
+      expect(taken.json.error?.code).toBe('IDEMPOTENCY_CONFLICT');
+
+      // Calling it a fee bump or a cancel does not help: nothing of this operation was sent.
+      for (const kind of ['replacement', 'cancel']) {
+        const disguised = await ask({
+          operationId: op.operationId,
+          kind,
+          transaction: unsigned({ ...payment, nonce: sent }),
+        });
+        expect(disguised.json.error?.code).toBe('INVALID_TRANSITION');
+      }
+
+      // A fee bump of the sent withdrawal itself is signed (same nonce, same operation)...
+      const [broadcast] = await withTenant(t.db, tenantId, (tx) =>
+        tx
+          .select({ operationId: schema.operations.operationId })
+          .from(schema.operations)
+          .where(eq(schema.operations.chainNonce, sent)),
+      );
+      const sentOp = await operation(broadcast?.operationId ?? '');
+      const bump = await ask({
+        operationId: sentOp.operationId,
+        kind: 'replacement',
+        transaction: unsigned({
+          nonce: sent,
+          to: sentOp.destination as Hex,
+          value: BigInt(sentOp.amountMinor),
+          maxFeePerGas: 6_000_000_000n,
+          maxPriorityFeePerGas: 2_000_000_000n,
+        }),
+      });
+      if (sentOp.state === 'BROADCAST' || sentOp.state === 'UNKNOWN') {
+        expect(bump.status).toBe(200);
+        // ...but not a "bump" that pays someone else.
+        const redirected = await ask({
+          operationId: sentOp.operationId,
+          kind: 'replacement',
+          transaction: unsigned({
+            nonce: sent,
+            to: getAddress(`0x${randomBytes(20).toString('hex')}`),
+            value: BigInt(sentOp.amountMinor),
+            maxFeePerGas: 6_000_000_000n,
+            maxPriorityFeePerGas: 2_000_000_000n,
+          }),
+        });
+        expect(redirected.json.error?.code).toBe('PAYLOAD_MISMATCH');
+      } else {
+        // Confirmed already: nothing left to bump.
+        expect(bump.json.error?.code).toBe('INVALID_TRANSITION');
+      }
+    });
+
+    it('I32-SIGNER the signer log is hash-chained: it verifies, records signatures and refusals, and an edited line breaks it', async () => {
+      const verified = await runCli({}, ['signer', 'verify-log', '--log', logPath, '--json']);
+      expect(verified.code).toBe(0);
+      expect(JSON.parse(verified.output)).toMatchObject({ ok: true });
+      const lines = readFileSync(logPath, 'utf8').trim().split('\n');
+      const parsed = lines.map((l) => JSON.parse(l) as { outcome: string; code?: string });
+      expect(parsed.filter((l) => l.outcome === 'signed').length).toBeGreaterThanOrEqual(2);
+      expect(parsed.map((l) => l.code)).toEqual(
+        expect.arrayContaining(['UNAUTHORIZED', 'PAYLOAD_MISMATCH', 'IDEMPOTENCY_CONFLICT', 'STALE_WRITE']),
+      );
+
+      // Turn one refusal into something else: the chain breaks at that line.
+      const index = parsed.findIndex((l) => l.code === 'PAYLOAD_MISMATCH');
+      const forged = [...lines];
+      forged[index] = (forged[index] ?? '').replace('"refused"', '"signed"');
+      const copy = join(dir, 'forged.jsonl');
+      writeFileSync(copy, `${forged.join('\n')}\n`);
+      const broken = await runCli({}, ['signer', 'verify-log', '--log', copy, '--json']);
+      expect(broken.code).toBe(1);
+      expect(JSON.parse(broken.output)).toMatchObject({ ok: false, brokenAt: index + 1 });
+    });
+  },
+);
