@@ -17,6 +17,7 @@ import {
   getHotWallet,
   getOperation,
   type Operation,
+  openDatabase,
   recordDeposit,
   registerHotWallet,
   reviewWithdrawal,
@@ -26,9 +27,9 @@ import {
 } from '@idem/core';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
-import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
+import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import {
   createPublicClient,
   getAddress,
@@ -132,6 +133,9 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     let signer: Started;
     const workerToken = randomBytes(24).toString('hex');
     let signerEnv: Record<string, string>;
+    /** The service's own login: a member of the read-only role idem_signer. */
+    const signerLogin = `idem_signer_test_${randomBytes(4).toString('hex')}`;
+    let signerUrl: string;
 
     beforeAll(async () => {
       token = initSoftHsmToken();
@@ -165,6 +169,11 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
           actor: 'test',
         });
       });
+      await t.db.execute(sql.raw(`create role ${signerLogin} login in role idem_signer`));
+      const login = new URL(t.url ?? '');
+      login.username = signerLogin;
+      login.password = '';
+      signerUrl = login.toString();
       dir = mkdtempSync(join(tmpdir(), 'idem-signer-'));
       logPath = join(dir, 'signer-log.jsonl');
       signerEnv = {
@@ -175,7 +184,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         IDEM_SIGNER_PKCS11_PIN: token.pin,
         IDEM_SIGNER_LISTEN: '127.0.0.1:0',
         IDEM_SIGNER_WORKERS: `worker-a=${createHash('sha256').update(workerToken).digest('hex')}`,
-        IDEM_SIGNER_DATABASE_URL: t.url ?? '',
+        IDEM_SIGNER_DATABASE_URL: signerUrl,
         IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
         IDEM_SIGNER_LOG: logPath,
         LOG_LEVEL: 'warn',
@@ -185,6 +194,9 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     afterAll(async () => {
       await stop(signer?.child);
       await t?.dispose();
+      const admin = await openDatabase({ url: serverUrl() ?? '', maxConnections: 1 });
+      await admin.db.execute(sql.raw(`drop role if exists ${signerLogin}`));
+      await admin.close();
       await anvil?.stop();
       token?.dispose();
       if (dir) rmSync(dir, { recursive: true, force: true });
@@ -455,6 +467,27 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       } else {
         // Confirmed already: nothing left to bump.
         expect(bump.json.error?.code).toBe('INVALID_TRANSITION');
+      }
+    });
+
+    it('I32-SIGNER the service reads with a login that can write nothing and cannot become the application role', async () => {
+      const asSigner = await openDatabase({ url: signerUrl, maxConnections: 1 });
+      const refused = async (statement: string) => {
+        const error = await asSigner.db.execute(sql.raw(statement)).then(
+          () => null,
+          (e: unknown) => e as { cause?: { code?: string }; code?: string },
+        );
+        return error?.cause?.code ?? error?.code ?? null;
+      };
+      try {
+        // 42501: insufficient privilege.
+        expect(await refused(`update hot_wallets set next_nonce = 0`)).toBe('42501');
+        expect(await refused(`update operations set state = 'APPROVED'`)).toBe('42501');
+        expect(await refused(`delete from signed_attempts`)).toBe('42501');
+        expect(await refused(`insert into hot_wallets (tenant_id) values ('${tenantId}')`)).toBe('42501');
+        expect(await refused(`set role idem_app`)).toBe('42501');
+      } finally {
+        await asSigner.close();
       }
     });
 

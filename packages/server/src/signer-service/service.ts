@@ -11,15 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ErrorCode, errorStatus, IdemError } from '@idem/contracts';
-import {
-  actAsAppRole,
-  type Database,
-  feeCapInForce,
-  getHotWallet,
-  getOperation,
-  openDatabase,
-  schema,
-} from '@idem/core';
+import { type Database, feeCapInForce, getHotWallet, getOperation, openDatabase, schema } from '@idem/core';
 import {
   type DigestSigner,
   isPkcs11KeyRef,
@@ -60,11 +52,15 @@ function signedIndex(lines: SignerLogLine[]): SignedIndex & { add(line: SignerLo
   };
 }
 
-/** Reads what the approval covers, on the service's own connection, in a read-only transaction. */
+/**
+ * Reads what the approval covers, on the service's own connection (its login a member of the
+ * read-only role idem_signer, migration signer_role), in a read-only transaction.
+ */
 async function readFacts(db: Database, request: SignRequest): Promise<SigningFacts> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`set transaction read only`);
-    await actAsAppRole(tx, request.tenantId);
+    // As the connection's own role (a member of the read-only idem_signer), bound to the tenant.
+    await tx.execute(sql`select set_config('app.tenant_id', ${request.tenantId}, true)`);
     const operation = await getOperation(tx, request.tenantId, request.operationId);
     const wallet = await getHotWallet(tx, request.tenantId, operation.network);
     const [asset] = await tx
