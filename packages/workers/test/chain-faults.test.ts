@@ -165,7 +165,8 @@ describe('ambiguous sends and reconciliation on a real chain', () => {
       nonce: unknown.chainNonce ?? 0,
     });
     await rpc(env.anvil.rpcUrl, 'evm_setAutomine', [true]);
-    await env.mine(1);
+    // Deep enough to be final (I32-FINAL; anvil finalizes 64 blocks behind its head).
+    await env.mine(65);
     // Proven at a pinned block on two passes; no interval between them here.
     const reconciler = env.worker({ notSentConfirmIntervalMs: 0 });
     await reconciler.runOnce();

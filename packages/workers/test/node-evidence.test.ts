@@ -285,7 +285,7 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
     expect(await env.balanceOf(unknown.destination ?? '')).toBe(ETH / 10n);
   });
 
-  it('I12-NODE a nonce consumed by another transaction at depth releases the hold only on a second pass after the interval, across a restart', async () => {
+  it('I12-NODE I32-FINAL a nonce consumed by another transaction at depth releases the hold only on a second pass after the interval, once it is final, across a restart', async () => {
     const unknown = await signedNeverSent(ETH / 20n);
     const held = await heldEth();
     // Someone else holding the hot wallet's key (a manual sweep, say) takes the nonce.
@@ -310,8 +310,13 @@ describe('I12-NODE the reconciler releases a hold only on a nonce consumed at de
     expect((await env.operation(unknown.operationId)).state).toBe('UNKNOWN');
     expect(await heldEth()).toBe(held);
     await ageFirstPasses(intervalMs + 1_000);
-    // A restarted worker finds the first pass recorded and completes the second.
+    // A restarted worker finds the first pass recorded and completes the second, once the
+    // transaction that took the nonce is final (I32-FINAL; anvil finalizes 64 blocks behind).
     const restarted = env.worker({ notSentConfirmIntervalMs: intervalMs });
+    await restarted.runOnce();
+    expect((await env.operation(unknown.operationId)).state).toBe('UNKNOWN');
+    expect(await heldEth()).toBe(held);
+    await env.mine(64);
     await restarted.runOnce();
     const settled = await env.operation(unknown.operationId);
     expect(settled.state).toBe('VERIFIED_NOT_SENT');

@@ -124,7 +124,7 @@ describe.skipIf(!onPostgres)(
       expect(receipt.status).toBe('success');
     });
 
-    it('I12-CANCEL a cancel approved by a second person is mined: VERIFIED_NOT_SENT, hold released, destination unpaid', async () => {
+    it('I12-CANCEL I32-FINAL a cancel approved by a second person is mined: the hold stays until the cancel is final, then VERIFIED_NOT_SENT, hold released, destination unpaid', async () => {
       const amount = ETH / 20n;
       const { op, nonceBefore } = await stuckWithdrawal(amount);
       const heldBefore = await held();
@@ -135,7 +135,14 @@ describe.skipIf(!onPostgres)(
       expect(attempts.map((a) => a.kind)).toEqual(['original', 'cancel']);
       const cancel = attempts[1];
       expect(cancel?.requestedBy).toMatch(/^proposal:/);
+      // At the asset's depth but not final: a deep reorganisation could still swap the cancel for
+      // the payment, so releasing now could leave the funds both released and paid.
       await env.mine(3);
+      await worker.runOnce();
+      expect((await env.operation(op.operationId)).state).toBe('BROADCAST');
+      expect(await held()).toBe(heldBefore);
+      // Final (anvil finalizes 64 blocks behind its head): released.
+      await env.mine(64);
       await worker.runOnce();
       const final = await env.operation(op.operationId);
       expect(final.state).toBe('VERIFIED_NOT_SENT');

@@ -2,6 +2,7 @@ import { type Operation, schema, withTenant } from '@idem/core';
 import { and, eq, sql } from 'drizzle-orm';
 import type { WorkerContext } from '../context.ts';
 import { attestSettlement } from '../settlement-witness.ts';
+import { isFinal } from './finality.ts';
 
 const { notSentObservations } = schema;
 
@@ -58,6 +59,9 @@ export async function confirmNotSent(
     );
     return null;
   }
+  // Whatever took the nonce must be final before the hold goes (finality.ts); the first pass is
+  // recorded meanwhile, so the interval runs alongside.
+  const final = await isFinal(ctx, op, BigInt(taker.blockNumber));
   const pass = {
     reason: detail.reason,
     nonce: op.chainNonce,
@@ -109,6 +113,7 @@ export async function confirmNotSent(
     // A view lower than the first pass's, or too soon: wait for a later pass.
     if (pass.pinnedBlock < first.pinnedBlock || Number(first.ageMs) < ctx.notSentConfirmIntervalMs)
       return null;
+    if (!final) return null;
     return {
       ...hint,
       reason: pass.reason,

@@ -6,6 +6,7 @@ import type { WorkerContext } from '../context.ts';
 import { type NetworkFee, paidNetworkFee } from '../network-fee.ts';
 import { routeFor } from '../rails.ts';
 import { custodianSettlement, gatherEvidence, type Verdict } from './evidence.ts';
+import { isFinal } from './finality.ts';
 import { confirmNotSent } from './not-sent.ts';
 import { sendStoredArtifact } from './send.ts';
 import { checkBroadcastAge } from './stuck.ts';
@@ -101,6 +102,7 @@ export async function watchBroadcast(ctx: WorkerContext, tenantId: string): Prom
         if (verdict.evidence.found !== 'mined') await checkBroadcastAge(ctx, op, verdict.evidence);
         return;
       case 'cancelled':
+        if (!(await cancelIsFinal(ctx, op, verdict.evidence))) return;
         await moveIfCurrent(
           ctx,
           op,
@@ -220,6 +222,7 @@ export async function reconcileUnknown(ctx: WorkerContext, tenantId: string): Pr
       case 'cancelled': {
         // The chain's "not sent" must be proven at a pinned block, twice; our own
         // cancel mined at depth is a positive answer and needs no second pass.
+        if (verdict.kind === 'cancelled' && !(await cancelIsFinal(ctx, op, verdict.evidence))) return;
         const evidence =
           verdict.kind === 'not_sent' && routeFor(op.network).kind === 'evm'
             ? await confirmNotSent(ctx, op, verdict.evidence)
@@ -347,4 +350,15 @@ async function lastSendWasRefused(ctx: WorkerContext, op: Operation): Promise<bo
   );
   const evidence = rows[0]?.evidence as { outcome?: string } | null | undefined;
   return evidence?.outcome === 'rejected';
+}
+
+/** Our cancel took the nonce: the hold is released only once the cancel's block is final. */
+function cancelIsFinal(
+  ctx: WorkerContext,
+  op: Operation,
+  evidence: Record<string, unknown>,
+): Promise<boolean> {
+  const block = evidence.blockNumber;
+  if (typeof block !== 'string') return Promise.resolve(false);
+  return isFinal(ctx, op, BigInt(block));
 }
