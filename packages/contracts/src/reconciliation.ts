@@ -68,7 +68,7 @@ export type ReconciliationRunDetail = z.infer<typeof reconciliationRunDetailSche
  * string) using the tenant's outbound-webhook signing secret. `payload` is the JSON of the run
  * detail; verification checks the signature over it, then parses it.
  */
-export const signedRunReportSchema = z.object({
+export const webhookSignedRunReportSchema = z.object({
   format: z.literal('idem.reconciliation-run.v1'),
   signature: z.object({
     scheme: z.literal('standard-webhooks'),
@@ -80,7 +80,41 @@ export const signedRunReportSchema = z.object({
   }),
   payload: z.string().max(4_000_000),
 });
+
+/**
+ * The report signed by the signer service's own Ed25519 key (I32-SIGNER), which the tenant does
+ * not hold: the service reads the run from the database itself and signs
+ * `idem.reconciliation-run.v2\n` followed by the exact `payload`. The public key is published by
+ * the server (GET /report-key.json) and by the service; `keyId` is the first 16 hex digits of the
+ * SHA-256 of its DER (SPKI) encoding.
+ */
+export const signerSignedRunReportSchema = z.object({
+  format: z.literal('idem.reconciliation-run.v2'),
+  signature: z.object({
+    scheme: z.literal('ed25519'),
+    keyId: z.string().regex(/^[0-9a-f]{16}$/),
+    signature: z.string().regex(/^[A-Za-z0-9+/]{86}==$/),
+  }),
+  payload: z.string().max(4_000_000),
+});
+
+export const signedRunReportSchema = z.discriminatedUnion('format', [
+  webhookSignedRunReportSchema,
+  signerSignedRunReportSchema,
+]);
 export type SignedRunReport = z.infer<typeof signedRunReportSchema>;
+
+/** The signer service's report key, as the server publishes it. */
+export const reportKeySchema = z.object({
+  algorithm: z.literal('ed25519'),
+  keyId: z.string().regex(/^[0-9a-f]{16}$/),
+  /** PEM (SPKI). */
+  publicKey: z.string().min(1).max(1_000),
+});
+export type ReportKey = z.infer<typeof reportKeySchema>;
+
+/** What the signer service signs for a report: this line, then the payload (UTF-8). */
+export const SIGNER_REPORT_PREFIX = 'idem.reconciliation-run.v2\n';
 
 /** One place and asset of one finished run, for the chart of ledger against observed over time. */
 export const runHistoryPointSchema = z.object({

@@ -72,6 +72,8 @@ export interface Context {
   broadcastAlertAfterMs?: Partial<Record<string, number>>;
   /** Where outbound webhook endpoints may point (env.ts egressPolicyFrom; absent: the strictest). */
   egress?: EgressPolicy;
+  /** The signer service, whose own key signs reconciliation reports (absent: the tenant's webhook secret does). */
+  signerService?: { url: string; token: string };
 }
 
 const t = initTRPC.context<Context>().create({

@@ -6,7 +6,7 @@
  * (the service signed whatever it was sent, or did not exist).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import {
   createTenant,
   createWithdrawal,
+  finishRun,
   getHotWallet,
   getOperation,
   type Operation,
@@ -23,12 +24,14 @@ import {
   reviewWithdrawal,
   schema,
   setRiskPolicy,
+  startRun,
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
 import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
+import { signRunReport, verifyRunReport } from '@idem/workers';
 import { eq, sql } from 'drizzle-orm';
 import {
   createPublicClient,
@@ -187,6 +190,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         IDEM_SIGNER_DATABASE_URL: signerUrl,
         IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
         IDEM_SIGNER_LOG: logPath,
+        IDEM_SIGNER_REPORT_KEY_FILE: join(dir, 'report-key.pem'),
         LOG_LEVEL: 'warn',
       };
       signer = await startSigner(signerEnv);
@@ -489,6 +493,92 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       } finally {
         await asSigner.close();
       }
+    });
+
+    it("I32-SIGNER a reconciliation report is signed by the signer service's own Ed25519 key, which the tenant does not hold", async () => {
+      const runId = await withTenant(t.db, tenantId, async (tx) => {
+        const id = await startRun(tx, { tenantId, ranBy: 'test', trigger: 'on_demand', inputs: {} });
+        await finishRun(tx, {
+          tenantId,
+          runId: id,
+          result: 'balanced',
+          breaksOpened: 0,
+          figures: [
+            {
+              place: 'chain:ethereum',
+              assetCode: 'ETH',
+              liabilitiesAvailableMinor: '5',
+              liabilitiesHeldMinor: '0',
+              custodyControlMinor: '0',
+              feeExpenseMinor: '0',
+              inFlightWithdrawalsMinor: '0',
+              expectedMinor: '5',
+              observedMinor: '5',
+              explainedMinor: '0',
+              unexplainedMinor: '0',
+              explanations: [],
+              pinnedBlock: 1,
+              reportedAt: null,
+              accountTenants: 1,
+              breakId: null,
+            },
+          ],
+        });
+        return id;
+      });
+      const published = (await (await fetch(`${signer.url}/v1/report-key`)).json()) as { publicKey: string };
+      const report = await signRunReport(t.db, tenantId, runId, new Date(), {
+        url: signer.url,
+        token: workerToken,
+      });
+      expect(report.format).toBe('idem.reconciliation-run.v2');
+      expect(verifyRunReport(JSON.stringify(report), published.publicKey).runId).toBe(runId);
+
+      // An edited run no longer verifies.
+      const edited = { ...report, payload: report.payload.replace('"balanced"', '"variance"') };
+      expect(() => verifyRunReport(JSON.stringify(edited), published.publicKey)).toThrow(/signature/);
+      // Nor one the tenant signs with a key of its own, whatever key id it claims.
+      const own = generateKeyPairSync('ed25519');
+      const forged = {
+        ...edited,
+        signature: {
+          ...report.signature,
+          signature: sign(
+            null,
+            Buffer.from(`idem.reconciliation-run.v2\n${edited.payload}`),
+            own.privateKey,
+          ).toString('base64'),
+        },
+      };
+      expect(() => verifyRunReport(JSON.stringify(forged), published.publicKey)).toThrow(/signature/);
+      expect(() =>
+        verifyRunReport(
+          JSON.stringify(forged),
+          String(own.publicKey.export({ type: 'spki', format: 'pem' })),
+        ),
+      ).toThrow(/signature/);
+
+      // The auditor's check, with the published key.
+      const files = { report: join(dir, 'report.json'), key: join(dir, 'report-key.json') };
+      writeFileSync(files.report, JSON.stringify(report));
+      writeFileSync(files.key, JSON.stringify(published));
+      const checked = await runCli({}, [
+        'reconcile',
+        'verify',
+        files.report,
+        '--public-key',
+        files.key,
+        '--json',
+      ]);
+      expect(checked.code, checked.output).toBe(0);
+      expect(JSON.parse(checked.output)).toMatchObject({ verified: true, runId });
+      // A request without a worker credential signs nothing.
+      const anonymous = await fetch(`${signer.url}/v1/sign-report`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tenantId, runId }),
+      });
+      expect(anonymous.status).toBe(401);
     });
 
     it('I32-SIGNER the signer log is hash-chained: it verifies, records signatures and refusals, and an edited line breaks it', async () => {

@@ -1,5 +1,5 @@
 export type { CustodianAccountPass } from './balance-reconciliation/custodian.ts';
-export { runCsv, signRunReport, verifyRunReport } from './balance-reconciliation/report.ts';
+export { reportKeyOf, runCsv, signRunReport, verifyRunReport } from './balance-reconciliation/report.ts';
 export {
   type BalanceRunOptions,
   type BalanceRunReport,

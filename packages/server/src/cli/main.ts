@@ -440,6 +440,7 @@ function parseFlags(argv: string[]) {
         out: { type: 'string' },
         log: { type: 'string' },
         secret: { type: 'string' },
+        'public-key': { type: 'string' },
         csv: { type: 'boolean' },
         template: { type: 'string' },
         none: { type: 'boolean' },

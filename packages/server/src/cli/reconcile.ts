@@ -25,9 +25,12 @@ export const RECONCILE_USAGE = `  reconcile [--tenant ID] [--json]              
   reconcile runs --tenant ID [--json]             the stored balance reconciliation runs
   reconcile show --tenant ID --run ID [--csv]     a run with its figures (or its CSV)
   reconcile export --tenant ID --run ID [--out FILE]
-                                                  a run as JSON signed with the tenant's outbound-webhook secret
-  reconcile verify FILE [--secret whsec_...]      check a signed report (secret from --secret or
-                                                  IDEM_REPORT_SECRET); prints the run, exit 1 if forged`;
+                                                  a run as JSON signed by the signer service's own key
+                                                  (IDEM_SIGNER_URL), else the tenant's outbound-webhook secret
+  reconcile verify FILE [--public-key FILE | --secret whsec_...]
+                                                  check a signed report: the signer service's public key
+                                                  (PEM, or the server's /report-key.json), or the secret
+                                                  (--secret or IDEM_REPORT_SECRET); prints the run, exit 1 if forged`;
 
 function runId(flags: Flags): string {
   const id = required(flags, 'run');
@@ -60,11 +63,24 @@ export async function reconcileCommand(sub: string[], flags: Flags): Promise<num
       return 0;
     }
     if (action === 'export') {
-      const report = await signRunReport(db, required(flags, 'tenant'), runId(flags));
+      const signer =
+        env.IDEM_SIGNER_URL && env.IDEM_SIGNER_TOKEN
+          ? { url: env.IDEM_SIGNER_URL, token: env.IDEM_SIGNER_TOKEN }
+          : undefined;
+      const report = await signRunReport(db, required(flags, 'tenant'), runId(flags), new Date(), signer);
       const text = `${JSON.stringify(report, null, 2)}\n`;
       if (typeof flags.out === 'string') {
         writeFileSync(flags.out, text, { mode: 0o644 });
-        print({ written: flags.out, runId: runId(flags), endpointId: report.signature.endpointId }, flags);
+        print(
+          {
+            written: flags.out,
+            runId: runId(flags),
+            ...('endpointId' in report.signature
+              ? { endpointId: report.signature.endpointId }
+              : { keyId: report.signature.keyId }),
+          },
+          flags,
+        );
       } else process.stdout.write(text);
       return 0;
     }
@@ -126,8 +142,12 @@ async function reconcileNow(
 
 function verify(file: string | undefined, flags: Flags): number {
   if (!file) throw new UsageError('reconcile verify needs the report FILE');
-  const secret = typeof flags.secret === 'string' ? flags.secret : process.env.IDEM_REPORT_SECRET;
-  if (!secret) throw new UsageError('--secret (or IDEM_REPORT_SECRET) is required');
+  // A report signed by the signer service is checked with its public key (GET /report-key.json),
+  // one signed with the tenant's outbound-webhook secret with that secret.
+  const publicKey = typeof flags['public-key'] === 'string' ? readPublicKey(flags['public-key']) : null;
+  const secret =
+    publicKey ?? (typeof flags.secret === 'string' ? flags.secret : process.env.IDEM_REPORT_SECRET);
+  if (!secret) throw new UsageError('--public-key FILE, or --secret (or IDEM_REPORT_SECRET), is required');
   try {
     const run = verifyRunReport(readFileSync(file, 'utf8'), secret);
     print(
@@ -150,6 +170,14 @@ function verify(file: string | undefined, flags: Flags): number {
     );
     return 1;
   }
+}
+
+/** A PEM public key, or the JSON the server publishes at /report-key.json (its publicKey field). */
+function readPublicKey(file: string): string {
+  const text = readFileSync(file, 'utf8');
+  return text.trimStart().startsWith('{')
+    ? String((JSON.parse(text) as { publicKey?: unknown }).publicKey)
+    : text;
 }
 
 function print(result: Record<string, unknown>, flags: Flags): void {

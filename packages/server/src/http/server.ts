@@ -1,6 +1,6 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { scrubMessage, WITHDRAWAL_BATCH_BODY_LIMIT_BYTES } from '@idem/contracts';
+import { reportKeySchema, scrubMessage, WITHDRAWAL_BATCH_BODY_LIMIT_BYTES } from '@idem/contracts';
 import type { Database, EgressPolicy } from '@idem/core';
 import { BROADCAST_ALERT_AFTER_MS } from '@idem/workers';
 import type { TRPCError } from '@trpc/server';
@@ -195,6 +195,9 @@ function contextFactory(deps: ServerDeps, info: WeakMap<IncomingMessage, Request
       ...(deps.reconciler ? { reconciler: deps.reconciler } : {}),
       broadcastAlertAfterMs,
       egress: deps.egress,
+      ...(env.IDEM_SIGNER_URL && env.IDEM_SIGNER_TOKEN
+        ? { signerService: { url: env.IDEM_SIGNER_URL, token: env.IDEM_SIGNER_TOKEN } }
+        : {}),
     };
   };
 }
@@ -267,6 +270,7 @@ async function dispatch(
     return;
   }
   if (route === 'healthz') return sendJson(res, 200, { status: 'ok' });
+  if (route === 'report-key') return publishReportKey(res, requestId, deps.env);
   if (route === 'readyz') {
     const ready = await databaseReady(db);
     return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'database unavailable' });
@@ -308,6 +312,7 @@ function routeOf(method: string | undefined, pathname: string): string {
   if (pathname === '/docs' || pathname.startsWith('/docs/')) return 'docs';
   if (WEBHOOK_PATH.test(pathname)) return 'webhooks';
   if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics') return pathname.slice(1);
+  if (pathname === '/report-key.json') return 'report-key';
   return 'other';
 }
 
@@ -338,4 +343,28 @@ function single(value: string | string[] | undefined): string | null {
 
 function isIdemCause(cause: unknown): boolean {
   return cause instanceof Error && cause.name === 'IdemError';
+}
+
+/**
+ * The public half of the signer service's report key (I32-SIGNER), which signs reconciliation
+ * reports: auditors verify a report with it (`idem reconcile verify --public-key`). Asked of the
+ * service at each request; 404 where no signer service is configured.
+ */
+async function publishReportKey(res: ServerResponse, requestId: string, env: Env): Promise<void> {
+  if (!env.IDEM_SIGNER_URL)
+    return sendProblem(res, requestId, 'NOT_FOUND', 'no signer service is configured');
+  try {
+    const response = await fetch(new URL('/v1/report-key', env.IDEM_SIGNER_URL), {
+      signal: AbortSignal.timeout(5_000),
+    });
+    const key = reportKeySchema.parse(await response.json());
+    return sendJson(res, 200, key);
+  } catch {
+    return sendProblem(
+      res,
+      requestId,
+      'SIGNER_UNAVAILABLE',
+      'the signer service did not give its report key',
+    );
+  }
 }

@@ -67,9 +67,14 @@ export const staffReconciliationRouter = router({
       return { filename: `reconciliation-${run.runId}.csv`, csv: runCsv(run) };
     }),
 
-  /** The run signed with the tenant's outbound-webhook secret; `idem reconcile verify` checks it. */
+  /**
+   * The run signed by the signer service's own key (or, without a signer service, the tenant's
+   * outbound-webhook secret); `idem reconcile verify` checks it.
+   */
   exportSigned: staffWith('read')
     .input(getRunInputSchema)
     .output(signedRunReportSchema)
-    .query(({ ctx, input }) => signRunReport(ctx.db, ctx.tenantId, input.runId)),
+    .query(({ ctx, input }) =>
+      signRunReport(ctx.db, ctx.tenantId, input.runId, new Date(), ctx.signerService),
+    ),
 });

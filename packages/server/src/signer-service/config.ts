@@ -22,6 +22,8 @@ export interface SignerConfig {
   databaseUrl: string;
   chainId: number;
   logPath: string;
+  /** The Ed25519 report key's PEM file (created on the first start); none: no report signing. */
+  reportKeyPath: string | null;
   gasLimitMax: bigint;
   maxFeePerGasMax: bigint;
 }
@@ -37,6 +39,7 @@ const envSchema = z.object({
   IDEM_SIGNER_DATABASE_URL: z.string().min(1),
   IDEM_SIGNER_CHAIN_ID: z.coerce.number().int().min(1),
   IDEM_SIGNER_LOG: z.string().min(1),
+  IDEM_SIGNER_REPORT_KEY_FILE: z.string().min(1).optional(),
   IDEM_SIGNER_GAS_LIMIT_MAX: z.coerce.bigint().positive().default(300_000n),
   /** The network's ceiling per gas (the fee policy's maxFeePerGasWei default: 500 gwei). */
   IDEM_SIGNER_MAX_FEE_PER_GAS_WEI: z.coerce.bigint().positive().default(500_000_000_000n),
@@ -104,6 +107,7 @@ export function readSignerConfig(env: NodeJS.ProcessEnv = process.env): SignerCo
     databaseUrl: e.IDEM_SIGNER_DATABASE_URL,
     chainId: e.IDEM_SIGNER_CHAIN_ID,
     logPath: e.IDEM_SIGNER_LOG,
+    reportKeyPath: e.IDEM_SIGNER_REPORT_KEY_FILE ?? null,
     gasLimitMax: e.IDEM_SIGNER_GAS_LIMIT_MAX,
     maxFeePerGasMax: e.IDEM_SIGNER_MAX_FEE_PER_GAS_WEI,
   };

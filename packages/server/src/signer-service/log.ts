@@ -15,10 +15,15 @@ export interface SignerLogEvent {
   worker: string | null;
   tenantId?: string;
   operationId?: string;
+  /** A reconciliation run the report key signed. */
+  runId?: string;
   kind?: string;
   wallet?: string;
   nonce?: number;
-  /** keccak-256 of the signed transaction (signed) or of the unsigned one (refused). */
+  /**
+   * keccak-256 of the signed transaction (signed) or of the unsigned one (refused); for a report,
+   * SHA-256 of its payload.
+   */
   txHash?: string;
   to?: string | null;
   value?: string;

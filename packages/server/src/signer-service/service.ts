@@ -26,6 +26,7 @@ import { getAddress, type Hex, keccak256, parseTransaction, serializeTransaction
 import type { SignerConfig } from './config.ts';
 import { SignerLog, type SignerLogEvent, type SignerLogLine } from './log.ts';
 import { checkSigning, type SignedIndex, type SigningFacts } from './policy.ts';
+import { loadReportKey, publishedReportKey, signReportRequestSchema, signRun } from './report.ts';
 
 export interface RunningSignerService {
   url: string;
@@ -96,16 +97,11 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-export async function startSignerService(config: SignerConfig, log: Logger): Promise<RunningSignerService> {
-  const opened = SignerLog.open(config.logPath);
-  const signerLog = opened.log;
-  const index = signedIndex(opened.lines);
-  const database = await openDatabase({ url: config.databaseUrl, maxConnections: 4, batching: false });
+/** The token's key for a wallet: module, token and PIN from our configuration; only the id from the row. */
+function hsmKeys(config: SignerConfig): (wallet: SigningFacts['wallet']) => DigestSigner {
   const keys = new Map<string, DigestSigner>();
   const pin = config.pin;
-
-  /** The token's key for a wallet: module, token and PIN from our configuration; only the id from the row. */
-  function keyFor(wallet: SigningFacts['wallet']): DigestSigner {
+  return (wallet) => {
     if (!isPkcs11KeyRef(wallet.keyRef)) {
       throw new IdemError(
         'VALIDATION',
@@ -130,14 +126,23 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
       );
     }
     return key;
-  }
+  };
+}
 
-  function authenticate(header: string | undefined): string | null {
-    const token = /^Bearer (\S{16,512})$/.exec(header ?? '')?.[1];
-    if (!token) return null;
-    const digest = createHash('sha256').update(token, 'utf8').digest();
-    return config.workers.find((w) => timingSafeEqual(w.tokenSha256, digest))?.name ?? null;
-  }
+/** The worker a bearer credential belongs to (compared by SHA-256, in constant time), or null. */
+function authenticate(workers: SignerConfig['workers'], header: string | undefined): string | null {
+  const token = /^Bearer (\S{16,512})$/.exec(header ?? '')?.[1];
+  if (!token) return null;
+  const digest = createHash('sha256').update(token, 'utf8').digest();
+  return workers.find((w) => timingSafeEqual(w.tokenSha256, digest))?.name ?? null;
+}
+
+export async function startSignerService(config: SignerConfig, log: Logger): Promise<RunningSignerService> {
+  const opened = SignerLog.open(config.logPath);
+  const signerLog = opened.log;
+  const index = signedIndex(opened.lines);
+  const database = await openDatabase({ url: config.databaseUrl, maxConnections: 4, batching: false });
+  const keyFor = hsmKeys(config);
 
   async function sign(worker: string, request: SignRequest) {
     const parsed = parseTransaction(request.transaction as Hex);
@@ -186,30 +191,65 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
   }
 
   let queue: Promise<unknown> = Promise.resolve();
+  /** Runs one request at a time: the (wallet, nonce) check and the log line never interleave. */
+  function inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const run = queue.then(work);
+    queue = run.catch(() => undefined);
+    return run;
+  }
+
+  const reportKey = config.reportKeyPath ? loadReportKey(config.reportKeyPath) : null;
+  async function signReport(worker: string, body: unknown) {
+    if (!reportKey) throw new IdemError('NOT_FOUND', 'this signer service has no report key');
+    const request = signReportRequestSchema.safeParse(body);
+    if (!request.success) throw new IdemError('VALIDATION', 'malformed report request');
+    const report = await signRun(database.db, reportKey, request.data);
+    signerLog.append({
+      outcome: 'signed',
+      worker,
+      tenantId: request.data.tenantId,
+      runId: request.data.runId,
+      kind: 'report',
+      txHash: `0x${createHash('sha256').update(report.payload).digest('hex')}`,
+    });
+    return report;
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'POST' || req.url !== '/v1/sign') {
-      answer(res, 404, { error: { code: 'NOT_FOUND', message: 'POST /v1/sign' } });
+    if (req.method === 'GET' && req.url === '/v1/report-key' && reportKey) {
+      answer(res, 200, publishedReportKey(reportKey));
       return;
     }
-    const worker = authenticate(req.headers.authorization);
+    const route = req.method === 'POST' ? req.url : undefined;
+    if (route !== '/v1/sign' && route !== '/v1/sign-report') {
+      answer(res, 404, {
+        error: { code: 'NOT_FOUND', message: 'POST /v1/sign, POST /v1/sign-report, GET /v1/report-key' },
+      });
+      return;
+    }
+    const worker = authenticate(config.workers, req.headers.authorization);
     if (!worker) {
       refuse(res, 'UNAUTHORIZED', 'missing or unknown worker credential', {});
       return;
     }
     let request: SignRequest | undefined;
     try {
-      const body = signRequestSchema.safeParse(JSON.parse(await readBody(req)));
+      const json: unknown = JSON.parse(await readBody(req));
+      if (route === '/v1/sign-report') {
+        answer(res, 200, await inTurn(() => signReport(worker, json)));
+        return;
+      }
+      const body = signRequestSchema.safeParse(json);
       if (!body.success) throw new IdemError('VALIDATION', 'malformed signing request');
-      request = body.data;
-      const current = request;
-      const run = queue.then(() => sign(worker, current));
-      queue = run.catch(() => undefined);
-      answer(res, 200, await run);
+      const current = body.data;
+      request = current;
+      answer(res, 200, await inTurn(() => sign(worker, current)));
     } catch (error) {
       const code: ErrorCode = error instanceof IdemError ? error.code : 'VALIDATION';
       const message = error instanceof Error ? error.message : String(error);
       refuse(res, code, message, {
         worker,
+        ...(route === '/v1/sign-report' ? { kind: 'report' } : {}),
         ...(request
           ? {
               tenantId: request.tenantId,

@@ -1,10 +1,13 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject, timingSafeEqual, verify } from 'node:crypto';
 import {
   IdemError,
   type ReconciliationRunDetail,
+  type ReportKey,
   reconciliationRunDetailSchema,
+  SIGNER_REPORT_PREFIX,
   type SignedRunReport,
   signedRunReportSchema,
+  signerSignedRunReportSchema,
 } from '@idem/contracts';
 import { activeOutboundEndpoints, type Database, getRun, withTenant } from '@idem/core';
 import { Webhook } from 'standardwebhooks';
@@ -78,7 +81,10 @@ export async function signRunReport(
   tenantId: string,
   runId: string,
   now: Date = new Date(),
+  signerService?: { url: string; token: string },
 ): Promise<SignedRunReport> {
+  // With the signer service, its own Ed25519 key signs what it reads itself (I32-SIGNER).
+  if (signerService) return requestSignerReport(signerService, tenantId, runId);
   const { run, endpoint } = await withTenant(db, tenantId, async (tx) => ({
     run: await getRun(tx, { tenantId, runId }),
     endpoint: (await activeOutboundEndpoints(tx, tenantId)).sort(
@@ -113,8 +119,28 @@ export async function signRunReport(
  * carries. Unlike a webhook, a report has no freshness window: an auditor verifies it months
  * later, so only the signature over the exact payload is checked.
  */
-export function verifyRunReport(text: string, secret: string): ReconciliationRunDetail {
+export function verifyRunReport(text: string, secretOrPublicKey: string): ReconciliationRunDetail {
   const report = signedRunReportSchema.parse(JSON.parse(text));
+  if (report.format === 'idem.reconciliation-run.v2') {
+    if (!secretOrPublicKey.includes('BEGIN PUBLIC KEY')) {
+      throw new IdemError(
+        'UNAUTHORIZED',
+        "the report is signed by the signer service: verify it with the service's public key",
+      );
+    }
+    const key = createPublicKey(secretOrPublicKey);
+    const valid =
+      reportKeyOf(key).keyId === report.signature.keyId &&
+      verify(
+        null,
+        Buffer.from(`${SIGNER_REPORT_PREFIX}${report.payload}`, 'utf8'),
+        key,
+        Buffer.from(report.signature.signature, 'base64'),
+      );
+    if (!valid) throw new IdemError('UNAUTHORIZED', 'the report signature does not match this public key');
+    return reconciliationRunDetailSchema.parse(JSON.parse(report.payload));
+  }
+  const secret = secretOrPublicKey;
   const { id, timestamp, signature } = report.signature;
   const expected = new Webhook(secret).sign(id, new Date(Number(timestamp) * 1000), report.payload);
   // The header may list several signatures ("v1,<a> v1,<b>"); ours is one.
@@ -124,4 +150,43 @@ export function verifyRunReport(text: string, secret: string): ReconciliationRun
     throw new IdemError('UNAUTHORIZED', 'the report signature does not match this secret');
   }
   return reconciliationRunDetailSchema.parse(JSON.parse(report.payload));
+}
+
+/** The published form of the signer service's report key; its id is a prefix of the SPKI's SHA-256. */
+export function reportKeyOf(publicKey: KeyObject): ReportKey {
+  const der = publicKey.export({ type: 'spki', format: 'der' });
+  return {
+    algorithm: 'ed25519',
+    keyId: createHash('sha256').update(der).digest('hex').slice(0, 16),
+    publicKey: String(publicKey.export({ type: 'spki', format: 'pem' })),
+  };
+}
+
+/** Asks the signer service to sign a finished run; it reads the run from the database itself. */
+async function requestSignerReport(
+  service: { url: string; token: string },
+  tenantId: string,
+  runId: string,
+): Promise<SignedRunReport> {
+  let response: Response;
+  try {
+    response = await fetch(new URL('/v1/sign-report', service.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${service.token}` },
+      body: JSON.stringify({ tenantId, runId }),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (error) {
+    throw new IdemError('SIGNER_UNAVAILABLE', `signer service unreachable: ${String(error).slice(0, 200)}`);
+  }
+  const body = (await response.json().catch(() => null)) as {
+    error?: { code?: string; message?: string };
+  } | null;
+  if (!response.ok) {
+    const code = body?.error?.code;
+    const message = `signer service refused the report: ${body?.error?.message ?? `HTTP ${response.status}`}`;
+    if (code === 'NOT_FOUND' || code === 'VALIDATION') throw new IdemError(code, message);
+    throw new IdemError('SIGNER_UNAVAILABLE', message);
+  }
+  return signerSignedRunReportSchema.parse(body);
 }
