@@ -8,6 +8,14 @@ import { z } from 'zod';
 export const AMOUNT_DIGITS_MAX = 78;
 
 const positiveMinor = /^[1-9][0-9]*$/;
+/** Zero or a positive integer in minor units: no sign, decimals or leading zeros. */
+export const MINOR_UNITS = /^(0|[1-9][0-9]*)$/;
+
+/** An amount that may be zero (a balance, a sum, a limit), as the server reports it. */
+export const minorUnitsSchema = z
+  .string({ error: 'amounts are strings of digits in minor units' })
+  .max(AMOUNT_DIGITS_MAX)
+  .regex(MINOR_UNITS, { error: 'minor units: a whole, non-negative number without leading zeros' });
 
 export const amountMinorSchema = z
   .string({ error: 'amountMinor must be a string of digits in minor units' })

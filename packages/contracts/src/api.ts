@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { minorUnitsSchema } from './amount.ts';
 import { apiKeyScopeSchema } from './config.ts';
 import { errorCodeList } from './errors.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
@@ -122,8 +123,11 @@ export type ListDepositsOutput = z.infer<typeof listDepositsOutputSchema>;
 
 export const getBalancesInputSchema = z.strictObject({ accountId: referenceSchema });
 
-const minorUnits = z.string().regex(/^[0-9]+$/);
-export const balanceViewSchema = z.object({ asset: z.string(), available: minorUnits, held: minorUnits });
+export const balanceViewSchema = z.object({
+  asset: z.string(),
+  available: minorUnitsSchema,
+  held: minorUnitsSchema,
+});
 export const getBalancesOutputSchema = z.array(balanceViewSchema);
 export type BalanceEntry = z.infer<typeof balanceViewSchema>;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AMOUNT_DIGITS_MAX } from './amount.ts';
+import { AMOUNT_DIGITS_MAX, MINOR_UNITS } from './amount.ts';
 
 /**
  * The staff configuration screens: API keys, webhook endpoints with secret rotation,
@@ -148,7 +148,7 @@ export const disableEndpointInputSchema = z.strictObject({
 export const limitMinorSchema = z
   .string({ error: 'amounts are strings of digits in minor units' })
   .max(AMOUNT_DIGITS_MAX)
-  .regex(/^(0|[1-9][0-9]*)$/, {
+  .regex(MINOR_UNITS, {
     error: 'amounts must be whole, non-negative minor units, without sign, decimals or leading zeros',
   });
 
@@ -194,7 +194,7 @@ export const setRiskRuleInputSchema = z
   });
 /** Guards the BigInt comparison when a field already failed its own check. */
 function digitsOnly(rule: { autoApproveMaxMinor: string; fourEyesMinMinor: string }): boolean {
-  return /^[0-9]+$/.test(rule.autoApproveMaxMinor) && /^[0-9]+$/.test(rule.fourEyesMinMinor);
+  return MINOR_UNITS.test(rule.autoApproveMaxMinor) && MINOR_UNITS.test(rule.fourEyesMinMinor);
 }
 export type SetRiskRuleInput = z.infer<typeof setRiskRuleInputSchema>;
 

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { minorUnitsSchema } from './amount.ts';
 import { operationStateSchema, operationViewSchema } from './operation.ts';
 
-/** A sum in minor units: digits only, zero allowed (an empty queue holds nothing). */
-const sumMinor = z.string().regex(/^\d{1,78}$/, { error: 'minor units: digits only' });
+/** A sum in minor units, zero allowed (an empty queue holds nothing). */
+const sumMinor = minorUnitsSchema;
 
 /**
  * The operator's Overview (what an operator looks at first): one read of what needs

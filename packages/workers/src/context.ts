@@ -14,7 +14,7 @@ export interface WorkerContext {
   rails: RailRegistry;
   log: Logger;
   workerId: string;
-  /** How long a claim is exclusive. A worker that dies loses it after this. */
+  /** How long a lease is exclusive. A worker that dies loses it after this. */
   leaseMs: number;
   /** Operations per stage per tenant per tick. */
   batchSize: number;

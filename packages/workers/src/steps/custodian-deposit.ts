@@ -3,7 +3,7 @@ import { depositAddressOwners, openBreak, recordDeposit, type Tx } from '@idem/c
 import type { WorkerContext } from '../context.ts';
 
 /** What a `deposit.confirmed` notification claims: the sender's word, signed with the source's secret. */
-export interface ClaimedDeposit {
+export interface NotifiedDeposit {
   reference: string;
   accountId: string;
   asset: string;
@@ -33,19 +33,19 @@ export async function creditCustodianDeposit(
   tx: Tx,
   tenantId: string,
   source: string,
-  claimed: ClaimedDeposit,
+  notified: NotifiedDeposit,
 ): Promise<DepositOutcome> {
   const custodian = ctx.rails.config.custodian;
   if (!custodian) return { status: 'PARKED', reason: 'no custodian is configured to confirm the deposit' };
-  const subject = `custodian-deposit:${claimed.reference}`;
-  const record = await custodian.depositById(claimed.reference);
+  const subject = `custodian-deposit:${notified.reference}`;
+  const record = await custodian.depositById(notified.reference);
   if (!record) {
     await openBreak(tx, {
       tenantId,
       breakClass: 'unknown_operation',
       subject,
-      assetCode: claimed.asset,
-      observedAmountMinor: claimed.amountMinor,
+      assetCode: notified.asset,
+      observedAmountMinor: notified.amountMinor,
       details: { source, reason: 'a deposit notification names a deposit the custodian does not hold' },
     });
     alert(ctx, tenantId, subject, 'a deposit notification names a deposit the custodian does not hold');
@@ -56,9 +56,9 @@ export async function creditCustodianDeposit(
   if (!accountId) return { status: 'PARKED', reason: 'the deposit address is not registered to this tenant' };
 
   const differs: DepositTerm[] = [];
-  if (claimed.accountId !== accountId) differs.push('account');
-  if (claimed.asset !== record.asset) differs.push('asset');
-  if (claimed.amountMinor !== record.amountMinor) differs.push('amount');
+  if (notified.accountId !== accountId) differs.push('account');
+  if (notified.asset !== record.asset) differs.push('asset');
+  if (notified.amountMinor !== record.amountMinor) differs.push('amount');
   if (differs.length > 0) {
     const reason = `deposit notification differs from the custodian's record: ${differs.join(', ')}`;
     await openBreak(tx, {
@@ -67,7 +67,7 @@ export async function creditCustodianDeposit(
       subject,
       assetCode: record.asset,
       ledgerAmountMinor: record.amountMinor,
-      observedAmountMinor: claimed.amountMinor,
+      observedAmountMinor: notified.amountMinor,
       details: { source, reason, differs },
     });
     alert(ctx, tenantId, subject, reason);
