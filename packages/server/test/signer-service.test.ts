@@ -22,6 +22,7 @@ import {
   recordDeposit,
   registerHotWallet,
   reviewWithdrawal,
+  rowsOf,
   schema,
   setRiskPolicy,
   startRun,
@@ -31,8 +32,9 @@ import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
 import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
-import { signRunReport, verifyRunReport } from '@idem/workers';
+import { createWorker, RailRegistry, signerFor, signRunReport, verifyRunReport } from '@idem/workers';
 import { eq, sql } from 'drizzle-orm';
+import pino from 'pino';
 import {
   createPublicClient,
   getAddress,
@@ -131,6 +133,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     let anvil: AnvilInstance;
     let tenantId: string;
     let wallet: Hex;
+    let keyRef: string;
     let dir: string;
     let logPath: string;
     let signer: Started;
@@ -144,6 +147,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       token = initSoftHsmToken();
       const key = await tokenKey(token, 'hot-wallet-ethereum');
       wallet = key.address;
+      keyRef = key.keyRef;
       anvil = await startAnvil({ chainId: CHAIN_ID, mining: 'auto' });
       await rpc(anvil.rpcUrl, 'anvil_setBalance', [wallet, `0x${(100n * ETH).toString(16)}`]);
       t = await createTestDatabase({ maxConnections: 6 });
@@ -340,6 +344,13 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       expect(lines).toContainEqual(
         expect.objectContaining({ outcome: 'signed', worker: 'worker-a', operationId: op.operationId }),
       );
+    });
+
+    it('I32-SIGNER on a production chain a worker never opens the HSM itself, even with the PIN in its environment', () => {
+      expect(process.env[token.pinVariable]).toBe(token.pin);
+      expect(() => signerFor(keyRef, 1)).toThrow(/signer service/);
+      // On a development chain (this anvil) the in-process path stays, as before.
+      expect(signerFor(keyRef, CHAIN_ID).address).toBe(wallet);
     });
 
     it('I32-SIGNER a transaction that pays another address or another amount than approved is refused', async () => {
@@ -579,6 +590,79 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         body: JSON.stringify({ tenantId, runId }),
       });
       expect(anonymous.status).toBe(401);
+    });
+
+    it('I32-SIGNER the signer SIGKILLed mid-request: nothing is signed, kept or sent, the withdrawal stays APPROVED, and once the signer is back it is signed and sent once', async () => {
+      const op = await approvedWithdrawal(ETH / 10n);
+      const nonce = await nextNonce();
+      const chain = createPublicClient({ transport: http(anvil.rpcUrl) });
+      const pendingBefore = await chain.getTransactionCount({ address: wallet, blockTag: 'pending' });
+      const worker = createWorker({
+        db: t.db,
+        rails: new RailRegistry({
+          evm: { rpcUrl: anvil.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000, signTimeoutMs: 60_000 },
+          signerService: { url: signer.url, token: workerToken },
+        }),
+        log: pino({ level: 'silent' }),
+        workerId: 'signer-killed',
+        leaseMs: 5_000,
+      });
+      // Hold the signer inside its own read of the approval: a lock on proposals, which it reads for
+      // the fee cap in force and the worker does not read while dispatching.
+      const holder = await openDatabase({ url: t.url ?? '', maxConnections: 1 });
+      let release = () => {};
+      const held = new Promise<void>((locked) => {
+        void holder.db.transaction(async (tx) => {
+          await tx.execute(sql`lock table proposals in access exclusive mode`);
+          locked();
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        });
+      });
+      await held;
+      const pass = worker.runOnce();
+      try {
+        for (let i = 0; ; i += 1) {
+          const [waiting] = rowsOf<{ n: number }>(
+            await t.db.execute(
+              sql`select count(*)::int as n from pg_stat_activity where usename = ${signerLogin} and wait_event_type = 'Lock'`,
+            ),
+          );
+          if ((waiting?.n ?? 0) > 0) break;
+          if (i > 400) throw new Error('the signer never reached its read of the approval');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const exited = new Promise((resolve) => signer.child.once('exit', resolve));
+        signer.child.kill('SIGKILL');
+        await exited;
+      } finally {
+        release();
+        await holder.close();
+      }
+      await pass;
+      const afterKill = await operation(op.operationId);
+      expect(afterKill.state).toBe('APPROVED');
+      expect(afterKill.signedArtifact).toBeNull();
+      expect(await nextNonce()).toBe(nonce);
+      expect(await chain.getTransactionCount({ address: wallet, blockTag: 'pending' })).toBe(pendingBefore);
+
+      // Back on the same address, with the same log: the next pass signs and sends it, once.
+      signer = await startSigner({ ...signerEnv, IDEM_SIGNER_LISTEN: new URL(signer.url).host });
+      await worker.runOnce();
+      const sent = await operation(op.operationId);
+      expect(sent.state).toMatch(/BROADCAST|CONFIRMED/);
+      // (Older approved withdrawals of the earlier tests may take the nonces before it.)
+      expect(sent.chainNonce ?? -1).toBeGreaterThanOrEqual(nonce);
+      // Every nonce handed out reached the node: none lost (and this withdrawal signed once, below).
+      expect(await chain.getTransactionCount({ address: wallet, blockTag: 'pending' })).toBe(
+        await nextNonce(),
+      );
+      const lines = readFileSync(logPath, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { outcome: string; operationId?: string });
+      expect(lines.filter((l) => l.operationId === op.operationId && l.outcome === 'signed')).toHaveLength(1);
     });
 
     it('I32-SIGNER the signer log is hash-chained: it verifies, records signatures and refusals, and an edited line breaks it', async () => {

@@ -61,12 +61,22 @@ export type Route = { kind: 'evm' } | { kind: 'custodian' };
 export const LOCAL_DEVELOPMENT_CHAIN_ID = 31337;
 
 /**
- * The signer a hot wallet's `keyRef` names. `pkcs11:…` is a key inside an HSM (the production
- * path); every other form is a key in this process's memory, refused on any chain but a
- * development chain (anvil's public `dev:` keys only on anvil's own chain id).
+ * The signer a hot wallet's `keyRef` names, in this process. `pkcs11:…` is a key inside an HSM:
+ * on a production chain only the signer service (`idem signer`) opens it, so a worker there holds
+ * no PIN (I32-SIGNER); in process only on a development chain. Every other form is a key in this
+ * process's memory, refused on any chain but a development chain (anvil's public `dev:` keys only
+ * on anvil's own chain id).
  */
 export function signerFor(keyRef: string, chainId: number): DigestSigner {
-  if (isPkcs11KeyRef(keyRef)) return openPkcs11Signer(keyRef);
+  if (isPkcs11KeyRef(keyRef)) {
+    if (!DEVELOPMENT_CHAIN_IDS.includes(chainId)) {
+      throw new IdemError(
+        'VALIDATION',
+        `on chain ${chainId} an HSM key is used by the signer service only: set IDEM_SIGNER_URL and IDEM_SIGNER_TOKEN (docs/SIGNING.md)`,
+      );
+    }
+    return openPkcs11Signer(keyRef);
+  }
   if (
     !DEVELOPMENT_CHAIN_IDS.includes(chainId) ||
     (keyRef.startsWith('dev:') && chainId !== LOCAL_DEVELOPMENT_CHAIN_ID)
