@@ -1,5 +1,5 @@
 /**
- * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11] [--html]`
+ * `pnpm chaos --seed N --duration 60s [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11|service] [--html]`
  * `pnpm chaos --failover kill|switchover|both [--seed N ...]`: the failover drill on a local
  * pg_auto_failover formation instead of the seeded faults (one run per scenario).
  * Exits 0 when every invariant holds, 1 when one is violated (the seed and the first violation are
@@ -30,7 +30,7 @@ const argsSchema = z.object({
   workers: z.coerce.number().int().min(1).max(8).default(3),
   servers: z.coerce.number().int().min(1).max(4).default(2),
   clients: z.coerce.number().int().min(1).max(32).default(8),
-  signer: z.enum(['local', 'pkcs11']).default('local'),
+  signer: z.enum(['local', 'pkcs11', 'service']).default('local'),
   html: z.boolean().default(false),
   out: z.string().optional(),
   failover: z.enum(['kill', 'switchover', 'both']).optional(),
@@ -57,7 +57,7 @@ const parsed = argsSchema.safeParse({
 });
 if (!parsed.success) {
   process.stderr.write(
-    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11] [--quiet 90s] [--html] [--out DIR] [--failover kill|switchover|both]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
+    `usage: pnpm chaos --seed N [--duration 60s] [--workers 3] [--servers 2] [--clients 8] [--signer local|pkcs11|service] [--quiet 90s] [--html] [--out DIR] [--failover kill|switchover|both]\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}\n`,
   );
   process.exit(2);
 }

@@ -65,7 +65,7 @@ export class FaultInjector {
         (serverProxies[s] as ChaosProxy).setUpstream(null);
         this.restart(server, 500, () => (serverProxies[s] as ChaosProxy).setUpstream(server.url));
       });
-    for (const worker of workers)
+    for (const worker of [...workers, ...(this.system.signer ? [this.system.signer] : [])])
       worker.onUnplannedExit((detail) => {
         this.unplannedExits.push(`${worker.name} ${detail} ${at()}`);
         this.restart(worker, 500, () => {});
@@ -108,6 +108,8 @@ export class FaultInjector {
         return this.nodeFault(event);
       case 'signer-timeout':
         return this.signerTimeout(event);
+      case 'kill-signer':
+        return this.killSigner(event);
       case 'fee-spike':
         return this.feeSpike(event);
     }
@@ -299,6 +301,15 @@ export class FaultInjector {
       this.nodeRules.push({ label: `node ${event.mode}`, rule });
     }
     this.count(`node ${event.mode}`);
+  }
+
+  private async killSigner(event: EventOf<'kill-signer'>): Promise<void> {
+    const { signer } = this.system;
+    if (!signer?.ready || this.restarting.has(signer.name))
+      return this.count('kill-signer (skipped: not up)');
+    signer.kill();
+    this.count('kill-signer');
+    this.restart(signer, event.restartAfterMs, () => {});
   }
 
   private async signerTimeout(event: EventOf<'signer-timeout'>): Promise<void> {

@@ -180,3 +180,14 @@ export function workerProcess(name: string, env: Record<string, string>, logDir:
     logDir,
   });
 }
+
+/** The signer service (`idem signer`): the only process that holds the HSM PIN (--signer service). */
+export function signerProcess(name: string, env: Record<string, string>, logDir: string): ManagedProcess {
+  return managed({
+    name,
+    args: [CLI_BUNDLE, 'signer'],
+    env,
+    ready: (line) => (line.includes('"signer-started"') ? (JSON.parse(line) as { url: string }).url : null),
+    logDir,
+  });
+}

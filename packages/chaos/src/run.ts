@@ -8,10 +8,11 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
+import { verifySignerLog } from '@idem/server/signer-log';
 import type { ActiveRule } from '@idem/testing/chain';
 import { initSoftHsmToken } from '@idem/testing/signer';
 import postgres, { type Sql } from 'postgres';
-import { createPublicClient, http } from 'viem';
+import { createPublicClient, type Hex, http, keccak256, recoverTransactionAddress } from 'viem';
 import { type DepositLog, newDepositLog } from './deposits.ts';
 import { checkTheRun, detectLanded, signerTimeoutsLogged } from './evidence.ts';
 import type { FailoverOutcome, FailoverPlan } from './failover.ts';
@@ -59,7 +60,8 @@ export interface ChaosOptions {
    * Who holds the hot wallets' keys: anvil's development keys in process (default), or a SoftHSM2
    * token the run initialises, with the HSM's answers held past the deadline among the faults.
    */
-  signer?: 'local' | 'pkcs11';
+  /** Where hot-wallet keys live: in process, in SoftHSM2 opened by the workers, or behind the signer service. */
+  signer?: 'local' | 'pkcs11' | 'service';
   /** Progress lines (to stderr in the CLI; silent in tests unless asked). */
   progress?: (line: string) => void;
   /**
@@ -103,6 +105,11 @@ export interface ChaosReport {
   timeline: TimelineSample[];
   wallClockMs: number;
   failover: FailoverOutcome | null;
+  /**
+   * `--signer service`: the service's log chain verified, what it signed and refused, and any
+   * hot-wallet transaction that reached the node without a signature in that log (should be none).
+   */
+  signerService?: { logVerified: boolean; signed: number; refused: number; sentNotInLog: string[] };
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
@@ -227,6 +234,7 @@ async function setUpRun(
     outDir,
     token,
     signerFaultFile,
+    signerService: options.signer === 'service',
     cleanups,
   });
   say(
@@ -236,9 +244,10 @@ async function setUpRun(
   return { databaseName, databaseUrl, anvil, chain, world, system, sql, hotWallets, token, signerFaultFile };
 }
 
-/** With --signer pkcs11, each hot wallet's key is generated in a SoftHSM2 token made for this run. */
+/** With --signer pkcs11 or service, each hot wallet's key is generated in a SoftHSM2 token made for this run. */
 function initToken(options: ChaosOptions, cleanups: Cleanups): SoftHsmToken | null {
-  const token = options.signer === 'pkcs11' ? initSoftHsmToken('idem-chaos') : null;
+  const token =
+    options.signer === 'pkcs11' || options.signer === 'service' ? initSoftHsmToken('idem-chaos') : null;
   if (token) cleanups.push(async () => token.dispose());
   return token;
 }
@@ -414,7 +423,21 @@ async function buildReport(input: {
     },
     faultErrors: injector.faultErrors,
     unplannedExits: injector.unplannedExits,
-    processStarts: Object.fromEntries([...system.servers, ...system.workers].map((p) => [p.name, p.starts])),
+    ...(system.signerLog
+      ? {
+          signerService: await signerServiceEvidence(
+            system.signerLog,
+            system.nodeFaults.rawTransactions,
+            run.hotWallets,
+          ),
+        }
+      : {}),
+    processStarts: Object.fromEntries(
+      [...system.servers, ...system.workers, ...(system.signer ? [system.signer] : [])].map((p) => [
+        p.name,
+        p.starts,
+      ]),
+    ),
     integrators: { ...integrators.counts },
     deposits: {
       chainSent: deposits.chain.length,
@@ -444,7 +467,7 @@ async function buildReport(input: {
 
 /** The command that replays this run. */
 function commandOf(options: ChaosOptions): string {
-  return `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}${options.signer === 'pkcs11' ? ' --signer pkcs11' : ''}${options.failover ? ` --failover ${options.failover.scenario}` : ''}`;
+  return `pnpm chaos --seed ${options.seed} --duration ${Math.round(options.durationMs / 1000)}s --servers ${options.servers} --workers ${options.workers} --clients ${options.clients}${options.signer && options.signer !== 'local' ? ` --signer ${options.signer}` : ''}${options.failover ? ` --failover ${options.failover.scenario}` : ''}`;
 }
 
 function finalCount(states: Record<string, number>): number {
@@ -476,4 +499,28 @@ function nodeRuleHits(rules: { label: string; rule: ActiveRule }[]): Record<stri
   for (const { label, rule } of rules)
     if (rule.hits > 0) out[`${label} calls hit`] = (out[`${label} calls hit`] ?? 0) + rule.hits;
   return out;
+}
+
+/** The signer service's log against what reached the node: every hot-wallet transaction sent was signed there. */
+async function signerServiceEvidence(
+  logPath: string,
+  broadcast: readonly string[],
+  hotWallets: Set<string>,
+): Promise<NonNullable<ChaosReport['signerService']>> {
+  const verified = verifySignerLog(logPath);
+  const lines = verified.ok ? verified.lines : [];
+  const signed = new Set(lines.filter((l) => l.outcome === 'signed').map((l) => l.txHash?.toLowerCase()));
+  const sentNotInLog: string[] = [];
+  for (const raw of new Set(broadcast.map((r) => r.toLowerCase()))) {
+    const sender = await recoverTransactionAddress({ serializedTransaction: raw as never });
+    if (!hotWallets.has(sender.toLowerCase())) continue;
+    const hash = keccak256(raw as Hex);
+    if (!signed.has(hash)) sentNotInLog.push(hash);
+  }
+  return {
+    logVerified: verified.ok,
+    signed: lines.filter((l) => l.outcome === 'signed').length,
+    refused: lines.filter((l) => l.outcome === 'refused').length,
+    sentNotInLog,
+  };
 }

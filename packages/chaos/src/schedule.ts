@@ -54,7 +54,9 @@ export type FaultEvent =
     }
   | { atMs: number; kind: 'fee-spike'; baseFeeGwei: number; holdBlocks: number }
   /** The HSM signs, then its answers arrive after the workers' deadline for a while (`--signer pkcs11`). */
-  | { atMs: number; kind: 'signer-timeout'; forMs: number; holdMs: number };
+  | { atMs: number; kind: 'signer-timeout'; forMs: number; holdMs: number }
+  /** The signer service is SIGKILLed (mid-request when one is in flight) and restarted (`--signer service`). */
+  | { atMs: number; kind: 'kill-signer'; restartAfterMs: number };
 
 export type FaultKind = FaultEvent['kind'];
 
@@ -71,6 +73,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'node',
   'fee-spike',
   'signer-timeout',
+  'kill-signer',
 ];
 
 /** Node faults come in three modes; the first pass has one of each, so every run exercises all three. */
@@ -90,6 +93,7 @@ const weights: readonly (readonly [FaultKind, number])[] = [
   ['node', 4],
   ['fee-spike', 2],
   ['signer-timeout', 2],
+  ['kill-signer', 2],
 ];
 
 export interface ScheduleShape {
@@ -97,12 +101,17 @@ export interface ScheduleShape {
   servers: number;
   workers: number;
   /** Who holds the hot wallets' keys; signer faults exist only with an HSM (`--signer pkcs11`). */
-  signer?: 'local' | 'pkcs11';
+  signer?: 'local' | 'pkcs11' | 'service';
 }
 
-/** The kinds a run of this shape can draw: a run with in-process keys keeps its seeds' schedules. */
+/**
+ * The kinds a run of this shape can draw: a run with in-process keys keeps its seeds' schedules,
+ * and so does a pkcs11 run (the signer service's kill exists only with `--signer service`).
+ */
 export function faultKindsOf(shape: ScheduleShape): readonly FaultKind[] {
-  return shape.signer === 'pkcs11' ? FAULT_KINDS : FAULT_KINDS.filter((kind) => kind !== 'signer-timeout');
+  if (shape.signer === 'service') return FAULT_KINDS;
+  const without = shape.signer === 'pkcs11' ? ['kill-signer'] : ['kill-signer', 'signer-timeout'];
+  return FAULT_KINDS.filter((kind) => !without.includes(kind));
 }
 
 /** No fault in the first seconds: processes are warming up and nothing is in flight yet. */
@@ -151,6 +160,8 @@ function eventOf(
       return { atMs, kind, target: prng.int(0, shape.servers - 1), restartAfterMs: prng.int(200, 2_500) };
     case 'kill-worker':
       return { atMs, kind, target: prng.int(0, shape.workers - 1), restartAfterMs: prng.int(200, 2_500) };
+    case 'kill-signer':
+      return { atMs, kind, restartAfterMs: prng.int(200, 2_500) };
     case 'proxy': {
       const site = prng.weighted<ProxySite>([
         ['server', 3],
@@ -241,6 +252,8 @@ export function describeEvent(event: FaultEvent): string {
     case 'kill-server':
     case 'kill-worker':
       return `${at} ${event.kind} #${event.target} (restart after ${event.restartAfterMs} ms)`;
+    case 'kill-signer':
+      return `${at} kill-signer (restart after ${event.restartAfterMs} ms)`;
     case 'proxy':
       return `${at} proxy ${event.site}#${event.target} ${event.mode} x${event.times}${event.mode === 'delay' ? ` ${event.delayMs} ms` : ''} on ${event.match ?? 'any request'}`;
     case 'pg-terminate':

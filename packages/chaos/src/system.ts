@@ -3,10 +3,13 @@
  * API servers, workers, the custodian simulator, and the chain path
  * (processes -> chainProxy -> nodeFaults -> anvil).
  */
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import type { AnvilInstance } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
-import { type ManagedProcess, serverProcess, workerProcess } from './processes.ts';
+import { type ManagedProcess, serverProcess, signerProcess, workerProcess } from './processes.ts';
 import { type ChaosProxy, startChaosProxy } from './proxy.ts';
 import { CHAIN_ID, type Cleanups, OPENING_BTC, type RunWorld, type SoftHsmToken } from './setup.ts';
 
@@ -21,6 +24,10 @@ export interface RunSystem {
   /** A node behind a load balancer: 429, no answer, a lagging view. */
   nodeFaults: FaultProxy;
   simulator: SimulatorProcess;
+  /** The signer service (`--signer service`), restarted on the same address after a kill. */
+  signer: ManagedProcess | null;
+  /** Its hash-chained log. */
+  signerLog: string | null;
 }
 
 export async function startSystem(input: {
@@ -32,6 +39,7 @@ export async function startSystem(input: {
   outDir: string;
   token: SoftHsmToken | null;
   signerFaultFile: string;
+  signerService?: boolean;
   cleanups: Cleanups;
 }): Promise<RunSystem> {
   const { cleanups, world } = input;
@@ -63,9 +71,18 @@ export async function startSystem(input: {
     IDEM_CUSTODIAN_URL: custodianProxy.url,
     ...workerTimings(input.token, input.signerFaultFile),
   };
+  const service = input.signerService && input.token ? await signerService(input, common.DATABASE_URL) : null;
   const workers = Array.from({ length: input.workers }, (_, w) =>
-    workerProcess(`worker-${w}`, workerEnv, input.outDir),
+    workerProcess(
+      `worker-${w}`,
+      service ? { ...withoutHsm(workerEnv, input.token), ...service.workerEnv(w) } : workerEnv,
+      input.outDir,
+    ),
   );
+  if (service) {
+    cleanups.push(() => service.process.stop());
+    await service.process.start();
+  }
   for (const proc of [...servers, ...workers]) cleanups.push(() => proc.stop());
   await Promise.all([
     ...servers.map(async (server, s) => {
@@ -74,7 +91,75 @@ export async function startSystem(input: {
     }),
     ...workers.map((worker) => worker.start()),
   ]);
-  return { servers, workers, serverProxies, custodianProxy, chainProxy, nodeFaults, simulator };
+  return {
+    servers,
+    workers,
+    serverProxies,
+    custodianProxy,
+    chainProxy,
+    nodeFaults,
+    simulator,
+    signer: service?.process ?? null,
+    signerLog: service?.logPath ?? null,
+  };
+}
+
+/**
+ * The signer service for `--signer service`: it alone gets the token's configuration and PIN, on a
+ * fixed loopback port (a restart after a kill comes back where the workers look), one credential
+ * per worker. Workers get the service's URL and their token, and neither the module nor the PIN.
+ */
+async function signerService(
+  input: { token: SoftHsmToken | null; outDir: string; workers: number },
+  databaseUrl: string,
+) {
+  const token = input.token as SoftHsmToken;
+  const port = await freePort();
+  const tokens = Array.from({ length: input.workers }, () => randomBytes(24).toString('hex'));
+  const logPath = join(input.outDir, 'signer-log.jsonl');
+  const process = signerProcess(
+    'signer',
+    {
+      ...token.env,
+      IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
+      IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
+      IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
+      IDEM_SIGNER_PKCS11_PIN: token.pin,
+      IDEM_SIGNER_LISTEN: `127.0.0.1:${port}`,
+      IDEM_SIGNER_WORKERS: tokens
+        .map((t, w) => `worker-${w}=${createHash('sha256').update(t).digest('hex')}`)
+        .join(','),
+      IDEM_SIGNER_DATABASE_URL: databaseUrl,
+      IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
+      IDEM_SIGNER_LOG: logPath,
+      LOG_LEVEL: 'warn',
+    },
+    input.outDir,
+  );
+  return {
+    process,
+    logPath,
+    workerEnv: (w: number) => ({
+      IDEM_SIGNER_URL: `http://127.0.0.1:${port}`,
+      IDEM_SIGNER_TOKEN: tokens[w] ?? '',
+    }),
+  };
+}
+
+/** The worker's variables without the HSM's: no module configuration, no PIN. */
+function withoutHsm(env: Record<string, string>, token: SoftHsmToken | null): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !(token && name in token.env)));
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
 }
 
 async function startSimulator(

@@ -38,11 +38,22 @@ describe('seeded schedule', () => {
     const hsm = { ...shape, faultPhaseMs: 25_000, signer: 'pkcs11' as const };
     for (let seed = 0; seed < 50; seed += 1) {
       const early = buildSchedule(new Prng(seed).fork('faults'), hsm).filter((event) => event.atMs < 23_000);
-      expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(FAULT_KINDS));
+      expect(new Set(early.map((event) => event.kind)), `seed ${seed}`).toEqual(new Set(faultKindsOf(hsm)));
+      expect(early.some((event) => event.kind === 'kill-signer')).toBe(false);
       for (const event of early)
         if (event.kind === 'signer-timeout') expect(event.holdMs).toBeGreaterThan(1_000);
       const local = buildSchedule(new Prng(seed).fork('faults'), shape);
       expect(local.some((event) => event.kind === 'signer-timeout')).toBe(false);
+    }
+  });
+
+  it('I32-SIGNER with --signer service the signer service is killed (and answers late) in a run; never without it', () => {
+    const service = { ...shape, faultPhaseMs: 40_000, signer: 'service' as const };
+    for (let seed = 0; seed < 50; seed += 1) {
+      const kinds = new Set(buildSchedule(new Prng(seed).fork('faults'), service).map((event) => event.kind));
+      expect(kinds, `seed ${seed}`).toEqual(new Set(FAULT_KINDS));
+      const hsm = buildSchedule(new Prng(seed).fork('faults'), { ...service, signer: 'pkcs11' });
+      expect(hsm.some((event) => event.kind === 'kill-signer')).toBe(false);
     }
   });
 
