@@ -20,12 +20,19 @@ if (!databaseUrl)
     '[idem chaos] skipped: the chaos run needs a real PostgreSQL server (set TEST_DATABASE_URL or CI=true)',
   );
 
-/** Fixed seeds: a failure here is replayable with the same seed and shape. */
-const SEEDS = [1, 20_240_601];
+/**
+ * Fixed seeds: a failure here is replayable with the same seed and shape. One runs with in-process
+ * development keys (the embedded demo's path), the other with the keys in a SoftHSM2 token behind
+ * the signer service, which the schedule also SIGKILLs mid-run (the production path, I32-SIGNER).
+ */
+const RUNS = [
+  { seed: 1, signer: 'local', ids: '' },
+  { seed: 20_240_601, signer: 'service', ids: ' I32-SIGNER' },
+] as const;
 
 describe.skipIf(!databaseUrl)('seeded fault simulation', () => {
-  for (const seed of SEEDS) {
-    it(`I12-CHAOS C05 C10 C12 C13 C14 C17 C18 C21 seed ${seed}: no double payout, no lost withdrawal, journal intact, holds kept, webhooks once, under crashes, lost answers, dropped connections, reorgs, custodian faults, fee spikes that evict signed transactions, and a node answering 429, hanging and lagging`, async () => {
+  for (const { seed, signer, ids } of RUNS) {
+    it(`I12-CHAOS C05 C10 C12 C13 C14 C17 C18 C21${ids} seed ${seed}, keys ${signer === 'service' ? 'behind the signer service' : 'in process'}: no double payout, no lost withdrawal, journal intact, holds kept, webhooks once, under crashes, lost answers, dropped connections, reorgs, custodian faults, fee spikes that evict signed transactions, and a node answering 429, hanging and lagging`, async () => {
       const report = await runChaos({
         seed,
         durationMs: 25_000,
@@ -33,6 +40,7 @@ describe.skipIf(!databaseUrl)('seeded fault simulation', () => {
         servers: 2,
         workers: 2,
         clients: 4,
+        signer,
         databaseUrl: databaseUrl as string,
       });
       console.info(formatText(report));
@@ -64,6 +72,13 @@ describe.skipIf(!databaseUrl)('seeded fault simulation', () => {
         ),
       ).toBeGreaterThan(0);
       expect(report.convergedAfterMs).not.toBeNull();
+      if (signer === 'service') {
+        // The service was killed mid-run, its log's chain holds, and every hot-wallet transaction
+        // that reached the node is one it signed and logged.
+        expect(report.faultsInjected['kill-signer'] ?? 0).toBeGreaterThan(0);
+        expect(report.signerService).toMatchObject({ logVerified: true, sentNotInLog: [] });
+        expect(report.signerService?.signed ?? 0).toBeGreaterThan(10);
+      }
     });
   }
 });
