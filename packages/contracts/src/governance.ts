@@ -41,6 +41,15 @@ export const controlChangeSchema = z.discriminatedUnion('control', [
   z.strictObject({ control: z.literal('api_key_scopes'), keyId: z.uuid(), scopes: apiKeyScopeSetSchema }),
   /** An outbound endpoint stored inactive (URL checked, secret shown once): applying activates it. */
   z.strictObject({ control: z.literal('webhook_endpoint_create'), endpointId: z.uuid() }),
+  /**
+   * A member's passkey stored inactive (registered from their own device): applying activates it,
+   * so it can sign that member's approvals. Proposed by the member, approved by other admins.
+   */
+  z.strictObject({
+    control: z.literal('passkey_register'),
+    credentialId: z.string().min(1).max(1400),
+    userId: z.uuid(),
+  }),
 ]);
 export type ControlChange = z.infer<typeof controlChangeSchema>;
 

@@ -17,6 +17,7 @@ export * from './network.ts';
 export * from './operation.ts';
 export * from './overview.ts';
 export * from './paging.ts';
+export * from './passkeys.ts';
 export * from './proposals.ts';
 export * from './reconciliation.ts';
 export * from './redaction.ts';

@@ -55,6 +55,7 @@ export const STAFF_SCREEN_PERMISSIONS = {
   riskRules: 'read',
   team: 'administer',
   audit: 'administer',
+  passkeys: 'read',
 } as const satisfies Record<string, Permission>;
 export type StaffScreen = keyof typeof STAFF_SCREEN_PERMISSIONS;
 

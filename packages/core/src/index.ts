@@ -291,6 +291,22 @@ export {
   startMfaEnrolment,
 } from './staff/mfa.ts';
 export {
+  type ApprovalAssertionCheck,
+  approvalAssertionOptions,
+  approvalChallenge,
+  checkDecisionAssertion,
+  listPasskeys,
+  passkeyRegistrationOptions,
+  passkeyRequiredFor,
+  registerPasskey,
+  registrationChallenge,
+  relyingPartyOf,
+  revokePasskey,
+  type StoredAssertion,
+  verifyApprovalAssertions,
+  type WebAuthnRelyingParty,
+} from './staff/passkeys.ts';
+export {
   listApprovalQueue,
   listAttentionQueue,
   listInboxAttention,

@@ -10,6 +10,7 @@ import { staffConfigRouter } from './routers/staff-config.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { staffOverviewRouter } from './routers/staff-overview.ts';
+import { staffPasskeysRouter } from './routers/staff-passkeys.ts';
 import { staffProposalsRouter } from './routers/staff-proposals.ts';
 import { staffReconciliationRouter } from './routers/staff-reconciliation.ts';
 import { staffTeamRouter } from './routers/staff-team.ts';
@@ -40,6 +41,8 @@ export const appRouter = router({
   staffConfig: staffConfigRouter,
   // The Team screen: invitations, roles, disabling (admins; step-up).
   staffTeam: staffTeamRouter,
+  // A member's own passkeys (WebAuthn): registered inactive, activated by another admin's approval.
+  staffPasskeys: staffPasskeysRouter,
 });
 
 export type AppRouter = typeof appRouter;

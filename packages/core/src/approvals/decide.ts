@@ -1,9 +1,15 @@
-import { IdemError } from '@idem/contracts';
+import { IdemError, type PasskeyAssertion } from '@idem/contracts';
 import { and, count, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
 import { approvals, operations } from '../db/schema/index.ts';
 import type { Operation } from '../operations/operation-record.ts';
 import { reviewWithdrawal } from '../risk/review.ts';
+import {
+  checkDecisionAssertion,
+  passkeyRequiredFor,
+  type StoredAssertion,
+  type WebAuthnRelyingParty,
+} from '../staff/passkeys.ts';
 import { transition } from '../state-machine/transition.ts';
 import { activeAdminCount, governanceOf } from '../tenants/governance.ts';
 import { assertNotCoolingOff } from './cooling-off.ts';
@@ -21,6 +27,13 @@ export interface Decision {
   payloadHash: string;
   decision: 'approve' | 'reject';
   reason?: string;
+  /**
+   * The approver's passkey assertion over approvalChallenge(operationId, payloadHash, decision).
+   * Required to approve when the approver has an active passkey (docs/GOVERNANCE.md "Passkeys").
+   */
+  assertion?: PasskeyAssertion;
+  /** The deployment's origin and RP ID the assertion must have been made for. */
+  relyingParty?: WebAuthnRelyingParty;
 }
 
 export interface DecisionResult {
@@ -75,6 +88,7 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
   );
   if (input.decision === 'approve') await assertNotCoolingOff(tx, op.tenantId, input.staffId);
   await assertSingleAdminMayApprove(tx, op, input.decision);
+  const passkeyAssertion = await decisionAssertion(tx, op, input);
   const inserted = await tx
     .insert(approvals)
     .values({
@@ -84,6 +98,7 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
       payloadHash: input.payloadHash,
       decision: input.decision,
       reason: input.reason ?? null,
+      passkeyAssertion,
     })
     .onConflictDoNothing()
     .returning();
@@ -107,6 +122,34 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
     where: [sql`${operations.approvalsRequired} is not null and ${operations.approvalsRequired} <= ${given}`],
   });
   return { operation: approved, approvalsGiven: given, approvalsRequired: required };
+}
+
+/**
+ * The decision's passkey assertion, checked (./staff/passkeys.ts checkDecisionAssertion), or null.
+ * An approver with an active passkey approves only with it: a stolen session, or anything else
+ * that reaches this call without the approver's device, is refused (FORBIDDEN). A rejection only
+ * lowers risk and goes through without one; with one, it is checked and kept too.
+ */
+async function decisionAssertion(tx: Tx, op: Operation, input: Decision): Promise<StoredAssertion | null> {
+  if (input.assertion) {
+    if (!input.relyingParty) throw new Error('a passkey assertion is checked against the deployment origin');
+    return checkDecisionAssertion(tx, {
+      tenantId: op.tenantId,
+      staffId: input.staffId,
+      operationId: op.operationId,
+      payloadHash: input.payloadHash,
+      decision: input.decision,
+      assertion: input.assertion,
+      rp: input.relyingParty,
+    });
+  }
+  if (input.decision === 'approve' && (await passkeyRequiredFor(tx, op.tenantId, input.staffId))) {
+    throw new IdemError(
+      'FORBIDDEN',
+      'you have an active passkey: approve with it (your device signs the payload hash you approve)',
+    );
+  }
+  return null;
 }
 
 /**

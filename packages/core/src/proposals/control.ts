@@ -22,7 +22,12 @@ export async function proposeControlChange(
   input: { tenantId: string; actor: string; change: ControlChange; idempotencyKey?: string },
 ): Promise<ProposeResult> {
   const members = await activeMembers(tx, input.tenantId);
-  if (!counts(members, input.actor, 'administer')) {
+  // Any active member proposes the activation of their own passkey; everything else, an admin.
+  const ownPasskey =
+    input.change.control === 'passkey_register' &&
+    input.actor === `staff:${input.change.userId}` &&
+    members.has(input.actor);
+  if (!ownPasskey && !counts(members, input.actor, 'administer')) {
     throw new IdemError('FORBIDDEN', 'only an active admin proposes a control change');
   }
   const payload = controlChangeProposalSchema.parse({ change: input.change });
@@ -188,5 +193,7 @@ export function describe(change: ControlChange): string {
       return `API key ${change.keyId}'s scopes to ${change.scopes.join(', ')}`;
     case 'webhook_endpoint_create':
       return `a new outbound webhook endpoint ${change.endpointId}`;
+    case 'passkey_register':
+      return `a new passkey for member ${change.userId}, which will sign their approvals`;
   }
 }

@@ -38,6 +38,7 @@ export async function toStaffView(tx: Tx, op: Operation): Promise<StaffOperation
       decision: row.decision as 'approve' | 'reject',
       payloadHash: row.payloadHash,
       reason: row.reason,
+      passkeyCredentialId: (row.passkeyAssertion as { credentialId?: string } | null)?.credentialId ?? null,
       createdAt: row.createdAt.toISOString(),
     })),
     allowedNext: allowedNext(op.kind, op.state),

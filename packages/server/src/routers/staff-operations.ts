@@ -27,6 +27,7 @@ import {
   listHotWallets,
   operationAttempts,
   operationTimeline,
+  relyingPartyOf,
   requestFeeBump,
   searchOperations,
   stopWithdrawal,
@@ -48,7 +49,11 @@ export const staffOperationsRouter = router({
       ctx.inTenant((tx) => listApprovalQueue(tx, ctx.tenantId, { cursor: input.cursor, limit: input.limit })),
     ),
 
-  /** Four-eyes, bound to the hash the approver was shown; the requester is refused by core (C02, C24). */
+  /**
+   * Four-eyes, bound to the hash the approver was shown; the requester is refused by core (C02,
+   * C24). An approver with an active passkey sends its assertion over that hash and the decision,
+   * made for the deployment's origin (I32-PASSKEY).
+   */
   decide: staffWithFresh('decide')
     .input(decideInputSchema)
     .output(decideOutputSchema)
@@ -61,6 +66,9 @@ export const staffOperationsRouter = router({
           payloadHash: input.payloadHash,
           decision: input.decision,
           ...(input.reason ? { reason: input.reason } : {}),
+          // With an active passkey the approver signs this payload hash on their device (I32-PASSKEY).
+          ...(input.assertion ? { assertion: input.assertion } : {}),
+          relyingParty: relyingPartyOf(ctx.web.selfOrigin),
         }),
       );
       return {

@@ -13,6 +13,7 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
+import { type PublicKeyCredentialRequestOptionsJSON, startAuthentication } from '@simplewebauthn/browser';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'wouter';
@@ -56,19 +57,26 @@ export function Approvals() {
   );
 }
 
-function ApprovalCard({ item, onDecided }: { item: StaffOperationView; onDecided(summary: string): void }) {
-  const me = useStaff();
-  const assets = useStaffAssets().data ?? [];
+/** Decide one withdrawal: with an active passkey, this device signs the payload hash shown and the decision (I32-PASSKEY). */
+function useDecision(item: StaffOperationView, reason: string, onDecided: (summary: string) => void) {
   const queryClient = useQueryClient();
-  const [reason, setReason] = useState('');
-  const decide = useMutation({
-    mutationFn: (decision: 'approve' | 'reject') =>
-      api.staff.decide.mutate({
-        operationId: item.operationId,
-        payloadHash: item.payloadHash,
-        decision,
+  return useMutation({
+    mutationFn: async (decision: 'approve' | 'reject') => {
+      const bound = { operationId: item.operationId, payloadHash: item.payloadHash, decision };
+      const optionsJSON = (await api.staffPasskeys.approvalOptions.query(
+        bound,
+      )) as unknown as PublicKeyCredentialRequestOptionsJSON | null;
+      const assertion = optionsJSON ? await startAuthentication({ optionsJSON }) : null;
+      return api.staff.decide.mutate({
+        ...bound,
         ...(reason.trim() ? { reason: reason.trim() } : {}),
-      }),
+        ...(assertion
+          ? {
+              assertion: assertion as NonNullable<Parameters<typeof api.staff.decide.mutate>[0]['assertion']>,
+            }
+          : {}),
+      });
+    },
     onSuccess: (result) => {
       onDecided(
         `Recorded on ${item.reference}: ${result.approvalsGiven} of ${result.approvalsRequired} approvals; the withdrawal is ${result.state}.`,
@@ -76,6 +84,13 @@ function ApprovalCard({ item, onDecided }: { item: StaffOperationView; onDecided
       void queryClient.invalidateQueries({ queryKey: ['staff'] });
     },
   });
+}
+
+function ApprovalCard({ item, onDecided }: { item: StaffOperationView; onDecided(summary: string): void }) {
+  const me = useStaff();
+  const assets = useStaffAssets().data ?? [];
+  const [reason, setReason] = useState('');
+  const decide = useDecision(item, reason, onDecided);
   const approvalsGiven = item.approvals.filter(
     (entry) => entry.decision === 'approve' && entry.payloadHash === item.payloadHash,
   );

@@ -174,6 +174,7 @@ function Decisions({ operation }: { operation: StaffOperationView }) {
                 <Table.Th scope="col">By</Table.Th>
                 <Table.Th scope="col">When</Table.Th>
                 <Table.Th scope="col">Reason</Table.Th>
+                <Table.Th scope="col">Signed with</Table.Th>
                 <Table.Th scope="col">Payload hash</Table.Th>
               </Table.Tr>
             </Table.Thead>
@@ -186,6 +187,9 @@ function Decisions({ operation }: { operation: StaffOperationView }) {
                   </Table.Td>
                   <Table.Td>{formatTime(entry.createdAt)}</Table.Td>
                   <Table.Td>{entry.reason ?? ''}</Table.Td>
+                  <Table.Td data-testid="approval-signed-with">
+                    {entry.passkeyCredentialId ? 'passkey' : 'no passkey'}
+                  </Table.Td>
                   <Table.Td>
                     {entry.payloadHash === operation.payloadHash
                       ? 'matches the payload'

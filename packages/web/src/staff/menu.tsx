@@ -50,6 +50,7 @@ const MENU: { group: string; items: { href: string; label: string; screen: Staff
     group: 'Team and security',
     items: [
       { href: '/team', label: 'Team', screen: 'team' },
+      { href: '/passkeys', label: 'Passkeys', screen: 'passkeys' },
       { href: '/audit', label: 'Audit log', screen: 'audit' },
     ],
   },

@@ -14,6 +14,7 @@ import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
 import { Overview } from './Overview.tsx';
+import { Passkeys } from './Passkeys.tsx';
 import { ProposalPage, Proposals } from './Proposals.tsx';
 import { Reconciliation } from './Reconciliation.tsx';
 import { RiskRules } from './RiskRules.tsx';
@@ -50,6 +51,11 @@ function Allowed({ screen, children }: { screen: StaffScreen; children: ReactNod
 export function StaffRoutes() {
   return (
     <Switch>
+      <Route path="/passkeys">
+        <Allowed screen="passkeys">
+          <Passkeys />
+        </Allowed>
+      </Route>
       <Route path="/overview">
         <Allowed screen="overview">
           <Overview />

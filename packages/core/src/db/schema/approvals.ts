@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { check, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { tenantPolicy } from './tenant-policy.ts';
 
 /**
@@ -15,6 +15,14 @@ export const approvals = pgTable(
     payloadHash: text('payload_hash').notNull(),
     decision: text('decision').notNull(),
     reason: text('reason'),
+    /**
+     * The approver's passkey assertion (WebAuthn) over approvalChallenge(operation, payload hash,
+     * decision), as the browser answered it: { credentialId, authenticatorData, clientDataJSON,
+     * signature, userHandle, counter }, base64url. Null for a decision made without a passkey (an
+     * approver with none active). Anyone holding the registered public key checks it again
+     * (verifyApprovalAssertions): a row written without the approver's device carries none.
+     */
+    passkeyAssertion: jsonb('passkey_assertion'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

@@ -184,3 +184,41 @@ export const signInAddressFailures = pgTable(
     check('sign_in_address_failures_count', sql`${t.failures} >= 0`),
   ],
 ).enableRLS();
+
+/**
+ * Staff passkeys (WebAuthn credentials). Registered by the member from their own device and stored
+ * inactive: an approved, due `passkey_register` control change naming the credential activates it
+ * (idem_guard_passkey_update), except the trust anchor, the first passkey of a tenant's lone admin
+ * (docs/GOVERNANCE.md "Passkeys"). Only the public key is stored. Append-only but for activation
+ * (once), revocation (once) and the signature counter (only upward).
+ */
+export const staffPasskeys = pgTable(
+  'staff_passkeys',
+  {
+    tenantId: uuid('tenant_id').notNull(),
+    /** base64url, as the browser names it. */
+    credentialId: text('credential_id').notNull(),
+    userId: uuid('user_id').notNull(),
+    label: text('label').notNull(),
+    /** The COSE public key, base64url. */
+    publicKey: text('public_key').notNull(),
+    /** The authenticator's signature counter last seen (0 for authenticators that keep none). */
+    counter: bigint('counter', { mode: 'number' }).notNull().default(0),
+    transports: text('transports').array().notNull().default(sql`'{}'::text[]`),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Null until its control change applies (or the trust anchor's registration). */
+    activatedAt: timestamp('activated_at', { withTimezone: true }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.credentialId] }),
+    index('staff_passkeys_user').on(t.tenantId, t.userId),
+    foreignKey({
+      name: 'staff_passkeys_user_fk',
+      columns: [t.tenantId, t.userId],
+      foreignColumns: [staffUsers.tenantId, staffUsers.userId],
+    }),
+    check('staff_passkeys_counter_nonnegative', sql`${t.counter} >= 0`),
+    tenantPolicy(),
+  ],
+);

@@ -7,9 +7,16 @@ import {
 import { and, eq, sql } from 'drizzle-orm';
 import { activateApiKey, setApiKeyScopes } from '../../access/api-keys.ts';
 import type { Tx } from '../../db/connect.ts';
-import { apiKeys, outboundEndpoints, riskPolicies, staffUsers } from '../../db/schema/index.ts';
+import {
+  apiKeys,
+  outboundEndpoints,
+  riskPolicies,
+  staffPasskeys,
+  staffUsers,
+} from '../../db/schema/index.ts';
 import { activateOutboundEndpoint } from '../../delivery/outbound-endpoints.ts';
 import { changeRiskRuleNow } from '../../risk/rules.ts';
+import { activatePasskey } from '../../staff/passkeys.ts';
 import { inviteStaff, setStaffRole } from '../../staff/team.ts';
 import { normalizeEmail } from '../../staff/users.ts';
 import { activeAdminCount, governanceOf, settingsOf, writeGovernance } from '../../tenants/governance.ts';
@@ -27,8 +34,19 @@ export const controlChangeRule: ProposalRule<ControlChangeProposal> = {
   async prepare(tx: Tx, { tenantId, payload }) {
     return { targetOperationId: null, evidence: { inForce: await inForce(tx, tenantId, payload.change) } };
   },
-  async approvalsRequired(tx, { tenantId }) {
+  async approvalsRequired(tx, { tenantId, payload }) {
     const admins = await activeAdminCount(tx, tenantId);
+    // A member who is not an admin proposes their own passkey: the admins (a lone one too) decide.
+    if (payload.change.control === 'passkey_register' && admins >= 1) {
+      const [owner] = await tx
+        .select({ role: staffUsers.role })
+        .from(staffUsers)
+        .where(and(eq(staffUsers.tenantId, tenantId), eq(staffUsers.userId, payload.change.userId)));
+      if (owner && owner.role !== 'admin') {
+        const { adminQuorum } = await governanceOf(tx, tenantId);
+        return Math.max(1, Math.min(adminQuorum, admins) - 1);
+      }
+    }
     if (admins < 2) {
       throw new IdemError(
         'FORBIDDEN',
@@ -108,6 +126,37 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
       if (!endpoint || endpoint.disabledAt) throw new IdemError('NOT_FOUND', 'no such outbound endpoint');
       return { url: endpoint.url, active: false };
     }
+    case 'passkey_register': {
+      // What the approvers are asked to trust: whose device, its label, when it was registered.
+      const [passkey] = await tx
+        .select({
+          userId: staffPasskeys.userId,
+          label: staffPasskeys.label,
+          createdAt: staffPasskeys.createdAt,
+          activatedAt: staffPasskeys.activatedAt,
+          revokedAt: staffPasskeys.revokedAt,
+          email: staffUsers.email,
+          role: staffUsers.role,
+        })
+        .from(staffPasskeys)
+        .innerJoin(
+          staffUsers,
+          and(eq(staffUsers.tenantId, staffPasskeys.tenantId), eq(staffUsers.userId, staffPasskeys.userId)),
+        )
+        .where(
+          and(eq(staffPasskeys.tenantId, tenantId), eq(staffPasskeys.credentialId, change.credentialId)),
+        );
+      if (!passkey || passkey.revokedAt || passkey.userId !== change.userId) {
+        throw new IdemError('NOT_FOUND', 'no such passkey of that member');
+      }
+      return {
+        member: passkey.email,
+        role: passkey.role,
+        label: passkey.label,
+        registeredAt: passkey.createdAt.toISOString(),
+        active: passkey.activatedAt !== null,
+      };
+    }
   }
 }
 
@@ -158,5 +207,7 @@ async function apply(
       return setApiKeyScopes(tx, tenantId, { keyId: change.keyId, scopes: change.scopes, actor });
     case 'webhook_endpoint_create':
       return { ...(await activateOutboundEndpoint(tx, tenantId, change.endpointId)), activated: true };
+    case 'passkey_register':
+      return { ...(await activatePasskey(tx, tenantId, change)), activated: true };
   }
 }
