@@ -3,7 +3,7 @@ import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing
 import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { APP_ROLE } from '../src/db/app-role.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
@@ -404,14 +404,14 @@ async function deadlocks(): Promise<number> {
 async function waitForLockWait(query: string): Promise<void> {
   const client = postgres(t.url ?? '', { max: 1, onnotice: () => {} });
   try {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const [row] = await client`select count(*)::int as n from pg_stat_activity
-        where query like ${`%${query}%`} and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
-      if ((row?.n ?? 0) > 0) return;
-      if (Date.now() > deadline) throw new Error(`no statement running ${query} waited on a lock`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await vi.waitFor(
+      async () => {
+        const [row] = await client`select count(*)::int as n from pg_stat_activity
+          where query like ${`%${query}%`} and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
+        if ((row?.n ?? 0) === 0) throw new Error(`no statement running ${query} waited on a lock`);
+      },
+      { timeout: 20_000, interval: 25 },
+    );
   } finally {
     await client.end();
   }

@@ -4,7 +4,7 @@ import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing
 import { balanceOf, fund, newTenant, submit, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
 import { journalEntries, operations, workItems } from '../src/db/schema/index.ts';
 import type { CreationStep } from '../src/operations/create-withdrawal.ts';
@@ -123,16 +123,16 @@ describe.skipIf(!onPostgres)('a process killed in the middle of creation (real P
           stdio: 'ignore',
         },
       );
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        // Statistics views are a snapshot per transaction: take a fresh one each time.
-        await sql`select pg_stat_clear_snapshot()`;
-        const waiting = await sql`select count(*)::int as n from pg_stat_activity
-          where query like '%idem_create_withdrawal%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
-        if ((waiting[0]?.n ?? 0) > 0) break;
-        if (Date.now() > deadline) throw new Error('the child never blocked inside creation');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await vi.waitFor(
+        async () => {
+          // Statistics views are a snapshot per transaction: take a fresh one each time.
+          await sql`select pg_stat_clear_snapshot()`;
+          const waiting = await sql`select count(*)::int as n from pg_stat_activity
+            where query like '%idem_create_withdrawal%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
+          if ((waiting[0]?.n ?? 0) === 0) throw new Error('the child never blocked inside creation');
+        },
+        { timeout: 30_000, interval: 50 },
+      );
       const exited = new Promise((resolve) => child.on('exit', resolve));
       child.kill('SIGKILL');
       await exited;
@@ -170,16 +170,18 @@ describe.skipIf(!onPostgres)('a process killed in the middle of creation (real P
       child.stdout.on('data', (chunk) => {
         output += String(chunk);
       });
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        await sql`select pg_stat_clear_snapshot()`;
-        const [batch] = await sql`select count(*)::int as n from pg_stat_activity
-          where query like '%idem_create_withdrawal%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
-        // Both statements are waiting, and the child reported the second as a gathered batch.
-        if ((batch?.n ?? 0) >= 2 && /BATCH ([2-9]|\d\d)/.test(output)) break;
-        if (Date.now() > deadline) throw new Error(`the child never blocked inside a batch: ${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await vi.waitFor(
+        async () => {
+          await sql`select pg_stat_clear_snapshot()`;
+          const [batch] = await sql`select count(*)::int as n from pg_stat_activity
+            where query like '%idem_create_withdrawal%' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
+          // Both statements are waiting, and the child reported the second as a gathered batch.
+          if ((batch?.n ?? 0) < 2 || !/BATCH ([2-9]|\d\d)/.test(output)) {
+            throw new Error(`the child never blocked inside a batch: ${output}`);
+          }
+        },
+        { timeout: 30_000, interval: 50 },
+      );
       // The child reports each statement it sends; one carried the gathered submissions.
       expect(Math.max(...[...output.matchAll(/BATCH (\d+)/g)].map((m) => Number(m[1])))).toBeGreaterThan(1);
       const exited = new Promise((resolve) => child.on('exit', resolve));

@@ -16,7 +16,7 @@
 import { type Formation, formationAvailable, startFormation } from '@idem/testing/formation';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 
@@ -82,11 +82,15 @@ function startWriter(handle: DatabaseHandle, table: string) {
     },
     async untilAcknowledged(count: number, timeoutMs: number) {
       const target = acknowledged.length + count;
-      const deadline = Date.now() + timeoutMs;
-      while (acknowledged.length < target && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      if (acknowledged.length < target)
-        throw new Error(`writer stalled after ${failures.length} failures: ${failures.slice(-3).join('; ')}`);
+      await vi.waitFor(
+        () => {
+          if (acknowledged.length < target)
+            throw new Error(
+              `writer stalled after ${failures.length} failures: ${failures.slice(-3).join('; ')}`,
+            );
+        },
+        { timeout: timeoutMs, interval: 50 },
+      );
     },
     async stop() {
       running = false;

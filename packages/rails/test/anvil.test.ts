@@ -18,15 +18,6 @@ function isRunning(pid: number): boolean {
   return state !== undefined && state !== 'Z';
 }
 
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return condition();
-}
-
 describe('anvil launcher', () => {
   it('starts two nodes on distinct free ports with the requested chain id, and stop() ends the process', async () => {
     const [a, b] = await Promise.all([startAnvil({ chainId: 1337 }), startAnvil({ chainId: 31338 })]);
@@ -76,7 +67,7 @@ describe('anvil launcher', () => {
         expect(Number(await rpc<string>(rpcUrl, 'eth_chainId'))).toBe(31337);
         parent.kill('SIGTERM');
       }
-      expect(await waitUntil(() => !isRunning(anvilPid), 5_000)).toBe(true);
+      await expect.poll(() => isRunning(anvilPid), { timeout: 5_000, interval: 50 }).toBe(false);
     });
   }
 });

@@ -7,7 +7,7 @@ import { balanceOf, type FaultProxy, rpc, startFaultProxy } from '@idem/testing/
 import { approvalFor } from '@idem/testing/signer';
 import { type Address, createPublicClient, erc20Abi, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '../src/evm/anvil.ts';
 import { createEvmRail, type EvmRail } from '../src/evm/rail.ts';
 import { deployTestToken } from '../src/evm/test-token.ts';
@@ -32,12 +32,15 @@ function devKey(index: number): Hex {
  * its block is, so a lookup right after it may still say pending.
  */
 async function lookupOnceMined(rail: EvmRail, request: Parameters<EvmRail['lookup']>[0]) {
-  let evidence = await rail.lookup(request);
-  for (let waited = 0; evidence.found === 'pending' && waited < 5_000; waited += 50) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    evidence = await rail.lookup(request);
-  }
-  return evidence;
+  // Five seconds of pauses between lookups before: ten of wall time covers them and the lookups.
+  return vi.waitFor(
+    async () => {
+      const evidence = await rail.lookup(request);
+      if (evidence.found === 'pending') throw new Error(`${request.txHash} still pending`);
+      return evidence;
+    },
+    { timeout: 10_000, interval: 50 },
+  );
 }
 
 describe('EVM rail on an auto-mining anvil', () => {

@@ -12,7 +12,7 @@ import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { onPostgres } from '@idem/testing/database';
 import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type Backend,
   createBackend,
@@ -179,19 +179,15 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
 
   /** Waits until PostgreSQL has no session of the (killed or stopped) server left. */
   async function serverSessionsGone(): Promise<void> {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      await inspect`select pg_stat_clear_snapshot()`;
-      const [row] = await inspect<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where application_name = ${SERVER_APP} and datname = current_database()`;
-      if ((row?.n ?? 0) === 0) return;
-      if (Date.now() > deadline) {
+    await vi.waitFor(
+      async () => {
+        await inspect`select pg_stat_clear_snapshot()`;
         const left = await inspect`select pid, state, wait_event_type, wait_event, left(query, 60) as query
           from pg_stat_activity where application_name = ${SERVER_APP} and datname = current_database()`;
-        throw new Error(`the server sessions never ended: ${JSON.stringify(left)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+        if (left.length > 0) throw new Error(`the server sessions never ended: ${JSON.stringify(left)}`);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
   }
 
   /**
@@ -200,18 +196,19 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
    */
   async function serverWaitingOnLock(count: number): Promise<void> {
     // Generous: on a loaded two-core machine (three suites at once) a starved server took over 30 s.
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      // Statistics views are a snapshot per transaction: take a fresh one each time.
-      await inspect`select pg_stat_clear_snapshot()`;
-      const [row] = await inspect<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity
-         where application_name = ${SERVER_APP} and datname = current_database() and query like '%idem_create_withdrawal%'
-           and wait_event_type = 'Lock'`;
-      if ((row?.n ?? 0) >= count) return;
-      if (Date.now() > deadline) throw new Error(`never saw ${count} creation statements waiting on a lock`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await vi.waitFor(
+      async () => {
+        // Statistics views are a snapshot per transaction: take a fresh one each time.
+        await inspect`select pg_stat_clear_snapshot()`;
+        const [row] = await inspect<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+           where application_name = ${SERVER_APP} and datname = current_database() and query like '%idem_create_withdrawal%'
+             and wait_event_type = 'Lock'`;
+        if ((row?.n ?? 0) < count)
+          throw new Error(`never saw ${count} creation statements waiting on a lock`);
+      },
+      { timeout: 90_000, interval: 20 },
+    );
   }
 
   /**

@@ -94,11 +94,13 @@ async function unsentNoticeMails(): Promise<number> {
 }
 
 async function drained(): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while ((await unsentNoticeMails()) > 0) {
-    if (Date.now() > deadline) throw new Error('control-notice e-mails still unsent after 30 s');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await expect
+    .poll(unsentNoticeMails, {
+      timeout: 30_000,
+      interval: 100,
+      message: 'control-notice e-mails still unsent after 30 s',
+    })
+    .toBe(0);
   // A few more sender passes: a second copy would have arrived by now.
   await new Promise((resolve) => setTimeout(resolve, 500));
 }

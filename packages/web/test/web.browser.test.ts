@@ -600,13 +600,16 @@ describe('stuck withdrawals on a real chain (I12)', () => {
   /** Reloads the page until the attempts table has `rows` rows (the worker signs on its next pass). */
   async function waitForAttempts(page: Page, rows: number) {
     const table = page.getByTestId('attempts');
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      await table.waitFor();
-      if ((await table.locator('tbody tr').count()) === rows) return table;
-      if (Date.now() > deadline) throw new Error(`the attempts table never had ${rows} rows`);
-      await page.waitForTimeout(500);
-    }
+    return vi.waitFor(
+      async () => {
+        await table.waitFor();
+        if ((await table.locator('tbody tr').count()) !== rows) {
+          throw new Error(`the attempts table never had ${rows} rows`);
+        }
+        return table;
+      },
+      { timeout: 30_000, interval: 500 },
+    );
   }
 
   async function openQuiet(page: Page, path: string) {

@@ -8,7 +8,7 @@ import { startFaultProxy } from '@idem/testing/chain';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { createWalletClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RailRegistry } from '../src/rails.ts';
 import { attestSettlement } from '../src/settlement-witness.ts';
 import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
@@ -206,11 +206,18 @@ describe('I11-F4 the custodian witness, by our reference', () => {
     expect(submitted.outcome).toBe('acknowledged');
     const pending = await attest(sent, { toState: 'CONFIRMED' });
     expect(['UNPROVEN', 'PAID']).toContain(pending.verdict);
-    let paid = pending;
-    for (let waited = 0; paid.verdict !== 'PAID' && waited < 5_000; waited += 100) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      paid = await attest(sent, { toState: 'CONFIRMED' });
-    }
+    // Five seconds of pauses between attestations before: ten of wall time covers them and the calls.
+    const paid =
+      pending.verdict === 'PAID'
+        ? pending
+        : await vi.waitFor(
+            async () => {
+              const attested = await attest(sent, { toState: 'CONFIRMED' });
+              if (attested.verdict !== 'PAID') throw new Error(`still ${attested.verdict}`);
+              return attested;
+            },
+            { timeout: 10_000, interval: 100 },
+          );
     expect(paid).toMatchObject({ verdict: 'PAID', source: 'custodian' });
     expect(paid.detail).toMatchObject({ reason: 'completed', status: 'completed' });
     // Completed is not "no record": releasing the hold is refused.
