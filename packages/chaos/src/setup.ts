@@ -9,9 +9,9 @@ import {
   createApiKey,
   createTenant,
   createWebhookEndpoint,
+  creditAsOperator,
   openDatabase,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   setRiskPolicy,
   withDatabase,
   withTenant,
@@ -166,14 +166,14 @@ async function setUpTenant(
   if (token) await rpc(input.anvilRpcUrl, 'anvil_setBalance', [hotWallet, `0x${(10n ** 22n).toString(16)}`]);
   // Register with the chain's current nonce: the ledger allocates nonces from here on.
   const nextNonce = await input.chain.getTransactionCount({ address: hotWallet, blockTag: 'pending' });
+  await provisionHotWallet(db, {
+    tenantId,
+    network: 'ethereum',
+    address: hotWallet,
+    keyRef: key.keyRef,
+    nextNonce,
+  });
   await withTenant(db, tenantId, async (tx) => {
-    await registerHotWallet(tx, {
-      tenantId,
-      network: 'ethereum',
-      address: hotWallet,
-      keyRef: key.keyRef,
-      nextNonce,
-    });
     for (const assetCode of ['ETH', 'BTC'])
       await setRiskPolicy(tx, {
         tenantId,
@@ -195,23 +195,22 @@ async function setUpTenant(
 }
 
 async function fundOpeningBalances(db: SetupDatabase, tenantId: string, accountRef: string): Promise<void> {
-  await withTenant(db, tenantId, async (tx) => {
-    for (const [asset, amount] of [
-      ['ETH', OPENING_ETH.toString()],
-      ['BTC', OPENING_BTC.toString()],
-    ] as const)
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: `opening-${asset}-${accountRef}`,
-          accountId: accountRef,
-          asset,
-          amountMinor: amount,
-        },
-        idempotencyKey: `opening-${asset}-${accountRef}`,
-        actor: 'chaos-setup',
-      });
-  });
+  // As the deployment's own tools: the opening balances have no chain evidence or proposal.
+  for (const [asset, amount] of [
+    ['ETH', OPENING_ETH.toString()],
+    ['BTC', OPENING_BTC.toString()],
+  ] as const)
+    await creditAsOperator(db, {
+      tenantId,
+      deposit: {
+        reference: `opening-${asset}-${accountRef}`,
+        accountId: accountRef,
+        asset,
+        amountMinor: amount,
+      },
+      idempotencyKey: `opening-${asset}-${accountRef}`,
+      actor: 'chaos-setup',
+    });
 }
 
 /** One JSON-RPC call straight to anvil (its own methods: balances, reorgs, the pool, fees). */

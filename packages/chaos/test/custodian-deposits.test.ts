@@ -13,7 +13,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createTenant, recordDeposit, withTenant } from '@idem/core';
+import { createTenant, creditAsOperator } from '@idem/core';
 import { createTestDatabase, serverUrl } from '@idem/testing/database';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
@@ -132,19 +132,17 @@ describe.skipIf(!databaseUrl)('I13-BTC I5 judges every credited custodian deposi
         assets: [{ code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 1 }],
       });
       // What seed 18 left in the ledger: deposit 8 credited with the changed body's amount.
-      await withTenant(t.db, tenantId, (tx) =>
-        recordDeposit(tx, {
-          tenantId,
-          deposit: {
-            reference: 's18-custody-deposit-8',
-            accountId: 'acct-0',
-            asset: 'BTC',
-            amountMinor: '1949311',
-          },
-          idempotencyKey: 'custodian-deposit-s18-custody-deposit-8',
-          actor: 'test',
-        }),
-      );
+      await creditAsOperator(t.db, {
+        tenantId,
+        deposit: {
+          reference: 's18-custody-deposit-8',
+          accountId: 'acct-0',
+          asset: 'BTC',
+          amountMinor: '1949311',
+        },
+        idempotencyKey: 'custodian-deposit-s18-custody-deposit-8',
+        actor: 'test',
+      });
       const deposits = newDepositLog();
       deposits.webhooks.push({ ...deposit8(), conflictingBodiesSent: 1, deliveries: 8 });
       const checks = await checkInvariants({

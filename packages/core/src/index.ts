@@ -86,7 +86,7 @@ export {
 export { errorCodes } from './db/error-codes.ts';
 export { rowsOf } from './db/rows.ts';
 export * as schema from './db/schema/index.ts';
-export { withTenant } from './db/tenant-scope.ts';
+export { withTenant, withTenantAsConnection } from './db/tenant-scope.ts';
 export {
   addressRefusal,
   assertEgressAllowed,
@@ -154,6 +154,7 @@ export {
   getHotWallet,
   type HotWallet,
   listHotWallets,
+  provisionHotWallet,
   registerHotWallet,
 } from './hot-wallets/hot-wallets.ts';
 export {
@@ -186,7 +187,7 @@ export {
   recomputeHash,
   toView,
 } from './operations/operation-record.ts';
-export { recordAdjustment, recordDeposit } from './operations/record-credit.ts';
+export { creditAsOperator, recordAdjustment, recordDeposit } from './operations/record-credit.ts';
 export { reverseDeposit } from './operations/reverse-deposit.ts';
 export { type BatchingOptions, DEFAULT_BATCHING } from './operations/withdrawal-batcher.ts';
 export {

@@ -1,5 +1,13 @@
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
-import { balanceOf, evmAddress, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
+import {
+  balanceOf,
+  evmAddress,
+  fund,
+  newTenant,
+  refusal,
+  staffMembers,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideWithdrawal } from '../src/approvals/decide.ts';
@@ -11,6 +19,9 @@ import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
 
 let t: TestDatabase;
 let tenantId: string;
+/** Real, active approvers: the database counts only their approvals (I32-DB). */
+let alice: string;
+let bob: string;
 
 beforeAll(async () => {
   t = await createTestDatabase();
@@ -26,6 +37,7 @@ beforeAll(async () => {
       actor: 'test',
     }),
   );
+  [alice, bob] = (await staffMembers(t.db, tenantId, 'approver', 2)) as [string, string];
 });
 afterAll(() => t.dispose());
 
@@ -83,12 +95,12 @@ describe('four-eyes approval bound to the payload hash', () => {
   it('C24 above the threshold two distinct staff members, neither the requester, must approve', async () => {
     const op = await requested('2000');
     expect(op.approvalsRequired).toBe(2);
-    const first = await decide(op, 'staff:alice');
+    const first = await decide(op, alice);
     expect(first.operation.state).toBe('REQUESTED');
     expect(first.approvalsGiven).toBe(1);
     // The same person twice does not count twice.
-    expect((await refusal(decide(op, 'staff:alice'))).code).toBe('IDEMPOTENCY_CONFLICT');
-    const second = await decide(op, 'staff:bob');
+    expect((await refusal(decide(op, alice))).code).toBe('IDEMPOTENCY_CONFLICT');
+    const second = await decide(op, bob);
     expect(second.operation.state).toBe('APPROVED');
   });
 
@@ -102,17 +114,17 @@ describe('four-eyes approval bound to the payload hash', () => {
 
   it('C02 approving a hash that is not the stored one is refused and records nothing', async () => {
     const op = await requested('500');
-    const refused = await refusal(decide(op, 'staff:alice', 'approve', 'a'.repeat(64)));
+    const refused = await refusal(decide(op, alice, 'approve', 'a'.repeat(64)));
     expect(refused.code).toBe('PAYLOAD_MISMATCH');
     // A real approval afterwards still counts as the first.
-    const ok = await decide(op, 'staff:alice');
+    const ok = await decide(op, alice);
     expect(ok.operation.state).toBe('APPROVED');
   });
 
   it('a rejection at review releases the hold', async () => {
     const before = await balanceOf(t.db, tenantId, 'acct-1');
     const op = await requested('700');
-    const rejected = await decide(op, 'staff:alice', 'reject');
+    const rejected = await decide(op, alice, 'reject');
     expect(rejected.operation.state).toBe('REJECTED');
     expect(await balanceOf(t.db, tenantId, 'acct-1')).toEqual(before);
   });
@@ -125,8 +137,8 @@ describe('staff-initiated withdrawals', () => {
     expect([op.state, op.approvalsRequired]).toEqual(['REQUESTED', 2]);
     expect(op.riskFlags).toEqual(['staff_initiated']);
     expect((await refusal(decide(op, 'staff:ops'))).code).toBe('FORBIDDEN');
-    expect((await decide(op, 'staff:alice')).operation.state).toBe('REQUESTED');
-    expect((await decide(op, 'staff:bob')).operation.state).toBe('APPROVED');
+    expect((await decide(op, alice)).operation.state).toBe('REQUESTED');
+    expect((await decide(op, bob)).operation.state).toBe('APPROVED');
   });
 });
 
@@ -138,7 +150,7 @@ describe.skipIf(!onPostgres)('decisions at the same moment (real PostgreSQL, sep
       const op = await requested('2000', 'customer:acct-race', evmAddress(), 'acct-race');
       expect(op.approvalsRequired).toBe(2);
       // Two transactions on two pooled connections, started together.
-      const decided = await Promise.allSettled([decide(op, 'staff:alice'), decide(op, 'staff:bob')]);
+      const decided = await Promise.allSettled([decide(op, alice), decide(op, bob)]);
       expect(decided.map((d) => d.status)).toEqual(['fulfilled', 'fulfilled']);
       const stored = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
       const given = await t.db

@@ -1,6 +1,7 @@
 import { payloadHash } from '@idem/contracts/payload';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import {
+  approveWithdrawal,
   databaseRefusal,
   ETH,
   fund,
@@ -51,7 +52,7 @@ async function broadcastWithdrawal(): Promise<Operation> {
   const created = await submit(t.db, tenantId, withdrawal(), `k-${Math.random().toString(36).slice(2)}`);
   const myNonce = nonce++;
   return withTenant(t.db, tenantId, async (tx) => {
-    const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
+    const approved = await approveWithdrawal(tx, created.operation);
     const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
     if (!claimed) throw new Error('claim lost');
     const signed = await recordSigned(tx, {

@@ -11,8 +11,8 @@ import {
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
-import { allocateNonce, registerHotWallet } from '../src/hot-wallets/hot-wallets.ts';
-import { recordDeposit } from '../src/operations/record-credit.ts';
+import { allocateNonce, provisionHotWallet } from '../src/hot-wallets/hot-wallets.ts';
+import { creditAsOperator } from '../src/operations/record-credit.ts';
 import { reverseDeposit } from '../src/operations/reverse-deposit.ts';
 import { closeBreak, listBreaks, openBreak } from '../src/reconciliation/breaks.ts';
 
@@ -27,9 +27,7 @@ afterAll(() => t.dispose());
 
 describe('hot wallet nonces', () => {
   it('40 concurrent signers never share a nonce and none is skipped', async () => {
-    await withTenant(t.db, tenantId, (tx) =>
-      registerHotWallet(tx, { tenantId, network: 'ethereum', address: evmAddress(), keyRef: 'dev:0' }),
-    );
+    await provisionHotWallet(t.db, { tenantId, network: 'ethereum', address: evmAddress(), keyRef: 'dev:0' });
     const nonces = await Promise.all(
       Array.from({ length: 40 }, () =>
         withTenant(t.db, tenantId, async (tx) => (await allocateNonce(tx, tenantId, 'ethereum')).nonce),
@@ -112,14 +110,12 @@ describe('reconciliation breaks', () => {
 
 describe('deposits undone by a reorganisation', () => {
   it('C17 a reorged deposit is reversed by a compensating entry and raises a break', async () => {
-    const deposit = await withTenant(t.db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: { reference: 'tx-reorged-0', accountId: 'acct-dep', asset: 'ETH', amountMinor: '500' },
-        idempotencyKey: 'deposit-tx-reorged-0',
-        actor: 'chain-watcher',
-      }),
-    );
+    const deposit = await creditAsOperator(t.db, {
+      tenantId,
+      deposit: { reference: 'tx-reorged-0', accountId: 'acct-dep', asset: 'ETH', amountMinor: '500' },
+      idempotencyKey: 'deposit-tx-reorged-0',
+      actor: 'chain-watcher',
+    });
     expect(await balanceOf(t.db, tenantId, 'acct-dep')).toEqual({ available: 500n, held: 0n });
     const result = await withTenant(t.db, tenantId, (tx) =>
       reverseDeposit(tx, {
@@ -136,14 +132,12 @@ describe('deposits undone by a reorganisation', () => {
   });
 
   it('C21 a reorged deposit already spent cannot post its reversal: a genuine variance break, balances untouched', async () => {
-    const deposit = await withTenant(t.db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: { reference: 'tx-spent-0', accountId: 'acct-spent', asset: 'ETH', amountMinor: '500' },
-        idempotencyKey: 'deposit-tx-spent-0',
-        actor: 'chain-watcher',
-      }),
-    );
+    const deposit = await creditAsOperator(t.db, {
+      tenantId,
+      deposit: { reference: 'tx-spent-0', accountId: 'acct-spent', asset: 'ETH', amountMinor: '500' },
+      idempotencyKey: 'deposit-tx-spent-0',
+      actor: 'chain-watcher',
+    });
     await submit(t.db, tenantId, withdrawal({ accountId: 'acct-spent', amountMinor: '400' }), 'spend-it');
     const result = await withTenant(t.db, tenantId, (tx) =>
       reverseDeposit(tx, {

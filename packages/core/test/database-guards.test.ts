@@ -7,8 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
+import { markObservation, observationsIn, observeDeposit } from '../src/deposits/watch.ts';
 import { postEntry } from '../src/journal/post-entry.ts';
 import { createWithdrawal, submitWithdrawal } from '../src/operations/create-withdrawal.ts';
+import { recordDeposit } from '../src/operations/record-credit.ts';
 
 /**
  * The database's own guards (I11-F8): the database's own guards hold against a session that has the
@@ -236,7 +238,36 @@ describe.skipIf(!onPostgres)('attacks as the application login role (real Postgr
   });
 
   it('I11-F8 deposits and withdrawals still work as the login role, and balances follow postings', async () => {
-    await fund(login.db, tenantId, 'acct-login', 'ETH', 2n * ETH);
+    // The login's credit comes the way the chain watcher makes one: from an observation it credits
+    // (a direct credit is the owner's alone, I32-DB).
+    await withTenant(login.db, tenantId, async (tx) => {
+      const depositId = `0x${randomBytes(32).toString('hex')}:0`;
+      const observation = {
+        tenantId,
+        depositId,
+        network: 'ethereum',
+        accountRef: 'acct-login',
+        assetCode: 'ETH',
+        amountMinor: (2n * ETH).toString(),
+        blockNumber: 1,
+        blockHash: `0x${'ab'.repeat(32)}`,
+      };
+      await observeDeposit(tx, observation);
+      const claim = await recordDeposit(tx, {
+        tenantId,
+        deposit: {
+          reference: depositId,
+          accountId: 'acct-login',
+          asset: 'ETH',
+          amountMinor: observation.amountMinor,
+        },
+        idempotencyKey: `deposit-chain-${depositId}`,
+        actor: 'chain-watcher',
+      });
+      const seen = (await observationsIn(tx, tenantId, ['seen'])).find((o) => o.depositId === depositId);
+      if (!seen) throw new Error('the observation was not stored');
+      await markObservation(tx, seen, 'credited', claim.operation.operationId);
+    });
     const created = await withTenant(login.db, tenantId, (tx) =>
       createWithdrawal(tx, {
         tenantId,

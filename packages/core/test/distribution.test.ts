@@ -19,6 +19,9 @@ const NOT_BY_TENANT: Record<string, string> = {
   sign_in_address_failures: 'a reference table (or a coordinator-local table): keyed by address, not tenant',
   // The organisation slugs staff sign in with: unique across the deployment by nature.
   tenant_slugs: 'a reference table: slug to tenant id, read only through idem_tenant_for_slug',
+  // One hot-wallet address is one nonce sequence: claimed by one tenant across the deployment.
+  hot_wallet_addresses:
+    'a reference table: (network, address) to tenant id, written by a trigger on hot_wallets',
 };
 
 const serialization = readFileSync(new URL('../../../docs/SERIALIZATION.md', import.meta.url), 'utf8');

@@ -1,5 +1,6 @@
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import {
+  approveWithdrawal,
   balanceOf,
   ETH,
   evmAddress,
@@ -131,10 +132,7 @@ describe('operation identity', () => {
     };
     // Approve, claim, sign: the path a worker takes.
     await withTenant(t.db, tenantA, async (tx) => {
-      const approved = await transition(tx, created.operation, 'APPROVED', {
-        actor: 'staff:a',
-        reason: 'ok',
-      });
+      const approved = await approveWithdrawal(tx, created.operation);
       const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w1', leaseMs: 30_000 });
       if (!claimed) throw new Error('claim failed');
       const signed = await recordSigned(tx, {

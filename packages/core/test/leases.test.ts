@@ -1,11 +1,19 @@
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { databaseRefusal, ETH, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
+import {
+  approveWithdrawal,
+  databaseRefusal,
+  ETH,
+  fund,
+  newTenant,
+  refusal,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { leaseForSigning, recordSigned, releaseLease } from '../src/state-machine/lease.ts';
-import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
 let tenantId: string;
@@ -19,9 +27,7 @@ afterAll(() => t.dispose());
 
 async function approvedWithdrawal(): Promise<Operation> {
   const created = await submit(t.db, tenantId, withdrawal(), `k-${Math.random().toString(36).slice(2)}`);
-  return withTenant(t.db, tenantId, (tx) =>
-    transition(tx, created.operation, 'APPROVED', { actor: 'staff:approver', reason: 'approved' }),
-  );
+  return withTenant(t.db, tenantId, (tx) => approveWithdrawal(tx, created.operation));
 }
 
 function tryLease(op: Operation, workerId: string, leaseMs = 30_000) {

@@ -1,6 +1,6 @@
 import { IdemError } from '@idem/contracts';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { fund, newTenant, submit } from '@idem/testing/tenants';
+import { approveWithdrawal, fund, newTenant, submit } from '@idem/testing/tenants';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant } from '../src/db/tenant-scope.ts';
@@ -72,6 +72,9 @@ async function advance(tenantId: string, op: Operation, choice: number): Promise
         txHash: `0x${current.operationId.replaceAll('-', '')}`,
         workerId: current.leaseOwner ?? 'w',
       });
+    } else if (to === 'APPROVED' && current.state === 'REQUESTED') {
+      // The only approval the database accepts: reviewed, then decided by real approvers (I32-DB).
+      await approveWithdrawal(tx, current);
     } else {
       await transition(tx, current, to, { actor: 'property', reason: 'random walk' });
     }

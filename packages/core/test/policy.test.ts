@@ -15,7 +15,7 @@ import type { Database } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
-import { recordDeposit } from '../src/operations/record-credit.ts';
+import { creditAsOperator } from '../src/operations/record-credit.ts';
 import { policyHistory } from '../src/risk/policy-history.ts';
 import { setRiskPolicy } from '../src/risk/review.ts';
 
@@ -151,14 +151,12 @@ describe('I11-F6 policy versions', () => {
     const tenantId = await newTenant(t.db, 'Deposits');
     const deposit = { reference: 'chain-tx-1:0', accountId: 'acct-1', asset: 'ETH', amountMinor: '500' };
     const record = (amountMinor: string) =>
-      withTenant(t.db, tenantId, (tx) =>
-        recordDeposit(tx, {
-          tenantId,
-          deposit: { ...deposit, amountMinor },
-          idempotencyKey: 'dep-1',
-          actor: 'test',
-        }),
-      );
+      creditAsOperator(t.db, {
+        tenantId,
+        deposit: { ...deposit, amountMinor },
+        idempotencyKey: 'dep-1',
+        actor: 'test',
+      });
     const created = await record('500');
     await setRules(t.db, tenantId, {});
     const replay = await record('500');

@@ -33,7 +33,7 @@ describe('the schema can be distributed by tenant and isolates tenants', () => {
     // The sign-in budget per client address spans tenants by design and holds no tenant data
     // (a digest and a count, I11-F7): a reference table, not a tenant table.
     // The organisation slugs staff sign in with are unique across the deployment.
-    const acrossTenants = new Set(['sign_in_address_failures', 'tenant_slugs']);
+    const acrossTenants = new Set(['hot_wallet_addresses', 'sign_in_address_failures', 'tenant_slugs']);
     const offenders = constraints.filter(
       (c) => c.first_column !== 'tenant_id' && !acrossTenants.has(c.table_name),
     );

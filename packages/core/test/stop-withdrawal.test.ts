@@ -1,5 +1,14 @@
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
-import { balanceOf, ETH, fund, newTenant, refusal, submit, withdrawal } from '@idem/testing/tenants';
+import {
+  approveWithdrawal,
+  balanceOf,
+  ETH,
+  fund,
+  newTenant,
+  refusal,
+  submit,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalEntries, operationTransitions } from '../src/db/schema/index.ts';
@@ -7,7 +16,6 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { STOPPED_BY_STAFF, stopWithdrawal } from '../src/staff/stop-withdrawal.ts';
 import { leaseForSigning } from '../src/state-machine/lease.ts';
-import { transition } from '../src/state-machine/transition.ts';
 
 let t: TestDatabase;
 let tenantId: string;
@@ -26,9 +34,7 @@ async function approvedWithdrawal(amount = ETH): Promise<Operation> {
     withdrawal({ accountId: 'acct-stop', amountMinor: amount.toString() }),
     `k-${Math.random().toString(36).slice(2)}`,
   );
-  return withTenant(t.db, tenantId, (tx) =>
-    transition(tx, created.operation, 'APPROVED', { actor: 'staff:approver', reason: 'approved' }),
-  );
+  return withTenant(t.db, tenantId, (tx) => approveWithdrawal(tx, created.operation));
 }
 
 const stop = (operationId: string, reason = 'fraud found after approval (ticket 123)') =>

@@ -7,10 +7,10 @@ import {
   createCustomerLink,
   createStaffUser,
   createTenant,
+  creditAsOperator,
   type Database,
   DEFAULT_ASSETS,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   rowsOf,
   setRiskPolicy,
   withTenant,
@@ -93,7 +93,8 @@ export async function seedDemoTenant(
         address: privateKeyToAccount(hotWalletKey).address,
         blockTag: 'pending',
       });
-      await registerHotWallet(tx, {
+      // The demo is the deployment's own tool: it registers the wallet as the tables' owner.
+      await provisionHotWallet(db, {
         nextNonce,
         tenantId,
         network: 'ethereum',
@@ -104,14 +105,12 @@ export async function seedDemoTenant(
   });
   for (const deposit of DEMO_DEPOSITS) {
     const reference = `demo-opening-${deposit.asset.toLowerCase()}`;
-    await withTenant(db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: { reference, accountId: DEMO_ACCOUNT, ...deposit },
-        idempotencyKey: `deposit-${reference}`,
-        actor: 'demo-seed',
-      }),
-    );
+    await creditAsOperator(db, {
+      tenantId,
+      deposit: { reference, accountId: DEMO_ACCOUNT, ...deposit },
+      idempotencyKey: `deposit-${reference}`,
+      actor: 'demo-seed',
+    });
   }
   const { apiKey } = await createApiKey(db, tenantId, {
     label: 'demo',

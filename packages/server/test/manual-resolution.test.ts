@@ -7,7 +7,7 @@ import {
   getBalances,
   getOperation,
   type Operation,
-  registerHotWallet,
+  provisionHotWallet,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
@@ -100,6 +100,12 @@ beforeAll(async () => {
   database = await createTestDatabase({ maxConnections: 5 });
   const passwordHash = await hashPassword(PASSWORD);
   ({ tenantId } = await provisionTenant(database.db, { name: 'Resolution Exchange' }));
+  await provisionHotWallet(database.db, {
+    tenantId,
+    network: 'ethereum',
+    address: hotWallet,
+    keyRef: 'dev:1',
+  });
   await withTenant(database.db, tenantId, async (tx) => {
     await setRiskPolicy(tx, {
       tenantId,
@@ -108,7 +114,6 @@ beforeAll(async () => {
       fourEyesMinMinor: (5n * ETH).toString(),
       actor: 'test:setup',
     });
-    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef: 'dev:1' });
     for (const role of ['support', 'approver', 'operator', 'admin'] as const) {
       staff[role] = `${role}@resolution.invalid`;
       await createStaffUser(tx, { tenantId, email: staff[role], role, passwordHash });

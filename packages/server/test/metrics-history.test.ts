@@ -1,4 +1,4 @@
-import { createTenant, recordDeposit, submitWithdrawal, withTenant } from '@idem/core';
+import { createTenant, creditAsOperator, submitWithdrawal } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../src/metrics.ts';
@@ -22,14 +22,12 @@ afterAll(() => t.dispose());
 async function deposit() {
   deposits += 1;
   const reference = `metrics-dep-${deposits}`;
-  await withTenant(t.db, tenantId, (tx) =>
-    recordDeposit(tx, {
-      tenantId,
-      deposit: { reference, accountId: 'acct-m', asset: 'ETH', amountMinor: '1000000' },
-      idempotencyKey: `deposit-${reference}`,
-      actor: 'test',
-    }),
-  );
+  await creditAsOperator(t.db, {
+    tenantId,
+    deposit: { reference, accountId: 'acct-m', asset: 'ETH', amountMinor: '1000000' },
+    idempotencyKey: `deposit-${reference}`,
+    actor: 'test',
+  });
 }
 
 async function withdraw(n: number) {

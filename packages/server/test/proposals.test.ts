@@ -3,16 +3,17 @@ import type { StaffRole } from '@idem/contracts';
 import {
   createStaffUser,
   createWithdrawal,
+  creditAsOperator,
   getBalances,
   leaseForSigning,
-  recordDeposit,
+  provisionHotWallet,
   recordSigned,
-  registerHotWallet,
   rowsOf,
   transition,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { approveWithdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/app.ts';
@@ -216,14 +217,14 @@ describe('staffProposals over HTTP (I11-F5)', () => {
 /** A withdrawal signed at nonce `nonce` and broadcast, as a worker leaves it (attempt 1 recorded). */
 async function broadcastWithdrawal(nonce: number): Promise<string> {
   const { tenantId } = tenant;
+  const reference = uniqueId('dep');
+  await creditAsOperator(database.db, {
+    tenantId,
+    deposit: { reference, accountId: 'cust-i12', asset: 'ETH', amountMinor: '1000000' },
+    idempotencyKey: `deposit-${reference}`,
+    actor: 'test',
+  });
   return withTenant(database.db, tenantId, async (tx) => {
-    const reference = uniqueId('dep');
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: { reference, accountId: 'cust-i12', asset: 'ETH', amountMinor: '1000000' },
-      idempotencyKey: `deposit-${reference}`,
-      actor: 'test',
-    });
     const withdrawalId = uniqueId('wd');
     const created = await createWithdrawal(tx, {
       tenantId,
@@ -236,7 +237,7 @@ async function broadcastWithdrawal(nonce: number): Promise<string> {
       },
       idempotencyKey: `withdrawal-${withdrawalId}`,
     });
-    const approved = await transition(tx, created.operation, 'APPROVED', { actor: 'test', reason: 'ok' });
+    const approved = await approveWithdrawal(tx, created.operation);
     const claimed = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
     if (!claimed) throw new Error('claim lost');
     const signed = await recordSigned(tx, {
@@ -262,14 +263,12 @@ interface AttemptsView {
 
 describe('stuck withdrawals over HTTP (I12)', () => {
   it('I12-BUMP staff.attempts shows the attempts; staff.bumpFee needs the operate permission; I12-CANCEL a cancel is four eyes and stops bumps', async () => {
-    await withTenant(database.db, tenant.tenantId, (tx) =>
-      registerHotWallet(tx, {
-        tenantId: tenant.tenantId,
-        network: 'ethereum',
-        address: evmAddress(),
-        keyRef: 'dev:1',
-      }),
-    );
+    await provisionHotWallet(database.db, {
+      tenantId: tenant.tenantId,
+      network: 'ethereum',
+      address: evmAddress(),
+      keyRef: 'dev:1',
+    });
     const operationId = await broadcastWithdrawal(0);
     const read = () => call('staff.attempts', { session: sessions.support, input: { operationId } });
     const view = dataOf<AttemptsView>(await read());

@@ -7,8 +7,8 @@ import {
   createOutboundEndpoint,
   createStaffUser,
   createTenant,
-  recordDeposit,
-  registerHotWallet,
+  creditAsOperator,
+  provisionHotWallet,
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
@@ -59,8 +59,13 @@ beforeAll(async () => {
   }));
   // A fresh hot wallet: empty, like the ledger.
   hotWallet = privateKeyToAccount(generatePrivateKey()).address;
+  await provisionHotWallet(database.db, {
+    tenantId,
+    network: 'ethereum',
+    address: hotWallet,
+    keyRef: 'env:UNUSED',
+  });
   await withTenant(database.db, tenantId, async (tx) => {
-    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef: 'env:UNUSED' });
     for (const role of ['support', 'operator'] as const) {
       staff[role] = `${role}@audited.invalid`;
       await createStaffUser(tx, { tenantId, email: staff[role], role, passwordHash });
@@ -122,19 +127,17 @@ describe('I13-BAL balance reconciliation on demand', () => {
   it('I13-BAL a variance found on demand is a break, and the run exports as CSV and as a signed report an auditor verifies', async () => {
     // 3 ETH credited in the ledger, which the hot wallet holds: agreement; then 0.25 ETH vanishes.
     await setBalance(3n * ETH);
-    await withTenant(database.db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: 'opening',
-          accountId: 'cust-7',
-          asset: 'ETH',
-          amountMinor: (3n * ETH).toString(),
-        },
-        idempotencyKey: 'opening-eth',
-        actor: 'test',
-      }),
-    );
+    await creditAsOperator(database.db, {
+      tenantId,
+      deposit: {
+        reference: 'opening',
+        accountId: 'cust-7',
+        asset: 'ETH',
+        amountMinor: (3n * ETH).toString(),
+      },
+      idempotencyKey: 'opening-eth',
+      actor: 'test',
+    });
     const operator = await signIn('operator');
     const agreed = dataOf<ReconciliationRunDetail>(
       await call('staffReconciliation.runNow', { mutation: true, session: operator, input: {} }),

@@ -11,8 +11,8 @@ import {
   createStaffUser,
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   decideProposal,
-  recordDeposit,
   reviewWithdrawal,
   rowsOf,
   setApproverCoolingOff,
@@ -681,23 +681,23 @@ describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool
     await addStaff(tenantId, 'promoted@relaxed.invalid', 'support');
     admin = await signIn(orgs.relaxed.slug, 'admin@relaxed.invalid');
     // One withdrawal of 2 ETH that needs one approval (auto-approve up to 1 ETH, four eyes from 5).
+    await creditAsOperator(database.db, {
+      tenantId,
+      deposit: {
+        reference: 'cool-seed',
+        accountId: 'cust-1',
+        asset: 'ETH',
+        amountMinor: (10n * ETH).toString(),
+      },
+      idempotencyKey: 'cool-seed',
+      actor: 'test',
+    });
     withdrawal = await withTenant(database.db, tenantId, async (tx) => {
       await setRiskPolicy(tx, {
         tenantId,
         assetCode: 'ETH',
         autoApproveMaxMinor: ETH.toString(),
         fourEyesMinMinor: (5n * ETH).toString(),
-        actor: 'test',
-      });
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: 'cool-seed',
-          accountId: 'cust-1',
-          asset: 'ETH',
-          amountMinor: (10n * ETH).toString(),
-        },
-        idempotencyKey: 'cool-seed',
         actor: 'test',
       });
       const { operation } = await createWithdrawal(tx, {

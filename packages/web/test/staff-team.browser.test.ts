@@ -2,8 +2,8 @@ import {
   createStaffUser,
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   type Database,
-  recordDeposit,
   reviewWithdrawal,
   setRiskPolicy,
   withTenant,
@@ -57,6 +57,17 @@ async function provisionGamma(db: Database): Promise<void> {
     mfaFreshSeconds: GAMMA.freshSeconds,
   });
   const passwordHash = await hashPassword(PASSWORD);
+  await creditAsOperator(db, {
+    tenantId,
+    deposit: {
+      reference: 'gamma-seed',
+      accountId: 'cust-1',
+      asset: 'ETH',
+      amountMinor: (100n * ETH).toString(),
+    },
+    idempotencyKey: 'gamma-seed',
+    actor: 'test',
+  });
   await withTenant(db, tenantId, async (tx) => {
     await createStaffUser(tx, { tenantId, email: GAMMA.admin, role: 'admin', passwordHash });
     await setRiskPolicy(tx, {
@@ -64,17 +75,6 @@ async function provisionGamma(db: Database): Promise<void> {
       assetCode: 'ETH',
       autoApproveMaxMinor: ETH.toString(),
       fourEyesMinMinor: (5n * ETH).toString(),
-      actor: 'test',
-    });
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: {
-        reference: 'gamma-seed',
-        accountId: 'cust-1',
-        asset: 'ETH',
-        amountMinor: (100n * ETH).toString(),
-      },
-      idempotencyKey: 'gamma-seed',
       actor: 'test',
     });
     for (const [name, destination] of Object.entries(destinations)) {

@@ -10,11 +10,11 @@ import { randomBytes } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   getOperation,
   getRun,
   listBreaks,
   listRuns,
-  recordDeposit,
   rowsOf,
   setRiskPolicy,
   withTenant,
@@ -57,18 +57,18 @@ beforeAll(async () => {
       assets: [{ code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 }],
       custodianAccount: ACCOUNT,
     });
+    await creditAsOperator(env.t.db, {
+      tenantId,
+      deposit: { reference: 'opening', accountId: 'acct-1', asset: 'BTC', amountMinor: amount.toString() },
+      idempotencyKey: 'opening',
+      actor: 'test',
+    });
     await withTenant(env.t.db, tenantId, async (tx) => {
       await setRiskPolicy(tx, {
         tenantId,
         assetCode: 'BTC',
         autoApproveMaxMinor: '1000000',
         fourEyesMinMinor: '100000000',
-        actor: 'test',
-      });
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: { reference: 'opening', accountId: 'acct-1', asset: 'BTC', amountMinor: amount.toString() },
-        idempotencyKey: 'opening',
         actor: 'test',
       });
     });

@@ -10,15 +10,15 @@ import { randomBytes } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   getBalances,
   getOperation,
   getRun,
   listBreaks,
   listRuns,
   observeDeposit,
-  recordDeposit,
+  provisionHotWallet,
   registerDepositAddress,
-  registerHotWallet,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
@@ -71,15 +71,15 @@ async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
       { code: 'USDC', network: 'ethereum', decimals: 6, confirmations: 2, contractAddress: usdc },
     ],
   });
+  await provisionHotWallet(env.t.db, {
+    tenantId,
+    network: 'ethereum',
+    address: hotWallet,
+    keyRef: `env:${keyVariable}`,
+    // The token deployment used nonce 0.
+    nextNonce: 1,
+  });
   await withTenant(env.t.db, tenantId, async (tx) => {
-    await registerHotWallet(tx, {
-      tenantId,
-      network: 'ethereum',
-      address: hotWallet,
-      keyRef: `env:${keyVariable}`,
-      // The token deployment used nonce 0.
-      nextNonce: 1,
-    });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',
@@ -87,23 +87,24 @@ async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
       fourEyesMinMinor: (100n * ETH).toString(),
       actor: 'test',
     });
-    for (const [asset, amount] of [
-      ['ETH', ethMinor],
-      ['USDC', usdcMinor],
-    ] as const) {
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: `opening-${asset}`,
-          accountId: 'acct-a',
-          asset,
-          amountMinor: amount.toString(),
-        },
-        idempotencyKey: `opening-${asset}`,
-        actor: 'test',
-      });
-    }
   });
+  // The opening balances, as the deployment's own tools credit them (no chain evidence).
+  for (const [asset, amount] of [
+    ['ETH', ethMinor],
+    ['USDC', usdcMinor],
+  ] as const) {
+    await creditAsOperator(env.t.db, {
+      tenantId,
+      deposit: {
+        reference: `opening-${asset}`,
+        accountId: 'acct-a',
+        asset,
+        amountMinor: amount.toString(),
+      },
+      idempotencyKey: `opening-${asset}`,
+      actor: 'test',
+    });
+  }
   return { tenantId, hotWallet, usdc };
 }
 

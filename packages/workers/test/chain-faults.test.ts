@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { getBalances, rowsOf, withTenant } from '@idem/core';
+import { getBalances, reviewWithdrawal, rowsOf, withTenant } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
 import { sql } from 'drizzle-orm';
@@ -200,9 +200,13 @@ describe('ambiguous sends and reconciliation on a real chain', () => {
   });
 
   it('C02 a payload changed in the database after approval is refused before signing; nothing is sent', async () => {
-    const op = await env.withdraw(ETH / 50n);
+    const requested = await env.withdraw(ETH / 50n);
+    // Approved first (the review, within the auto-approve limit): the database approves only the
+    // payload its hold was placed for (I32-DB), so the tampering comes after, as the name says.
+    const op = await withTenant(env.t.db, env.tenantId, (tx) => reviewWithdrawal(tx, requested));
+    expect(op.state).toBe('APPROVED');
     const worker = env.worker({ batchSize: 1 });
-    // Tampering with table-owner rights, bypassing the guard trigger, before the worker sees it.
+    // Tampering with table-owner rights, bypassing the guard trigger, before the worker signs it.
     await env.t.db.transaction(async (tx) => {
       await tx.execute(sql`set local session_replication_role = replica`);
       await tx.execute(

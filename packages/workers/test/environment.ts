@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   type EgressPolicy,
   getBalances,
   getOperation,
   type Operation,
-  recordDeposit,
+  provisionHotWallet,
   registerDepositAddress,
-  registerHotWallet,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
@@ -109,8 +109,8 @@ export async function startEnvironment(
   const keyRef = options.hotWallet?.keyRef ?? 'dev:1';
   if (options.hotWallet)
     await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(100n * ETH).toString(16)}`]);
+  await provisionHotWallet(t.db, { tenantId, network: 'ethereum', address: hotWallet, keyRef });
   await withTenant(t.db, tenantId, async (tx) => {
-    await registerHotWallet(tx, { tenantId, network: 'ethereum', address: hotWallet, keyRef });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',
@@ -125,20 +125,21 @@ export async function startEnvironment(
       fourEyesMinMinor: '100000000000',
       actor: 'test',
     });
-    for (const asset of ['ETH', 'BTC']) {
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: `seed-${asset}`,
-          accountId: 'acct-1',
-          asset,
-          amountMinor: (1000n * ETH).toString(),
-        },
-        idempotencyKey: `seed-${asset}`,
-        actor: 'test',
-      });
-    }
   });
+  // The opening balances, as the deployment's own tools credit them (no chain evidence).
+  for (const asset of ['ETH', 'BTC']) {
+    await creditAsOperator(t.db, {
+      tenantId,
+      deposit: {
+        reference: `seed-${asset}`,
+        accountId: 'acct-1',
+        asset,
+        amountMinor: (1000n * ETH).toString(),
+      },
+      idempotencyKey: `seed-${asset}`,
+      actor: 'test',
+    });
+  }
   const rpcUrl = options.rpcUrl ? await options.rpcUrl(anvil.rpcUrl) : anvil.rpcUrl;
   const chain = createPublicClient({ transport: http(anvil.rpcUrl) });
   const logLines: string[] = [];

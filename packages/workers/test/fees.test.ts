@@ -2,12 +2,12 @@ import { withdrawalRequestSchema } from '@idem/contracts';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   getHotWallet,
   getOperation,
   type Operation,
   postEntry,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   rowsOf,
   setRiskPolicy,
   toStaffView,
@@ -46,25 +46,25 @@ beforeAll(async () => {
     name: 'USDC Exchange',
     assets: [{ code: 'USDC', network: 'ethereum', decimals: 6, confirmations: 2, contractAddress: token }],
   });
+  await provisionHotWallet(env.t.db, {
+    tenantId,
+    network: 'ethereum',
+    address: hotWallet,
+    keyRef: 'dev:3',
+    nextNonce: await env.chain.getTransactionCount({ address: hotWallet }),
+  });
+  await creditAsOperator(env.t.db, {
+    tenantId,
+    deposit: { reference: 'usdc-funding', accountId: 'acct-u', asset: 'USDC', amountMinor: '100000000' },
+    idempotencyKey: 'usdc-funding',
+    actor: 'test',
+  });
   await withTenant(env.t.db, tenantId, async (tx) => {
-    await registerHotWallet(tx, {
-      tenantId,
-      network: 'ethereum',
-      address: hotWallet,
-      keyRef: 'dev:3',
-      nextNonce: await env.chain.getTransactionCount({ address: hotWallet }),
-    });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'USDC',
       autoApproveMaxMinor: '1000000000',
       fourEyesMinMinor: '100000000000',
-      actor: 'test',
-    });
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: { reference: 'usdc-funding', accountId: 'acct-u', asset: 'USDC', amountMinor: '100000000' },
-      idempotencyKey: 'usdc-funding',
       actor: 'test',
     });
   });

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   listBreaks,
   type ReconciliationBreak,
-  recordDeposit,
   recordInboxEvent,
   rowsOf,
   withTenant,
@@ -183,13 +183,13 @@ describe('I13-BRK breaks that cannot hide', () => {
         name: 'Many Transfers',
         assets: [{ code: 'BTC', network: 'bitcoin', decimals: 8, confirmations: 3 }],
       });
+      await creditAsOperator(env.t.db, {
+        tenantId,
+        deposit: { reference: 'fund', accountId: 'acct-1', asset: 'BTC', amountMinor: '100000000' },
+        idempotencyKey: 'fund',
+        actor: 'test',
+      });
       const template = await withTenant(env.t.db, tenantId, async (tx) => {
-        await recordDeposit(tx, {
-          tenantId,
-          deposit: { reference: 'fund', accountId: 'acct-1', asset: 'BTC', amountMinor: '100000000' },
-          idempotencyKey: 'fund',
-          actor: 'test',
-        });
         const created = await createWithdrawal(tx, {
           tenantId,
           request: {

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   getBalances,
   getOperation,
   listBreaks,
-  recordDeposit,
   transition,
   withTenant,
 } from '@idem/core';
@@ -79,13 +79,13 @@ describe('three-way reconciliation', () => {
 
   it("C21 on a custodian account shared with another tenant, that tenant's transfers are not unknown", async () => {
     const { tenantId: other } = await createTenant(env.t.db, { name: 'Neighbour' });
+    await creditAsOperator(env.t.db, {
+      tenantId: other,
+      deposit: { reference: 'n-fund', accountId: 'n-acct', asset: 'BTC', amountMinor: '100000' },
+      idempotencyKey: 'n-fund',
+      actor: 'test',
+    });
     const neighbourOp = await withTenant(env.t.db, other, async (tx) => {
-      await recordDeposit(tx, {
-        tenantId: other,
-        deposit: { reference: 'n-fund', accountId: 'n-acct', asset: 'BTC', amountMinor: '100000' },
-        idempotencyKey: 'n-fund',
-        actor: 'test',
-      });
       const created = await createWithdrawal(tx, {
         tenantId: other,
         request: {

@@ -1,11 +1,11 @@
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   getBalances,
   getOperation,
   operationStats,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
@@ -38,30 +38,30 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
       name: 'Drill Exchange',
       assets: [{ code: 'USDT', network: 'ethereum', decimals: 6, confirmations: 1, contractAddress: token }],
     });
+    await provisionHotWallet(env.t.db, {
+      tenantId,
+      network: 'ethereum',
+      address: hotWallet,
+      keyRef: 'dev:3',
+      nextNonce: await env.chain.getTransactionCount({ address: hotWallet }),
+    });
+    await creditAsOperator(env.t.db, {
+      tenantId,
+      deposit: {
+        reference: 'drill-funding',
+        accountId: 'acct-drill',
+        asset: 'USDT',
+        amountMinor: '5000000',
+      },
+      idempotencyKey: 'drill-funding',
+      actor: 'test',
+    });
     await withTenant(env.t.db, tenantId, async (tx) => {
-      await registerHotWallet(tx, {
-        tenantId,
-        network: 'ethereum',
-        address: hotWallet,
-        keyRef: 'dev:3',
-        nextNonce: await env.chain.getTransactionCount({ address: hotWallet }),
-      });
       await setRiskPolicy(tx, {
         tenantId,
         assetCode: 'USDT',
         autoApproveMaxMinor: '1000000000',
         fourEyesMinMinor: '100000000000',
-        actor: 'test',
-      });
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: 'drill-funding',
-          accountId: 'acct-drill',
-          asset: 'USDT',
-          amountMinor: '5000000',
-        },
-        idempotencyKey: 'drill-funding',
         actor: 'test',
       });
     });

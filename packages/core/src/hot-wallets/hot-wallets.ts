@@ -1,11 +1,29 @@
 import { IdemError, type Network } from '@idem/contracts';
 import { and, eq, sql } from 'drizzle-orm';
-import type { Tx } from '../db/connect.ts';
+import type { Database, Tx } from '../db/connect.ts';
 import { hotWallets } from '../db/schema/index.ts';
+import { withTenantAsConnection } from '../db/tenant-scope.ts';
 
 export type HotWallet = typeof hotWallets.$inferSelect;
 
-/** Registers a tenant's hot wallet for a network (once; the address never changes after). */
+/**
+ * Registers a tenant's hot wallet as the deployment's own tools do (the CLI's `idem hot-wallet`):
+ * in a transaction of the connection's own role, not the application's. The application role may
+ * not add a hot wallet (its key reference decides what the worker loads to sign; issue 32), so this
+ * needs the tables' owner's login, as `createApiKey` does.
+ */
+export async function provisionHotWallet(
+  db: Database,
+  input: { tenantId: string; network: Network; address: string; keyRef: string; nextNonce?: number },
+): Promise<HotWallet> {
+  return withTenantAsConnection(db, input.tenantId, (tx) => registerHotWallet(tx, input));
+}
+
+/**
+ * Registers a tenant's hot wallet for a network (once; the address never changes after), in the
+ * caller's transaction, which must be the owner's (`provisionHotWallet`): the database refuses the
+ * application role.
+ */
 export async function registerHotWallet(
   tx: Tx,
   input: { tenantId: string; network: Network; address: string; keyRef: string; nextNonce?: number },

@@ -9,8 +9,9 @@ import {
 } from '@idem/contracts';
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import type { Tx } from '../db/connect.ts';
+import type { Database, Tx } from '../db/connect.ts';
 import { assets, tenants } from '../db/schema/index.ts';
+import { withTenantAsConnection } from '../db/tenant-scope.ts';
 import { postEntry, SYSTEM_ACCOUNTS } from '../journal/post-entry.ts';
 import { recordTransition } from '../state-machine/transition.ts';
 import { claimIdentity, type IdentityClaim } from './claim-identity.ts';
@@ -64,6 +65,27 @@ export async function recordDeposit(
     reason: 'deposit confirmed',
     evidence: input.evidence,
   });
+}
+
+/**
+ * A deposit credited by the deployment's own tools, not by the application: the CLI's `idem deposit`
+ * on a development database, the embedded demo's opening balances, test fixtures. It runs as the
+ * connection's own role (`withTenantAsConnection`), since the database accepts a credit from a
+ * control account without its evidence (a chain observation, the custodian's event, an executed
+ * proposal) only from the tables' owner (idem_check_entry_source, issue 32). The application's
+ * login cannot do this.
+ */
+export async function creditAsOperator(
+  db: Database,
+  input: {
+    tenantId: string;
+    deposit: unknown;
+    idempotencyKey: unknown;
+    actor: string;
+    evidence?: Record<string, unknown>;
+  },
+): Promise<IdentityClaim> {
+  return withTenantAsConnection(db, input.tenantId, (tx) => recordDeposit(tx, input));
 }
 
 /**

@@ -18,14 +18,14 @@ import {
   createStaffUser,
   createTenant,
   createWebhookEndpoint,
+  creditAsOperator,
   type Database,
   type HotWallet,
   listBreaks,
   listExplorers,
   listHotWallets,
   policyHistory,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   revokeApiKey,
   setApproverCoolingOff,
   setExplorer,
@@ -209,20 +209,18 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     }
     const tenantId = required(flags, 'tenant');
     const idempotencyKey = required(flags, 'key');
-    const claim = await withTenant(db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          // The reference defaults to the key: one manual credit per key, replayable.
-          reference: typeof flags.reference === 'string' ? flags.reference : idempotencyKey,
-          accountId: required(flags, 'account'),
-          asset: required(flags, 'asset'),
-          amountMinor: required(flags, 'amount'),
-        },
-        idempotencyKey,
-        actor: 'cli',
-      }),
-    );
+    const claim = await creditAsOperator(db, {
+      tenantId,
+      deposit: {
+        // The reference defaults to the key: one manual credit per key, replayable.
+        reference: typeof flags.reference === 'string' ? flags.reference : idempotencyKey,
+        accountId: required(flags, 'account'),
+        asset: required(flags, 'asset'),
+        amountMinor: required(flags, 'amount'),
+      },
+      idempotencyKey,
+      actor: 'cli',
+    });
     return { outcome: claim.outcome, deposit: toView(claim.operation) };
   },
   'hot-wallet register': async (db, flags) => {
@@ -240,9 +238,8 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
         '--key-ref must be env:VARIABLE or keystore:/path/to/file.json#PASSWORD_VARIABLE (the key is never stored)',
       );
     }
-    const wallet = await withTenant(db, tenantId, (tx) =>
-      registerHotWallet(tx, { tenantId, network, address, keyRef, nextNonce }),
-    );
+    // As the tables' owner: the application role may not add a hot wallet (issue 32).
+    const wallet = await provisionHotWallet(db, { tenantId, network, address, keyRef, nextNonce });
     return {
       network: wallet.network,
       address: wallet.address,
@@ -271,9 +268,12 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       pinRef,
       label: typeof flags.label === 'string' ? flags.label : `idem-${network}-${tenantId.slice(0, 8)}`,
     });
-    const wallet = await withTenant(db, tenantId, (tx) =>
-      registerHotWallet(tx, { tenantId, network, address: key.address, keyRef: key.keyRef }),
-    );
+    const wallet = await provisionHotWallet(db, {
+      tenantId,
+      network,
+      address: key.address,
+      keyRef: key.keyRef,
+    });
     if (wallet.address !== key.address) {
       throw new IdemError(
         'VALIDATION',

@@ -1,12 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  ALL_API_KEY_SCOPES,
-  createApiKey,
-  createTenant,
-  type Database,
-  recordDeposit,
-  withTenant,
-} from '@idem/core';
+import { ALL_API_KEY_SCOPES, createApiKey, createTenant, creditAsOperator, type Database } from '@idem/core';
 import { ETH } from '../chain/units.ts';
 
 export function uniqueId(prefix: string): string {
@@ -33,14 +26,12 @@ export async function provisionTenant(
     { accountId: 'cust-7', asset: 'ETH', amountMinor: (100n * ETH).toString() },
   ]) {
     const reference = uniqueId('dep');
-    await withTenant(db, tenantId, (tx) =>
-      recordDeposit(tx, {
-        tenantId,
-        deposit: { reference, ...deposit },
-        idempotencyKey: `deposit-${reference}`,
-        actor: 'test',
-      }),
-    );
+    await creditAsOperator(db, {
+      tenantId,
+      deposit: { reference, ...deposit },
+      idempotencyKey: `deposit-${reference}`,
+      actor: 'test',
+    });
   }
   // Every scope: the suites that use this tenant drive every API call; I31-KEYS mints its own
   // narrower keys.

@@ -1,8 +1,8 @@
 import {
   createTenant,
+  creditAsOperator,
   type Database,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   setRiskPolicy,
   withTenant,
 } from '@idem/core';
@@ -21,24 +21,24 @@ export async function provisionHotWalletTenant(
     name: options.name,
     assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: options.confirmations }],
   });
+  await provisionHotWallet(db, {
+    tenantId,
+    network: 'ethereum',
+    address: options.hotWallet,
+    keyRef: 'dev:1',
+  });
+  await creditAsOperator(db, {
+    tenantId,
+    deposit: { reference: 'seed', accountId: 'acct-1', asset: 'ETH', amountMinor: (100n * ETH).toString() },
+    idempotencyKey: 'seed',
+    actor: 'test',
+  });
   await withTenant(db, tenantId, async (tx) => {
-    await registerHotWallet(tx, {
-      tenantId,
-      network: 'ethereum',
-      address: options.hotWallet,
-      keyRef: 'dev:1',
-    });
     await setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',
       autoApproveMaxMinor: (10n * ETH).toString(),
       fourEyesMinMinor: (100n * ETH).toString(),
-      actor: 'test',
-    });
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: { reference: 'seed', accountId: 'acct-1', asset: 'ETH', amountMinor: (100n * ETH).toString() },
-      idempotencyKey: 'seed',
       actor: 'test',
     });
   });

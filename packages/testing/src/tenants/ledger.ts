@@ -1,14 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { IdemError, type WithdrawalRequest } from '@idem/contracts';
 import {
+  createStaffUser,
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   type Database,
+  decideWithdrawal,
   getBalances,
   leaseForSigning,
   type Operation,
-  recordDeposit,
   recordSigned,
+  reviewWithdrawal,
+  staffActor,
   type Tx,
   transition,
   withTenant,
@@ -37,14 +41,12 @@ export async function fund(
   amountMinor: bigint,
 ) {
   const reference = `dep-${randomBytes(6).toString('hex')}`;
-  await withTenant(db, tenantId, (tx) =>
-    recordDeposit(tx, {
-      tenantId,
-      deposit: { reference, accountId, asset, amountMinor: amountMinor.toString() },
-      idempotencyKey: `deposit-${reference}`,
-      actor: 'test',
-    }),
-  );
+  await creditAsOperator(db, {
+    tenantId,
+    deposit: { reference, accountId, asset, amountMinor: amountMinor.toString() },
+    idempotencyKey: `deposit-${reference}`,
+    actor: 'test',
+  });
 }
 
 export function withdrawal(overrides: Partial<WithdrawalRequest> = {}): WithdrawalRequest {
@@ -91,6 +93,34 @@ export async function databaseRefusal(promise: Promise<unknown>): Promise<string
 }
 
 /**
+ * Approves a REQUESTED withdrawal the way the database accepts (issue 32), in the caller's
+ * transaction: the risk review first (which alone approves it within the tenant's auto-approve
+ * rules), then as many decisions bound to its payload hash as the review asks, each by a new active
+ * approver of the tenant. A test that needs an APPROVED withdrawal gets one only this way.
+ */
+export async function approveWithdrawal(tx: Tx, requested: Operation): Promise<Operation> {
+  let op = await reviewWithdrawal(tx, requested);
+  for (let i = 0; op.state === 'REQUESTED' && i < (op.approvalsRequired ?? 1); i += 1) {
+    const approver = await createStaffUser(tx, {
+      tenantId: op.tenantId,
+      email: `approver-${randomBytes(4).toString('hex')}@example.test`,
+      role: 'approver',
+      passwordHash: 'fixture-member-without-password',
+    });
+    const decided = await decideWithdrawal(tx, {
+      tenantId: op.tenantId,
+      operationId: op.operationId,
+      staffId: staffActor(approver.userId),
+      payloadHash: op.payloadHash,
+      decision: 'approve',
+    });
+    op = decided.operation;
+  }
+  if (op.state !== 'APPROVED') throw new Error(`withdrawal ${op.operationId} is ${op.state}, not APPROVED`);
+  return op;
+}
+
+/**
  * Walks a REQUESTED withdrawal to UNKNOWN (signed, then the send timed out), BROADCAST (sent, not
  * mined) or FAILED_TERMINAL
  * (broadcast, then reverted, owned by `owner`) the way a worker would, in the caller's transaction.
@@ -101,7 +131,7 @@ export async function strandWithdrawal(
   to: 'UNKNOWN' | 'FAILED_TERMINAL' | 'BROADCAST',
   options: { txHash?: string | null; owner?: string; signedArtifact?: string } = {},
 ): Promise<Operation> {
-  const approved = await transition(tx, requested, 'APPROVED', { actor: 'staff:a', reason: 'ok' });
+  const approved = await approveWithdrawal(tx, requested);
   const leased = await leaseForSigning(tx, { operation: approved, workerId: 'w', leaseMs: 30_000 });
   if (!leased) throw new Error('lease lost');
   const signed = await recordSigned(tx, {

@@ -9,10 +9,10 @@ import {
   createStaffUser,
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   type Database,
   openDatabase,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   reviewWithdrawal,
   setRiskPolicy,
   setTenantGovernance,
@@ -58,6 +58,17 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
   const { tenantId } = await createTenant(db, { name, mfaRequired: false });
   const passwordHash = await hashPassword(PASSWORD);
   const staff = {} as TenantFixture['staff'];
+  await creditAsOperator(db, {
+    tenantId,
+    deposit: {
+      reference: `seed-${tenantId}`,
+      accountId: 'cust-7',
+      asset: 'ETH',
+      amountMinor: (100n * ETH).toString(),
+    },
+    idempotencyKey: `seed-${tenantId}`,
+    actor: 'test',
+  });
   await withTenant(db, tenantId, async (tx) => {
     await setRiskPolicy(tx, {
       tenantId,
@@ -80,30 +91,19 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
       const user = await createStaffUser(tx, { tenantId, email, role, passwordHash });
       staff[key] = { email, role, userId: user.userId };
     }
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: {
-        reference: `seed-${tenantId}`,
-        accountId: 'cust-7',
-        asset: 'ETH',
-        amountMinor: (100n * ETH).toString(),
-      },
-      idempotencyKey: `seed-${tenantId}`,
-      actor: 'test',
-    });
+  });
+  await creditAsOperator(db, {
+    tenantId,
+    deposit: {
+      reference: `seed-btc-${tenantId}`,
+      accountId: 'cust-9',
+      asset: 'BTC',
+      amountMinor: '100000000',
+    },
+    idempotencyKey: `seed-btc-${tenantId}`,
+    actor: 'test',
   });
   const stuckOperationId = await withTenant(db, tenantId, async (tx) => {
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: {
-        reference: `seed-btc-${tenantId}`,
-        accountId: 'cust-9',
-        asset: 'BTC',
-        amountMinor: '100000000',
-      },
-      idempotencyKey: `seed-btc-${tenantId}`,
-      actor: 'test',
-    });
     const { operation } = await createWithdrawal(tx, {
       tenantId,
       request: {
@@ -118,18 +118,18 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
     const stuck = await strandWithdrawal(tx, operation, 'UNKNOWN', { txHash: null });
     return stuck.operationId;
   });
+  await creditAsOperator(db, {
+    tenantId,
+    deposit: {
+      reference: `seed-8-${tenantId}`,
+      accountId: 'cust-8',
+      asset: 'ETH',
+      amountMinor: ETH.toString(),
+    },
+    idempotencyKey: `seed-8-${tenantId}`,
+    actor: 'test',
+  });
   const approvedOperationId = await withTenant(db, tenantId, async (tx) => {
-    await recordDeposit(tx, {
-      tenantId,
-      deposit: {
-        reference: `seed-8-${tenantId}`,
-        accountId: 'cust-8',
-        asset: 'ETH',
-        amountMinor: ETH.toString(),
-      },
-      idempotencyKey: `seed-8-${tenantId}`,
-      actor: 'test',
-    });
     const { operation } = await createWithdrawal(tx, {
       tenantId,
       request: {
@@ -367,6 +367,24 @@ export async function startChainStack(
       assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 2 }],
     }));
     const passwordHash = await hashPassword(PASSWORD);
+    await provisionHotWallet(handle.db, {
+      tenantId,
+      network: 'ethereum',
+      address: hotWallet,
+      keyRef: 'dev:1',
+      nextNonce,
+    });
+    await creditAsOperator(handle.db, {
+      tenantId,
+      deposit: {
+        reference: 'seed-chain',
+        accountId: 'cust-7',
+        asset: 'ETH',
+        amountMinor: (10n * ETH).toString(),
+      },
+      idempotencyKey: 'seed-chain',
+      actor: 'test',
+    });
     await withTenant(handle.db, tenantId, async (tx) => {
       await setRiskPolicy(tx, {
         tenantId,
@@ -392,35 +410,15 @@ export async function startChainStack(
         const user = await createStaffUser(tx, { tenantId, email, role: 'admin', passwordHash });
         staff.admin2 = { email, role: 'admin', userId: user.userId };
       }
-      await registerHotWallet(tx, {
-        tenantId,
-        network: 'ethereum',
-        address: hotWallet,
-        keyRef: 'dev:1',
-        nextNonce,
-      });
-      await recordDeposit(tx, {
-        tenantId,
-        deposit: {
-          reference: 'seed-chain',
-          accountId: 'cust-7',
-          asset: 'ETH',
-          amountMinor: (10n * ETH).toString(),
-        },
-        idempotencyKey: 'seed-chain',
-        actor: 'test',
-      });
     });
     // One transaction each: a transaction's now() is one instant, and lists order by creation time.
     for (const [index, deposit] of (options.deposits ?? []).entries()) {
-      await withTenant(handle.db, tenantId, (tx) =>
-        recordDeposit(tx, {
-          tenantId,
-          deposit: { reference: `seed-chain-${index}`, asset: 'ETH', ...deposit },
-          idempotencyKey: `seed-chain-${index}`,
-          actor: 'test',
-        }),
-      );
+      await creditAsOperator(handle.db, {
+        tenantId,
+        deposit: { reference: `seed-chain-${index}`, asset: 'ETH', ...deposit },
+        idempotencyKey: `seed-chain-${index}`,
+        actor: 'test',
+      });
     }
     ({ apiKey } = await createApiKey(handle.db, tenantId, { scopes: ALL_API_KEY_SCOPES, createdBy: 'test' }));
     if (options.secondAdmin) await setTenantGovernance(handle.db, { tenantId, looseningDelaySeconds: 0 });

@@ -4,7 +4,10 @@ import { tenantPolicy } from './tenant-policy.ts';
 
 /**
  * A tenant's hot wallet per network. The next nonce is allocated by a conditional UPDATE in the
- * signing transaction, so two workers can never sign with one nonce.
+ * signing transaction, so two workers can never sign with one nonce. Written only by the
+ * deployment's own tools (the CLI's `idem hot-wallet`, as the tables' owner): the application role
+ * may read a wallet and advance its nonce, never add one, since its key reference decides what the
+ * worker loads to sign (issue 32).
  */
 export const hotWallets = pgTable(
   'hot_wallets',
@@ -25,4 +28,22 @@ export const hotWallets = pgTable(
     check('hot_wallets_nonce_non_negative', sql`${t.nextNonce} >= 0`),
     tenantPolicy(),
   ],
+);
+
+/**
+ * Which tenant holds each hot-wallet address, across the deployment: one address is one nonce
+ * sequence, so two tenants' rows for it would allocate the same nonces (issue 32). Unique across
+ * tenants by nature, so not keyed by tenant (a reference table on Citus, docs/SERIALIZATION.md),
+ * like `tenant_slugs`. Written only by the database, for each new hot wallet (trigger
+ * hot_wallets_claim_address, core/sql/idem_claim_hot_wallet_address.sql); the application role has no
+ * privilege on it.
+ */
+export const hotWalletAddresses = pgTable(
+  'hot_wallet_addresses',
+  {
+    network: text('network').notNull(),
+    address: text('address').notNull(),
+    tenantId: uuid('tenant_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.network, t.address] }), tenantPolicy()],
 );

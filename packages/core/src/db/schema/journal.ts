@@ -3,6 +3,7 @@ import {
   bigint,
   check,
   foreignKey,
+  index,
   integer,
   numeric,
   pgTable,
@@ -30,7 +31,13 @@ export const journalEntries = pgTable(
     kind: text('kind').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.entryId] }), tenantPolicy()],
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.entryId] }),
+    // An operation's entries: the database's own checks read them (a withdrawal approved only while
+    // its hold exists, a credit posted once; core/sql/idem_guard_operation_state.sql).
+    index('journal_entries_operation').on(t.tenantId, t.operationId),
+    tenantPolicy(),
+  ],
 );
 
 export const postings = pgTable(
