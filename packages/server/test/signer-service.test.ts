@@ -14,13 +14,13 @@ import { fileURLToPath } from 'node:url';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   finishRun,
   getHotWallet,
   getOperation,
   type Operation,
   openDatabase,
-  recordDeposit,
-  registerHotWallet,
+  provisionHotWallet,
   reviewWithdrawal,
   rowsOf,
   schema,
@@ -155,24 +155,24 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         name: 'Signer Exchange',
         assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 1 }],
       }));
+      await provisionHotWallet(t.db, { tenantId, network: 'ethereum', address: wallet, keyRef: key.keyRef });
+      await creditAsOperator(t.db, {
+        tenantId,
+        deposit: {
+          reference: 'seed',
+          accountId: 'acct-1',
+          asset: 'ETH',
+          amountMinor: (50n * ETH).toString(),
+        },
+        idempotencyKey: 'seed',
+        actor: 'test',
+      });
       await withTenant(t.db, tenantId, async (tx) => {
-        await registerHotWallet(tx, { tenantId, network: 'ethereum', address: wallet, keyRef: key.keyRef });
         await setRiskPolicy(tx, {
           tenantId,
           assetCode: 'ETH',
           autoApproveMaxMinor: (10n * ETH).toString(),
           fourEyesMinMinor: (100n * ETH).toString(),
-          actor: 'test',
-        });
-        await recordDeposit(tx, {
-          tenantId,
-          deposit: {
-            reference: 'seed',
-            accountId: 'acct-1',
-            asset: 'ETH',
-            amountMinor: (50n * ETH).toString(),
-          },
-          idempotencyKey: 'seed',
           actor: 'test',
         });
       });
