@@ -15,6 +15,11 @@ export const governanceSettingsInputSchema = z
     looseningDelaySeconds: z.number().int().min(0).max(2_592_000).optional(),
     /** Seconds a proposal stays open (1 s..30 days). */
     proposalTtlSeconds: z.number().int().min(1).max(2_592_000).optional(),
+    /**
+     * Every withdrawal approval needs the approver's passkey (docs/GOVERNANCE.md "Passkeys"):
+     * `true` alone applies at once (a tightening); `false` is proposed like every loosening.
+     */
+    requirePasskeyApprovals: z.boolean().optional(),
   })
   .refine((s) => Object.keys(s).length > 0, { error: 'name at least one setting to change' });
 export type GovernanceSettingsInput = z.infer<typeof governanceSettingsInputSchema>;
@@ -61,6 +66,7 @@ export const governanceViewSchema = z.object({
   adminQuorum: z.number().int(),
   looseningDelaySeconds: z.number().int(),
   proposalTtlSeconds: z.number().int(),
+  requirePasskeyApprovals: z.boolean(),
   /** Active admins now; a loosening needs min(adminQuorum, activeAdmins) of them, and 2 at least. */
   activeAdmins: z.number().int(),
   /** 'setup': no admin yet; 'single_admin': one admin, nothing can be loosened; 'quorum'. */

@@ -2,7 +2,9 @@
 -- to loosen. The deployment's own tools (the table's owner, a superuser) set them directly; any other
 -- role (the application's) writes them only as the apply step of a governance control change of the
 -- same tenant that is APPROVED and past its effective time, and only the values it proposed (every
--- other column as it was, or its default for a first row).
+-- other column as it was, or its default for a first row). Requiring passkeys for approvals
+-- (require_passkey_approvals) only tightens when turned on, which any write may do; it is turned
+-- off only while an approved, due governance change asking for exactly that names the tenant.
 CREATE OR REPLACE FUNCTION public.idem_guard_governance_write()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13,6 +15,7 @@ DECLARE
   quorum integer := 2;
   delay integer := 86400;
   single boolean := false;
+  passkeys boolean := false;
 BEGIN
   IF current_user = pg_get_userbyid((SELECT relowner FROM pg_class WHERE oid = TG_RELID))
      OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
@@ -26,11 +29,18 @@ BEGIN
     quorum := OLD.admin_quorum;
     delay := OLD.loosening_delay_seconds;
     single := OLD.single_admin;
+    passkeys := OLD.require_passkey_approvals;
   END IF;
   -- Single-admin mode only restricts (the CLI chooses it at creation): entering it is allowed,
   -- leaving it is not.
   IF NEW.single_admin = false AND single = true THEN
     RAISE EXCEPTION 'idem: tenant % stays in single-admin mode', NEW.tenant_id
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  IF NEW.require_passkey_approvals = false AND passkeys = true
+     AND NOT public.idem_control_change_due(NEW.tenant_id, 'governance', 'control', 'governance',
+                                            '{"settings": {"requirePasskeyApprovals": false}}'::jsonb) THEN
+    RAISE EXCEPTION 'idem: tenant % stops requiring passkeys only through an approved control change', NEW.tenant_id
       USING ERRCODE = 'insufficient_privilege';
   END IF;
   IF NEW.proposal_ttl_seconds = ttl AND NEW.admin_quorum = quorum AND NEW.loosening_delay_seconds = delay THEN

@@ -349,3 +349,55 @@ describe('I32-PASSKEY approvals carry the approver’s assertion', () => {
     expect(check.sufficient).toBe(false);
   });
 });
+
+describe('I32-PASSKEY a tenant may require a passkey for every approval', () => {
+  it('I32-PASSKEY requiring passkeys applies at once; an approver without one is then refused, and only an approved change turns it off', async () => {
+    const on = await inTenant((tx) =>
+      core.changeGovernance(tx, { tenantId, settings: { requirePasskeyApprovals: true }, actor: adminA }),
+    );
+    expect(on.outcome).toBe('APPLIED');
+    expect((await inTenant((tx) => core.governanceOf(tx, tenantId))).requirePasskeyApprovals).toBe(true);
+    const op = await awaitingApproval();
+    // adminA has no passkey: refused now, where before the setting they approved without one.
+    const refused = await refusal(
+      inTenant((tx) =>
+        decideWithdrawal(tx, {
+          tenantId,
+          operationId: op.operationId,
+          staffId: adminA,
+          payloadHash: op.payloadHash,
+          decision: 'approve',
+          relyingParty: rp,
+        }),
+      ),
+    );
+    expect(refused.code).toBe('FORBIDDEN');
+    expect(refused.message).toMatch(/requires a passkey for every approval/);
+    // The application's role cannot turn it off with a statement of its own.
+    await refusedWith(
+      inTenant((tx) =>
+        tx.execute(sql`update tenant_governance set require_passkey_approvals = false
+                        where tenant_id = ${tenantId}::uuid`),
+      ),
+      /stops requiring passkeys only through an approved control change/,
+    );
+    // Turning it off is a loosening: proposed, in force once another admin approved it.
+    const off = await inTenant((tx) =>
+      core.changeGovernance(tx, { tenantId, settings: { requirePasskeyApprovals: false }, actor: adminA }),
+    );
+    expect(off.outcome).toBe('PROPOSED');
+    expect((await inTenant((tx) => core.governanceOf(tx, tenantId))).requirePasskeyApprovals).toBe(true);
+    const proposal = await inTenant((tx) => core.getProposal(tx, tenantId, off.proposalId ?? ''));
+    await inTenant((tx) =>
+      core.decideProposal(tx, {
+        tenantId,
+        proposalId: proposal.proposalId,
+        staffId: adminB,
+        payloadHash: proposal.payloadHash,
+        decision: 'approve',
+      }),
+    );
+    expect((await inTenant((tx) => core.applyDueControlChanges(tx, tenantId))).applied).toBe(1);
+    expect((await inTenant((tx) => core.governanceOf(tx, tenantId))).requirePasskeyApprovals).toBe(false);
+  });
+});

@@ -21,8 +21,8 @@ import {
  * Passkeys for approvals (I32-PASSKEY), in a real Chromium with its virtual authenticator (the
  * CDP WebAuthn domain: a CTAP2 platform authenticator that verifies its user) against the real
  * server with a worker in its process: an approver registers a passkey, which waits for the admin's
- * approval; once the governance step applies it, the approver approves a withdrawal with it, and
- * the decision is recorded as signed with the passkey. WebAuthn needs a host name as its RP ID, so
+ * approval; once the governance step applies it (and the admin requires passkeys for every approval),
+ * the approver approves a withdrawal with it, and the decision is recorded as signed with the passkey. WebAuthn needs a host name as its RP ID, so
  * these pages open the server as localhost rather than 127.0.0.1.
  */
 let stack: Stack;
@@ -130,6 +130,14 @@ describe('I32-PASSKEY approvals only the approver’s device can make', () => {
         { timeout: 30_000, interval: 1_000 },
       )
       .toContain('EXECUTED');
+    // The admin makes a passkey required for every approval in the tenant: a tightening, at once.
+    await admin.page.goto('/staff/passkeys');
+    const requirement = admin.page.getByTestId('passkey-requirement');
+    await requirement.waitFor();
+    expect(await requirement.getAttribute('data-required')).toBe('false');
+    await admin.page.getByTestId('passkey-requirement-toggle').click();
+    await admin.page.locator('[data-testid="passkey-requirement"][data-required="true"]').waitFor();
+    expect(await seriousViolations(admin.page)).toEqual([]);
     await admin.page.context().close();
 
     await page.reload();

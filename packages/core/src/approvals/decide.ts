@@ -127,7 +127,8 @@ export async function decideWithdrawal(tx: Tx, input: Decision): Promise<Decisio
 /**
  * The decision's passkey assertion, checked (./staff/passkeys.ts checkDecisionAssertion), or null.
  * An approver with an active passkey approves only with it: a stolen session, or anything else
- * that reaches this call without the approver's device, is refused (FORBIDDEN). A rejection only
+ * that reaches this call without the approver's device, is refused (FORBIDDEN); in a tenant that
+ * requires passkeys (tenant_governance.require_passkey_approvals) every approver does. A rejection only
  * lowers risk and goes through without one; with one, it is checked and kept too.
  */
 async function decisionAssertion(tx: Tx, op: Operation, input: Decision): Promise<StoredAssertion | null> {
@@ -143,10 +144,17 @@ async function decisionAssertion(tx: Tx, op: Operation, input: Decision): Promis
       rp: input.relyingParty,
     });
   }
-  if (input.decision === 'approve' && (await passkeyRequiredFor(tx, op.tenantId, input.staffId))) {
+  if (input.decision !== 'approve') return null;
+  if (await passkeyRequiredFor(tx, op.tenantId, input.staffId)) {
     throw new IdemError(
       'FORBIDDEN',
       'you have an active passkey: approve with it (your device signs the payload hash you approve)',
+    );
+  }
+  if ((await governanceOf(tx, op.tenantId)).requirePasskeyApprovals) {
+    throw new IdemError(
+      'FORBIDDEN',
+      'this tenant requires a passkey for every approval: register one (Passkeys) and approve with it',
     );
   }
   return null;

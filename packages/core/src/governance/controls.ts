@@ -14,7 +14,7 @@ import { proposeControlChange } from '../proposals/control.ts';
 import { changeRiskRuleNow } from '../risk/rules.ts';
 import { inviteStaff, type StaffInvitationInput, setStaffRole } from '../staff/team.ts';
 import { normalizeEmail } from '../staff/users.ts';
-import { activeAdminCount } from '../tenants/governance.ts';
+import { activeAdminCount, writeGovernance } from '../tenants/governance.ts';
 import { riskRuleLoosens, roleLoosens } from './loosening.ts';
 
 /**
@@ -106,12 +106,19 @@ export async function enableStaff(
   );
 }
 
-/** The quorum, the delay and the proposal lifetime: every change to them is proposed. */
+/**
+ * The quorum, the delay and the proposal lifetime: every change to them is proposed. Requiring
+ * passkeys for approvals, asked alone, tightens and applies at once; turning it off is proposed.
+ */
 export async function changeGovernance(
   tx: Tx,
   input: { tenantId: string; settings: GovernanceSettingsInput; actor: string },
 ): Promise<ControlChangeOutcome> {
   const settings = governanceSettingsInputSchema.parse(input.settings);
+  if (Object.keys(settings).length === 1 && settings.requirePasskeyApprovals === true) {
+    await writeGovernance(tx, input.tenantId, { requirePasskeyApprovals: true });
+    return APPLIED;
+  }
   const change = { control: 'governance' as const, settings };
   return proposed(
     (await proposeControlChange(tx, { tenantId: input.tenantId, actor: input.actor, change })).proposal,

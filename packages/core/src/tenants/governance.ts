@@ -16,6 +16,8 @@ export interface Governance {
   looseningDelaySeconds: number;
   /** Created with one admin on purpose (docs/GOVERNANCE.md, single-admin mode). */
   singleAdmin: boolean;
+  /** Every withdrawal approval needs the approver's passkey (docs/GOVERNANCE.md "Passkeys"). */
+  requirePasskeyApprovals: boolean;
 }
 
 export const GOVERNANCE_DEFAULTS: Governance = {
@@ -23,6 +25,7 @@ export const GOVERNANCE_DEFAULTS: Governance = {
   adminQuorum: 2,
   looseningDelaySeconds: 24 * 60 * 60,
   singleAdmin: false,
+  requirePasskeyApprovals: false,
 };
 
 /** The tenant's governance settings; the defaults when it has never changed them. */
@@ -34,6 +37,7 @@ export async function governanceOf(db: Executor, tenantId: string): Promise<Gove
     adminQuorum: row.adminQuorum,
     looseningDelaySeconds: row.looseningDelaySeconds,
     singleAdmin: row.singleAdmin,
+    requirePasskeyApprovals: row.requirePasskeyApprovals,
   };
 }
 
@@ -62,6 +66,7 @@ export async function governanceView(db: Executor, tenantId: string): Promise<Go
     adminQuorum: settings.adminQuorum,
     looseningDelaySeconds: settings.looseningDelaySeconds,
     proposalTtlSeconds: settings.proposalTtlSeconds,
+    requirePasskeyApprovals: settings.requirePasskeyApprovals,
     activeAdmins,
     mode,
   };
@@ -96,6 +101,9 @@ export function settingsOf(input: GovernanceSettingsInput): SettingValues {
       ? {}
       : { looseningDelaySeconds: input.looseningDelaySeconds }),
     ...(input.proposalTtlSeconds === undefined ? {} : { proposalTtlSeconds: input.proposalTtlSeconds }),
+    ...(input.requirePasskeyApprovals === undefined
+      ? {}
+      : { requirePasskeyApprovals: input.requirePasskeyApprovals }),
   };
 }
 

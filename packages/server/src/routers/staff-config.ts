@@ -204,7 +204,10 @@ export const staffConfigRouter = router({
     .output(governanceViewSchema)
     .query(({ ctx }) => ctx.inTenant((tx) => governanceView(tx, ctx.tenantId))),
 
-  /** Every change to the governance settings is proposed to the other admins. */
+  /**
+   * Every change to the governance settings is proposed to the other admins, but requiring passkeys
+   * for approvals alone (a tightening: at once).
+   */
   setGovernance: change
     .input(governanceSettingsInputSchema)
     .output(controlChangeOutcomeSchema)

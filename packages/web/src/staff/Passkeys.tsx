@@ -1,3 +1,4 @@
+import { roleAllows } from '@idem/contracts';
 import { Alert, Badge, Button, Group, Loader, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import {
   type PublicKeyCredentialCreationOptionsJSON,
@@ -9,6 +10,7 @@ import { useState } from 'react';
 import { api } from '../api.ts';
 import { formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { useStaff } from './session.tsx';
 
 type Registered = Awaited<ReturnType<typeof api.staffPasskeys.register.mutate>>;
 
@@ -95,6 +97,7 @@ export function Passkeys() {
           the others’ passkeys are approved from.
         </Alert>
       ) : null}
+      <TenantRequirement />
       <ProblemAlert error={passkeys.error} />
       {passkeys.isPending ? <Loader aria-label="Loading passkeys" /> : null}
       {passkeys.data && passkeys.data.passkeys.length === 0 ? <Text>No passkeys yet.</Text> : null}
@@ -144,6 +147,55 @@ export function Passkeys() {
           </Table.Tbody>
         </Table>
       ) : null}
+    </Stack>
+  );
+}
+
+/**
+ * Whether the tenant requires a passkey for every approval. An admin turns it on at once (a
+ * tightening); turning it off is proposed to the other admins.
+ */
+function TenantRequirement() {
+  const me = useStaff();
+  const admin = roleAllows(me.role, 'administer');
+  const queryClient = useQueryClient();
+  const governance = useQuery({
+    queryKey: ['staff', 'governance'],
+    queryFn: () => api.staffConfig.governance.query(),
+  });
+  const set = useMutation({
+    mutationFn: (requirePasskeyApprovals: boolean) =>
+      api.staffConfig.setGovernance.mutate({ requirePasskeyApprovals }),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['staff', 'governance'] }),
+  });
+  if (!governance.data) return <ProblemAlert error={governance.error} />;
+  const required = governance.data.requirePasskeyApprovals;
+  return (
+    <Stack gap="xs" data-testid="passkey-requirement" data-required={String(required)}>
+      <Text size="sm">
+        {required
+          ? 'Your organisation requires a passkey for every approval: without an active one you cannot approve.'
+          : 'Your organisation does not yet require a passkey for every approval: members with an active passkey always approve with it.'}
+      </Text>
+      {admin ? (
+        <Group>
+          <Button
+            size="xs"
+            variant="default"
+            loading={set.isPending}
+            onClick={() => set.mutate(!required)}
+            data-testid="passkey-requirement-toggle"
+          >
+            {required ? 'Propose to stop requiring passkeys' : 'Require a passkey for every approval'}
+          </Button>
+        </Group>
+      ) : null}
+      {set.data?.outcome === 'PROPOSED' ? (
+        <Text size="sm" role="status">
+          Sent to the other admins for approval.
+        </Text>
+      ) : null}
+      <ProblemAlert error={set.error} title="Not changed" />
     </Stack>
   );
 }

@@ -32,6 +32,11 @@ export const tenantGovernance = pgTable(
      * be approved and no control can be loosened until a second admin exists.
      */
     singleAdmin: boolean('single_admin').notNull().default(false),
+    /**
+     * Every approval of a withdrawal needs the approver's passkey assertion (docs/GOVERNANCE.md
+     * "Passkeys"). Turning it on tightens (at once); turning it off is a governance control change.
+     */
+    requirePasskeyApprovals: boolean('require_passkey_approvals').notNull().default(false),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId] }),
