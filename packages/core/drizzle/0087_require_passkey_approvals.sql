@@ -1,0 +1,1 @@
+ALTER TABLE "tenant_governance" ADD COLUMN "require_passkey_approvals" boolean DEFAULT false NOT NULL;
