@@ -4,6 +4,7 @@
  * and applied only after the tenant's delay, with every admin told; a tightening applies at once.
  * Each test drives core's real functions against a migrated database, as real staff members.
  */
+import { ETH } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import {
   disableMember,
@@ -24,8 +25,6 @@ let tenantId: string;
 let alice: string;
 let bob: string;
 
-const E18 = 10n ** 18n;
-
 beforeAll(async () => {
   t = await createTestDatabase();
   tenantId = await newTenant(t.db, 'Two Admins');
@@ -34,8 +33,8 @@ beforeAll(async () => {
     core.setRiskPolicy(tx, {
       tenantId,
       assetCode: 'ETH',
-      autoApproveMaxMinor: E18.toString(),
-      fourEyesMinMinor: (5n * E18).toString(),
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
       actor: 'test',
     }),
   );
@@ -54,15 +53,15 @@ describe('loosening a control needs other admins and a delay; tightening is imme
         tenantId,
         {
           assetCode: 'ETH',
-          autoApproveMaxMinor: (10n ** 9n * E18).toString(),
-          fourEyesMinMinor: (2n * 10n ** 9n * E18).toString(),
+          autoApproveMaxMinor: (10n ** 9n * ETH).toString(),
+          fourEyesMinMinor: (2n * 10n ** 9n * ETH).toString(),
           velocityMaxPerHour: 10,
         },
         alice,
       ),
     );
     expect(result).toMatchObject({ outcome: 'PROPOSED', changed: false });
-    expect(await ethRule()).toMatchObject({ autoApproveMaxMinor: E18.toString() });
+    expect(await ethRule()).toMatchObject({ autoApproveMaxMinor: ETH.toString() });
   });
 
   it('I31-QUORUM lowering a limit takes effect at once, by one admin', async () => {
@@ -72,8 +71,8 @@ describe('loosening a control needs other admins and a delay; tightening is imme
         tenantId,
         {
           assetCode: 'ETH',
-          autoApproveMaxMinor: (E18 / 2n).toString(),
-          fourEyesMinMinor: (4n * E18).toString(),
+          autoApproveMaxMinor: (ETH / 2n).toString(),
+          fourEyesMinMinor: (4n * ETH).toString(),
           velocityMaxPerHour: 5,
         },
         alice,
@@ -81,7 +80,7 @@ describe('loosening a control needs other admins and a delay; tightening is imme
     );
     expect(result).toMatchObject({ outcome: 'APPLIED', changed: true });
     expect(await ethRule()).toMatchObject({
-      autoApproveMaxMinor: (E18 / 2n).toString(),
+      autoApproveMaxMinor: (ETH / 2n).toString(),
       velocityMaxPerHour: 5,
     });
   });
@@ -90,8 +89,8 @@ describe('loosening a control needs other admins and a delay; tightening is imme
     await core.setTenantGovernance(t.db, { tenantId, looseningDelaySeconds: 1 });
     const proposedRule = {
       assetCode: 'ETH',
-      autoApproveMaxMinor: (2n * E18).toString(),
-      fourEyesMinMinor: (6n * E18).toString(),
+      autoApproveMaxMinor: (2n * ETH).toString(),
+      fourEyesMinMinor: (6n * ETH).toString(),
       velocityMaxPerHour: 20,
     };
     const result = await inTenant((tx) => core.changeRiskRule(tx, tenantId, proposedRule, alice));
@@ -113,7 +112,7 @@ describe('loosening a control needs other admins and a delay; tightening is imme
       { timeout: 10_000, interval: 200 },
     );
     expect(await ethRule()).toMatchObject({
-      autoApproveMaxMinor: (2n * E18).toString(),
+      autoApproveMaxMinor: (2n * ETH).toString(),
       velocityMaxPerHour: 20,
     });
     const done = await inTenant((tx) => core.getProposal(tx, tenantId, proposal.proposalId));
@@ -200,13 +199,13 @@ describe('single-admin mode', () => {
     await core.setTenantGovernance(t.db, { tenantId: lone, singleAdmin: true });
     await staffMember(t.db, lone, 'admin');
     const approver = await staffMember(t.db, lone, 'approver');
-    await fund(t.db, lone, 'acct-1', 'ETH', 10n * E18);
+    await fund(t.db, lone, 'acct-1', 'ETH', 10n * ETH);
     await withTenant(t.db, lone, (tx) =>
       core.setRiskPolicy(tx, {
         tenantId: lone,
         assetCode: 'ETH',
-        autoApproveMaxMinor: (E18 / 10n).toString(),
-        fourEyesMinMinor: (5n * E18).toString(),
+        autoApproveMaxMinor: (ETH / 10n).toString(),
+        fourEyesMinMinor: (5n * ETH).toString(),
         actor: 'test',
       }),
     );
@@ -224,7 +223,7 @@ describe('single-admin mode', () => {
         }),
       );
     };
-    expect((await refusal(decideOn(E18.toString()))).code).toBe('FORBIDDEN');
+    expect((await refusal(decideOn(ETH.toString()))).code).toBe('FORBIDDEN');
   });
 });
 

@@ -8,7 +8,7 @@ import { restRoutes } from '../src/rest/routes.ts';
 import { approveAndApply } from './support/control-changes.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * API keys with scopes, owners and expiry, over real HTTP. The insider path first: an admin mints a
@@ -19,7 +19,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * key past its expiry is refused like a revoked one, even while this server's key cache (one
  * minute here) still holds it.
  */
-const PASSWORD = 'a long enough test password';
 const STAFF = ['admin', 'admin2', 'approver'] as const;
 type Who = (typeof STAFF)[number];
 

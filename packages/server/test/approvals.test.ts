@@ -1,19 +1,17 @@
-import { Writable } from 'node:stream';
 import { createStaffUser, getOperation, reviewWithdrawal, setRiskPolicy, withTenant } from '@idem/core';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Approvals (I11-F1, I11-F3), over real HTTP: the server runs with NO worker, so nothing reviews a
  * withdrawal behind the test's back; staff decide with their session cookies.
  */
-const PASSWORD = 'a long enough test password';
 const STAFF = ['operator', 'admin', 'approver1', 'approver2'] as const;
 type Who = (typeof STAFF)[number];
 
@@ -90,14 +88,8 @@ beforeAll(async () => {
       });
     }
   });
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
   // No worker runs in this server: a withdrawal submitted through the API stays unreviewed.
-  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database));
 });
 
 afterAll(async () => {

@@ -6,13 +6,12 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * The staff audit log over real HTTP: who did what, when, from where, and what they
  * asked; refusals and failed sign-ins too; append-only in the database; administrators only.
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

@@ -6,7 +6,7 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * The audit log tells the truth about outcomes: a staff action refused where it is decided (an
@@ -14,7 +14,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * once, with the refusal's code, and never as `ok`; an accepted one is recorded once as `ok`.
  * Driven over real HTTP; the log is read straight from the database.
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

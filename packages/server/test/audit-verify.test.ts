@@ -7,7 +7,7 @@ import { hashPassword } from '../src/auth/password.ts';
 import { idem } from './support/cli-process.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Verifying the audit chain, as an operator does (`idem audit verify`, a child process on the
@@ -16,7 +16,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * name exactly that row and the CLI exits non-zero. The CLI runs against PostgreSQL only (on PGlite
  * the server in this process holds the data directory).
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

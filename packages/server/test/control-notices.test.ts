@@ -16,9 +16,8 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
-import { dataOf, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, staffHttp } from './support/staff-http.ts';
 
-const PASSWORD = 'a long enough test password';
 const PUBLIC_URL = 'https://idem.example.test';
 const DOMAIN = 'notices.invalid';
 let database: TestDatabase;

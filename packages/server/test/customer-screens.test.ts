@@ -7,14 +7,13 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { createStaffOfRoles, startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * The customer screens, server side, over real HTTP: the second-device confirmation
  * (I14-DEVICE), the account's own deposit history (I14-DEPOSITS) and the block explorer link an
  * admin configures per network (I14-LIVE).
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

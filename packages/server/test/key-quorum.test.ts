@@ -13,7 +13,7 @@ import { hashPassword } from '../src/auth/password.ts';
 import { applyDue, approveControlChange } from './support/control-changes.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Admin quorum: an API key, a widening of its scopes and an outbound webhook endpoint are loosenings.
@@ -23,7 +23,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * authenticates nothing, the widening grants nothing, and the endpoint receives nothing. Revoking,
  * narrowing and disabling act at once. A tenant with one admin creates neither (FORBIDDEN).
  */
-const PASSWORD = 'a long enough test password';
 const STAFF = ['admin', 'admin2', 'approver'] as const;
 type Who = (typeof STAFF)[number];
 const DELAY_SECONDS = 2;

@@ -1,12 +1,11 @@
-import { Writable } from 'node:stream';
 import { errorStatus } from '@idem/contracts';
 import { rowsOf } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
-import { readEnv } from '../src/env.ts';
+import type { RunningServer } from '../src/app.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';
 
 /** Everything a malformed request could have written, counted table by table. */
@@ -26,12 +25,7 @@ describe('malformed requests (property)', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     tenant = await provisionTenant(database.db);
-    const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-    server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-      database,
-      logDestination: silent,
-      announce: () => {},
-    });
+    ({ server } = await startSilentServer(database));
   });
   afterAll(async () => {
     await server?.close();

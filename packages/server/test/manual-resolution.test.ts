@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
 import {
   createStaffUser,
@@ -19,17 +18,16 @@ import pino from 'pino';
 import { createPublicClient, createWalletClient, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant } from './support/provision.ts';
-import { type StaffSession, staffHttp } from './support/staff-http.ts';
+import { PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Manual resolution (I11-F4) over real HTTP, with a real chain behind the server: a stuck withdrawal is resolved
  * only by a proposal that another staff member approves, and only when the chain proves it.
  */
-const PASSWORD = 'a long enough test password';
 const CHAIN_ID = 31337;
 const hotWalletKey = anvilDevPrivateKeys[1] as Hex;
 const hotWallet = privateKeyToAccount(hotWalletKey).address;
@@ -119,19 +117,11 @@ beforeAll(async () => {
       await createStaffUser(tx, { tenantId, email: staff[role], role, passwordHash });
     }
   });
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  server = await startServer(
-    readEnv({
-      PORT: '0',
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      IDEM_EVM_RPC_URL: anvil.rpcUrl,
-      IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
-      IDEM_WORKER_IN_PROCESS: 'false',
-    }),
-    { database, logDestination: silent, announce: () => {} },
-  );
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database, {
+    IDEM_EVM_RPC_URL: anvil.rpcUrl,
+    IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
+    IDEM_WORKER_IN_PROCESS: 'false',
+  }));
 });
 
 afterAll(async () => {

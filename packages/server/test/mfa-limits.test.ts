@@ -14,10 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { startSilentServer } from './support/in-process.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 import { totpDevice, wrongCodeFor } from './support/totp-device.ts';
 
-const PASSWORD = 'a long enough test password';
 const SLUG = 'limits-exchange';
 const ATTEMPTS = 60;
 const LIMIT = 5;

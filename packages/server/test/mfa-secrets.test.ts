@@ -20,10 +20,9 @@ import { hashPassword } from '../src/auth/password.ts';
 import { newMfaKeyLine, openSecret, readMfaKeyFile, sealSecret } from '../src/auth/totp-secrets.ts';
 import { readEnv } from '../src/env.ts';
 import { startSilentServer } from './support/in-process.ts';
-import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 import { totpDevice } from './support/totp-device.ts';
 
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let tenantId = '';

@@ -1,9 +1,7 @@
-import { Writable } from 'node:stream';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer } from '../src/app.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
 
 let anvil: AnvilInstance;
 let database: TestDatabase;
@@ -20,16 +18,10 @@ afterAll(async () => {
 
 describe('I32-CHAIN the server trusts the chain id its node reports', () => {
   it('I32-CHAIN a server left at the development chain id refuses to start against a node of chain 1', async () => {
-    const starting = startServer(
-      readEnv({
-        PORT: '0',
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'silent',
-        IDEM_EVM_RPC_URL: anvil.rpcUrl,
-        IDEM_WORKER_IN_PROCESS: 'false',
-      }),
-      { database, logDestination: new Writable({ write: (_c, _e, done) => done() }), announce: () => {} },
-    );
+    const starting = startSilentServer(database, {
+      IDEM_EVM_RPC_URL: anvil.rpcUrl,
+      IDEM_WORKER_IN_PROCESS: 'false',
+    });
     await expect(starting).rejects.toThrow(/reports chain 1, not the configured chain 31337/);
   });
 });

@@ -15,7 +15,7 @@ import {
   type TenantFixture,
   withDirectDatabase,
 } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * An administrator cannot aim an outbound webhook inside the deployment's network through the
@@ -24,7 +24,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * without an allowlist. The deployment's settings (https outside development, the allowlist) are
  * read from the environment in one place, env.ts.
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

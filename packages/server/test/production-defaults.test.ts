@@ -9,13 +9,13 @@ import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
 import { workerSettingsFrom } from '../src/worker-settings.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
+import { PASSWORD } from './support/staff-http.ts';
 
 /**
  * What a server outside development does by default (I11-F9): session cookies a sibling host or
  * plain http cannot plant or read, and no metrics without a token. The server runs in process on
  * the test database (PostgreSQL or PGlite), as a deployment on PostgreSQL would: not embedded.
  */
-const PASSWORD = 'a long enough test password';
 const EMAIL = 'admin@prod.invalid';
 let database: TestDatabase;
 let tenant: TenantFixture;

@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
 import {
   createStaffUser,
@@ -16,18 +15,17 @@ import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { approveWithdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 
 /**
  * Four-eyes proposals (I11-F5), over real HTTP: adjustments and manual credits are proposed by one signed-in
  * staff member and approved by another through `staffProposals.*`, bound to the hash shown; the
  * approval posts the journal entry, once.
  */
-const PASSWORD = 'a long enough test password';
 const ROLES = ['support', 'approver', 'operator', 'admin'] as const;
 
 let database: TestDatabase;
@@ -89,13 +87,7 @@ beforeAll(async () => {
       userIds[role] = user.userId;
     }
   });
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database));
   for (const role of ROLES) {
     sessions[role] = await signIn({
       tenantId: tenant.tenantId,

@@ -1,11 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import {
   addressBudgetOf,
@@ -13,13 +12,13 @@ import {
   PasswordCheckCap,
   takeSignInAttempt,
 } from '../src/auth/sign-in-throttle.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
+import { PASSWORD } from './support/staff-http.ts';
 
 /**
  * I11-F7: the sign-in guessing limit over real HTTP. Failures are counted per (tenant, e-mail) and
  * per client address in PostgreSQL, never reset wholesale, and password checks are capped.
  */
-const PASSWORD = 'a long enough test password';
 let passwordHash: string;
 
 interface Answer {
@@ -73,8 +72,6 @@ function codeOf(error: unknown): string | undefined {
   return undefined;
 }
 
-const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-
 beforeAll(async () => {
   passwordHash = await hashPassword(PASSWORD);
 });
@@ -88,12 +85,7 @@ describe('sign-in throttle in one server', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase({ maxConnections: 5 });
-    server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-      database,
-      logDestination: silent,
-      announce: () => {},
-    });
-    base = `http://127.0.0.1:${server.port}`;
+    ({ server, base } = await startSilentServer(database));
   });
 
   afterAll(async () => {
@@ -249,17 +241,10 @@ describe('sign-in throttle with a cap of one password check at a time', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase({ maxConnections: 5 });
-    server = await startServer(
-      readEnv({
-        PORT: '0',
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'silent',
-        IDEM_PASSWORD_CHECKS_MAX: '1',
-        IDEM_TRUSTED_PROXY_HOPS: '1',
-      }),
-      { database, logDestination: silent, announce: () => {} },
-    );
-    base = `http://127.0.0.1:${server.port}`;
+    ({ server, base } = await startSilentServer(database, {
+      IDEM_PASSWORD_CHECKS_MAX: '1',
+      IDEM_TRUSTED_PROXY_HOPS: '1',
+    }));
   });
 
   afterAll(async () => {

@@ -19,7 +19,7 @@ import { hashPassword } from '../src/auth/password.ts';
 import { approveAndApply } from './support/control-changes.ts';
 import { createStaffOfRoles, LOCAL_RECEIVERS, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Configuration that needed the CLI, through the staff API over real HTTP: API keys
@@ -28,7 +28,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * The server runs with a one-minute API key cache, so only cache invalidation can make a revoked
  * key fail at once.
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import type { ReconciliationRunDetail, SignedRunReport, StaffRole } from '@idem/contracts';
 import {
   createOutboundEndpoint,
@@ -18,13 +17,12 @@ import { verifyRunReport } from '@idem/workers';
 import { toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
 import { idem } from './support/cli-process.ts';
-import { LOCAL_RECEIVERS } from './support/in-process.ts';
+import { LOCAL_RECEIVERS, startSilentServer } from './support/in-process.ts';
 import { ETH } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * I13-BAL on demand, over real HTTP with a real chain behind the server: an operator runs a balance
@@ -32,7 +30,6 @@ import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
  * CSV and as JSON signed with the tenant's own outbound-webhook secret, and the auditor's
  * `idem reconcile verify` accepts the report and refuses a tampered one.
  */
-const PASSWORD = 'a long enough test password';
 const CHAIN_ID = 31337;
 
 let anvil: AnvilInstance;
@@ -77,18 +74,11 @@ beforeAll(async () => {
     { url: 'http://127.0.0.1:9/hooks' },
     LOCAL_RECEIVERS,
   ));
-  server = await startServer(
-    readEnv({
-      PORT: '0',
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      IDEM_EVM_RPC_URL: anvil.rpcUrl,
-      IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
-      IDEM_WORKER_IN_PROCESS: 'false',
-    }),
-    { database, logDestination: new Writable({ write: (_c, _e, done) => done() }), announce: () => {} },
-  );
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database, {
+    IDEM_EVM_RPC_URL: anvil.rpcUrl,
+    IDEM_EVM_CHAIN_ID: String(CHAIN_ID),
+    IDEM_WORKER_IN_PROCESS: 'false',
+  }));
 });
 
 afterAll(async () => {

@@ -21,6 +21,7 @@ import {
   setTenantGovernance,
   withTenant,
 } from '@idem/core';
+import { ETH } from '@idem/testing/chain';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { type MailServer, startMailServer } from '@idem/testing/mail';
 import { sql } from 'drizzle-orm';
@@ -30,9 +31,8 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { demoCustomerLink, seedDemoTenant } from '../src/demo.ts';
 import { startSilentServer } from './support/in-process.ts';
-import { dataOf, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let mailServer: MailServer;
 let server: RunningServer;
@@ -671,7 +671,6 @@ describe('I14-TEAM the admin manages the team', () => {
  * cannot mint a second "person" and approve their own requests with it at once.
  */
 describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool off', () => {
-  const ETH = 10n ** 18n;
   let admin: StaffSession;
   let withdrawal = { operationId: '', payloadHash: '' };
 

@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import {
   createStaffUser,
   getBalances,
@@ -11,17 +10,16 @@ import {
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { type StaffSession, staffHttp } from './support/staff-http.ts';
+import { PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * Stop before signing, over real HTTP: the server runs with no worker, so an APPROVED
  * withdrawal stays unclaimed until the test claims it.
  */
-const PASSWORD = 'a long enough test password';
 const STAFF = ['support', 'approver', 'operator'] as const;
 type Who = (typeof STAFF)[number];
 
@@ -69,13 +67,7 @@ beforeAll(async () => {
       });
     }
   });
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database));
 });
 
 afterAll(async () => {

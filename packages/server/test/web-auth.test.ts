@@ -1,20 +1,19 @@
-import { Writable } from 'node:stream';
 import type { StaffRole } from '@idem/contracts';
 import { createStaffUser, setRiskPolicy, withTenant } from '@idem/core';
 import { createIdemClient } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
-import { readEnv } from '../src/env.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';
+import { PASSWORD } from './support/staff-http.ts';
 
 /**
  * The web screens' server side, over real HTTP: who may sign in, what each role may do, CSRF on
  * mutations, session expiry and revocation, one-time customer links, and tenant isolation.
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;
@@ -128,13 +127,7 @@ beforeAll(async () => {
     });
     tenants[key] = { ...fixture, staff };
   }
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  server = await startServer(readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent' }), {
-    database,
-    logDestination: silent,
-    announce: () => {},
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(database));
   origin = base;
 });
 

@@ -7,13 +7,12 @@ import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { createStaffOfRoles, LOCAL_RECEIVERS, startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
-import { dataOf, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
 
 /**
  * The outbound delivery log through the staff API over real HTTP: staff read it, an
  * operator redelivers a dead-lettered delivery by hand, nobody sees another tenant's log.
  */
-const PASSWORD = 'a long enough test password';
 let database: TestDatabase;
 let server: RunningServer;
 let base: string;

@@ -3,6 +3,9 @@
  * HTTP with the session cookie, the CSRF header and our own origin. One place for every server test
  * that drives the staff procedures.
  */
+/** The password the staff members of these tests sign in with. */
+export const PASSWORD = 'a long enough test password';
+
 export interface StaffSession {
   cookie: string;
   csrf: string;
