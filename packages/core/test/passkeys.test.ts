@@ -302,51 +302,73 @@ describe('I32-PASSKEY approvals carry the approver’s assertion', () => {
     expect(op.approvalsRequired).toBe(2);
     const valid = key.assert(core.approvalChallenge(op.operationId, op.payloadHash, 'approve'));
     await decide(op, { assertion: valid });
-    // Whoever holds the application's login writes a second approval: none, then one copied from
-    // the real approver's row under another name, then one with a made-up signature.
     const [real] = await inTenant((tx) =>
       tx.select().from(approvals).where(eq(approvals.operationId, op.operationId)),
     );
-    await inTenant((tx) =>
-      tx.insert(approvals).values({
-        tenantId,
-        operationId: op.operationId,
-        approver: adminA,
-        payloadHash: op.payloadHash,
-        decision: 'approve',
-      }),
-    );
-    await inTenant((tx) =>
-      tx.insert(approvals).values({
-        tenantId,
-        operationId: op.operationId,
-        approver: adminB,
-        payloadHash: op.payloadHash,
-        decision: 'approve',
-        passkeyAssertion: real?.passkeyAssertion,
-      }),
-    );
-    await inTenant((tx) =>
-      tx.insert(approvals).values({
-        tenantId,
-        operationId: op.operationId,
-        approver: approver,
-        payloadHash: op.payloadHash,
-        decision: 'approve',
-        passkeyAssertion: {
-          ...(real?.passkeyAssertion as object),
-          credentialId: 'not-a-registered-credential',
-          signature: Buffer.alloc(70, 1).toString('base64url'),
-        },
-      }),
-    );
+    const stored = real?.passkeyAssertion as Record<string, unknown>;
+    // Whoever holds the application's login writes approvals the database cannot tell apart from
+    // real ones: by a member without a passkey, none; by a member with one, their credential's id
+    // with a signature made up (the database checks no signature).
+    const approverKeyId = (await inTenant((tx) => core.listPasskeys(tx, tenantId, userIdOf(approver))))[0]
+      ?.credentialId;
+    for (const [who, assertion] of [
+      [adminA, null],
+      [
+        approver,
+        { ...stored, credentialId: approverKeyId, signature: Buffer.alloc(70, 1).toString('base64url') },
+      ],
+    ] as const) {
+      await inTenant((tx) =>
+        tx.insert(approvals).values({
+          tenantId,
+          operationId: op.operationId,
+          approver: who,
+          payloadHash: op.payloadHash,
+          decision: 'approve',
+          passkeyAssertion: assertion,
+        }),
+      );
+    }
     const check = await inTenant((tx) =>
       core.verifyApprovalAssertions(tx, tenantId, op.operationId, { origins: [ORIGIN] }),
     );
     expect(check.verified).toEqual([otherApprover]);
-    expect(check.refused.map((entry) => entry.approver).sort()).toEqual([adminA, adminB, approver].sort());
+    expect(check.refused.map((entry) => entry.approver).sort()).toEqual([adminA, approver].sort());
     expect(check.refused.find((entry) => entry.approver === adminA)?.reason).toBe('no passkey assertion');
+    expect(check.refused.find((entry) => entry.approver === approver)?.reason).toMatch(/does not verify/);
     expect(check.sufficient).toBe(false);
+  });
+
+  it('I32-PASSKEY the database refuses an approval without an assertion by a member with an active passkey, and one naming another member’s passkey', async () => {
+    const op = await awaitingApproval('2000');
+    const [real] = await inTenant(async (tx) => {
+      await decideWithdrawal(tx, {
+        tenantId,
+        operationId: op.operationId,
+        staffId: otherApprover,
+        payloadHash: op.payloadHash,
+        decision: 'approve',
+        relyingParty: rp,
+        assertion: key.assert(core.approvalChallenge(op.operationId, op.payloadHash, 'approve')),
+      });
+      return tx.select().from(approvals).where(eq(approvals.operationId, op.operationId));
+    });
+    const row = (approver: string, passkeyAssertion: unknown) =>
+      inTenant((tx) =>
+        tx.insert(approvals).values({
+          tenantId,
+          operationId: op.operationId,
+          approver,
+          payloadHash: op.payloadHash,
+          decision: 'approve',
+          passkeyAssertion,
+        }),
+      );
+    // `approver` has an active passkey: a row without an assertion is refused.
+    await refusedWith(row(approver, null), /needs their passkey assertion/);
+    // The real approver's assertion copied under another member's name names no passkey of theirs.
+    await refusedWith(row(adminB, real?.passkeyAssertion), /names no active passkey of theirs/);
+    await refusedWith(row(adminA, { credentialId: 'made-up' }), /names no active passkey of theirs/);
   });
 });
 
@@ -373,6 +395,19 @@ describe('I32-PASSKEY a tenant may require a passkey for every approval', () => 
     );
     expect(refused.code).toBe('FORBIDDEN');
     expect(refused.message).toMatch(/requires a passkey for every approval/);
+    // And the database refuses that row whichever path writes it.
+    await refusedWith(
+      inTenant((tx) =>
+        tx.insert(approvals).values({
+          tenantId,
+          operationId: op.operationId,
+          approver: adminA,
+          payloadHash: op.payloadHash,
+          decision: 'approve',
+        }),
+      ),
+      /needs their passkey assertion/,
+    );
     // The application's role cannot turn it off with a statement of its own.
     await refusedWith(
       inTenant((tx) =>
