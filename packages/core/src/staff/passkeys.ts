@@ -374,9 +374,10 @@ export async function checkDecisionAssertion(
     );
   }
   if (counter > key.counter) {
+    // greatest(): two decisions with one passkey at once each move it forward, never back.
     await tx
       .update(staffPasskeys)
-      .set({ counter })
+      .set({ counter: sql`greatest(${staffPasskeys.counter}, ${counter})` })
       .where(
         and(eq(staffPasskeys.tenantId, input.tenantId), eq(staffPasskeys.credentialId, key.credentialId)),
       );
