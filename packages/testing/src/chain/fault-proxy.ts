@@ -69,125 +69,45 @@ const bodyBytesMax = 1024 * 1024;
 /** A hung call is released after this long, so no socket outlives a test. */
 const hangMsMax = 30_000;
 
+/** What the proxy's handlers share: the upstream, the faults in force and what went through. */
+interface ProxyState {
+  readonly upstreamUrl: string;
+  fault: ProxyFault;
+  spareMethods: string[];
+  forwarded: number;
+  readonly rawTransactions: string[];
+  readonly rawTransactionsAt: number[];
+  /** Requests left unanswered on purpose; close() resets their sockets. */
+  readonly hanging: Set<IncomingMessage>;
+  rules: { rule: RpcFaultRule; hits: number; left: number }[];
+}
+
 export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> {
-  let forwarded = 0;
-  const rawTransactions: string[] = [];
-  const rawTransactionsAt: number[] = [];
-  const state: { fault: ProxyFault; spareMethods: string[] } = { fault: 'none', spareMethods: [] };
-  const hanging = new Set<IncomingMessage>();
-  let rules: { rule: RpcFaultRule; hits: number; left: number }[] = [];
-
-  const forward = async (body: string): Promise<{ status: number; text: string }> => {
-    for (const call of callsOf(body)) {
-      if (call.method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
-        rawTransactions.push(call.params[0]);
-        rawTransactionsAt.push(Date.now());
-      }
-    }
-    const upstream = await fetch(upstreamUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-      signal: AbortSignal.timeout(5_000),
-    });
-    const text = await upstream.text();
-    forwarded++;
-    return { status: upstream.status, text };
+  const state: ProxyState = {
+    upstreamUrl,
+    fault: 'none',
+    spareMethods: [],
+    forwarded: 0,
+    rawTransactions: [],
+    rawTransactionsAt: [],
+    hanging: new Set(),
+    rules: [],
   };
-
-  const ruleFor = (call: RpcCall) => {
-    const active = rules.find(
-      (r) => r.left > 0 && r.rule.methods.includes(call.method) && (r.rule.when?.(call.params ?? []) ?? true),
-    );
-    if (!active) return null;
-    active.left -= 1;
-    active.hits += 1;
-    return active.rule;
-  };
-
-  const hang = (request: IncomingMessage) => {
-    // Never answer; the caller's deadline decides. close() (or the cap) releases the socket.
-    hanging.add(request);
-    setTimeout(() => {
-      hanging.delete(request);
-      request.socket.destroy();
-    }, hangMsMax).unref();
-  };
-
-  /** One call as a lagging node would answer it. */
-  const lagging = async (call: RpcCall, height: number): Promise<unknown> => {
-    const view = lagView(call, height);
-    if ('answer' in view) return { jsonrpc: '2.0', id: call.id, ...view.answer };
-    const { text } = await forward(JSON.stringify({ ...call, params: view.params }));
-    const reply = JSON.parse(text) as { result?: unknown };
-    if (view.after && reply.result !== undefined) reply.result = view.after(reply.result);
-    return reply;
-  };
-
-  const handle = async (request: IncomingMessage, response: ServerResponse) => {
-    const body = await readBody(request);
-    let parsed: RpcCall | RpcCall[] | null = null;
-    try {
-      parsed = JSON.parse(body) as RpcCall | RpcCall[];
-    } catch {
-      parsed = null;
-    }
-    const calls = parsed === null ? [] : Array.isArray(parsed) ? parsed : [parsed];
-    const hit = calls.map((call) => ({ call, rule: ruleFor(call) }));
-    if (hit.some((h) => h.rule?.mode === '429')) {
-      // A rate limiter answers before the node sees anything.
-      response
-        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32005, message: 'rate limited' } }));
-      return;
-    }
-    if (hit.some((h) => h.rule?.mode === 'hang')) return hang(request);
-    if (hit.some((h) => h.rule?.mode === 'lag')) {
-      const replies = await Promise.all(
-        hit.map(async ({ call, rule }) =>
-          rule?.mode === 'lag'
-            ? lagging(call, rule.lagHeight ?? 0)
-            : JSON.parse((await forward(JSON.stringify(call))).text),
-        ),
-      );
-      const out = Array.isArray(parsed) ? replies : replies[0];
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
-      return;
-    }
-    const fault = spared(body, state.spareMethods) ? 'none' : state.fault;
-    if (fault === 'reset-without-forward') {
-      // The request never reaches the node.
-      request.socket.destroy();
-      return;
-    }
-    const upstream = await forward(body);
-    switch (fault) {
-      case 'none':
-        response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(upstream.text);
-        return;
-      case 'forward-then-502':
-        response.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway');
-        return;
-      case 'forward-then-reset':
-        request.socket.destroy();
-        return;
-      case 'forward-then-hang':
-        hanging.add(request);
-        return;
-    }
-  };
-
   const server: Server = createServer((request, response) => {
-    handle(request, response).catch(() => {
+    handle(state, request, response).catch(() => {
       if (!response.headersSent) response.writeHead(502).end();
       else request.socket.destroy();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  return proxyHandle(state, server, `http://127.0.0.1:${port}`);
+}
 
+/** The test's side of a running proxy: its faults and rules to set, what it forwarded, close(). */
+function proxyHandle(state: ProxyState, server: Server, url: string): FaultProxy {
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     get fault() {
       return state.fault;
     },
@@ -201,13 +121,13 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       state.spareMethods = value;
     },
     get forwarded() {
-      return forwarded;
+      return state.forwarded;
     },
-    rawTransactions,
-    rawTransactionsAt,
+    rawTransactions: state.rawTransactions,
+    rawTransactionsAt: state.rawTransactionsAt,
     addRule(rule) {
       const active = { rule, hits: 0, left: rule.times ?? Number.POSITIVE_INFINITY };
-      rules.push(active);
+      state.rules.push(active);
       return {
         rule,
         get hits() {
@@ -216,14 +136,135 @@ export async function startFaultProxy(upstreamUrl: string): Promise<FaultProxy> 
       };
     },
     clearRules() {
-      rules = [];
+      state.rules = [];
     },
     async close() {
-      for (const request of hanging) request.socket.destroy();
+      for (const request of state.hanging) request.socket.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** One request: a per-call rule that hits decides (429, hang, lag); otherwise the proxy-wide fault. */
+async function handle(state: ProxyState, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const body = await readBody(request);
+  let parsed: RpcCall | RpcCall[] | null = null;
+  try {
+    parsed = JSON.parse(body) as RpcCall | RpcCall[];
+  } catch {
+    parsed = null;
+  }
+  const calls = parsed === null ? [] : Array.isArray(parsed) ? parsed : [parsed];
+  const hit = calls.map((call) => ({ call, rule: ruleFor(state, call) }));
+  if (hit.some((h) => h.rule?.mode === '429')) {
+    // A rate limiter answers before the node sees anything.
+    response
+      .writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' })
+      .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32005, message: 'rate limited' } }));
+    return;
+  }
+  if (hit.some((h) => h.rule?.mode === 'hang')) return hang(state, request);
+  if (hit.some((h) => h.rule?.mode === 'lag'))
+    return answerLagging(state, response, hit, Array.isArray(parsed));
+  await answerWithFault(state, request, response, body);
+}
+
+/** A request one of whose calls a `lag` rule hit: those calls as the lagging node answers them, the rest forwarded. */
+async function answerLagging(
+  state: ProxyState,
+  response: ServerResponse,
+  hit: { call: RpcCall; rule: RpcFaultRule | null }[],
+  batch: boolean,
+): Promise<void> {
+  const replies = await Promise.all(
+    hit.map(async ({ call, rule }) =>
+      rule?.mode === 'lag'
+        ? lagging(state, call, rule.lagHeight ?? 0)
+        : JSON.parse((await forward(state, JSON.stringify(call))).text),
+    ),
+  );
+  const out = batch ? replies : replies[0];
+  response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+}
+
+/** The proxy-wide fault (none for a request of spared methods only): forwarded, then the answer lost or not. */
+async function answerWithFault(
+  state: ProxyState,
+  request: IncomingMessage,
+  response: ServerResponse,
+  body: string,
+): Promise<void> {
+  const fault = spared(body, state.spareMethods) ? 'none' : state.fault;
+  if (fault === 'reset-without-forward') {
+    // The request never reaches the node.
+    request.socket.destroy();
+    return;
+  }
+  const upstream = await forward(state, body);
+  switch (fault) {
+    case 'none':
+      response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(upstream.text);
+      return;
+    case 'forward-then-502':
+      response.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway');
+      return;
+    case 'forward-then-reset':
+      request.socket.destroy();
+      return;
+    case 'forward-then-hang':
+      state.hanging.add(request);
+      return;
+  }
+}
+
+/** Sends `body` to the node, recording raw transactions and counting what reached it. */
+async function forward(state: ProxyState, body: string): Promise<{ status: number; text: string }> {
+  for (const call of callsOf(body)) {
+    if (call.method === 'eth_sendRawTransaction' && typeof call.params?.[0] === 'string') {
+      state.rawTransactions.push(call.params[0]);
+      state.rawTransactionsAt.push(Date.now());
+    }
+  }
+  const upstream = await fetch(state.upstreamUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    signal: AbortSignal.timeout(5_000),
+  });
+  const text = await upstream.text();
+  state.forwarded++;
+  return { status: upstream.status, text };
+}
+
+/** The first rule in force that matches `call`, spending one of its uses; null when none does. */
+function ruleFor(state: ProxyState, call: RpcCall): RpcFaultRule | null {
+  const active = state.rules.find(
+    (r) => r.left > 0 && r.rule.methods.includes(call.method) && (r.rule.when?.(call.params ?? []) ?? true),
+  );
+  if (!active) return null;
+  active.left -= 1;
+  active.hits += 1;
+  return active.rule;
+}
+
+function hang(state: ProxyState, request: IncomingMessage): void {
+  // Never answer; the caller's deadline decides. close() (or the cap) releases the socket.
+  state.hanging.add(request);
+  setTimeout(() => {
+    state.hanging.delete(request);
+    request.socket.destroy();
+  }, hangMsMax).unref();
+}
+
+/** One call as a lagging node would answer it. */
+async function lagging(state: ProxyState, call: RpcCall, height: number): Promise<unknown> {
+  const view = lagView(call, height);
+  if ('answer' in view) return { jsonrpc: '2.0', id: call.id, ...view.answer };
+  const { text } = await forward(state, JSON.stringify({ ...call, params: view.params }));
+  const reply = JSON.parse(text) as { result?: unknown };
+  if (view.after && reply.result !== undefined) reply.result = view.after(reply.result);
+  return reply;
 }
 
 type LagView =

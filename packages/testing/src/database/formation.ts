@@ -74,6 +74,18 @@ interface Started {
   pgdata: string;
 }
 
+/** pg_autoctl with its configuration, state and pid files inside the formation's directory. */
+interface Autoctl {
+  /** Runs one command to its end; its standard output. */
+  run(args: string[]): Promise<string>;
+  /** Starts `pg_autoctl run` for a data directory (a monitor or a node), recorded for stop(). */
+  runService(pgdata: string): void;
+  /** The services started, in order. */
+  readonly started: readonly Started[];
+}
+
+const COMMON_OPTIONS = ['--pgctl', join(PG_BIN, 'pg_ctl'), '--auth', 'trust', '--no-ssl'];
+
 export async function startFormation(options: { log?: (line: string) => void } = {}): Promise<Formation> {
   if (!formationAvailable())
     throw new Error('pg_auto_failover is not installed (Debian package postgresql-15-auto-failover)');
@@ -84,7 +96,37 @@ export async function startFormation(options: { log?: (line: string) => void } =
     const { uid, gid } = postgresIds();
     chownSync(dir, uid, gid);
   }
-  // pg_autoctl keeps configuration, state and pid files under the XDG directories: all inside ours.
+  const autoctl = autoctlIn(dir, asRoot);
+  const stop = stopOnce(dir, autoctl);
+  try {
+    const [monitorPort, ...nodePorts] = await freePorts(3);
+    const monitor = await startMonitor(autoctl, join(dir, 'monitor'), monitorPort as number);
+    say(`monitor on ${monitorPort}`);
+    const readState = async (): Promise<NodeState[]> => {
+      const out = await autoctl.run(['show', 'state', '--pgdata', monitor.pgdata, '--json']);
+      return z.array(nodeStateSchema).parse(JSON.parse(out));
+    };
+    const nodes: FormationNode[] = [];
+    for (const [index, port] of nodePorts.entries()) {
+      const node = { name: `node${index + 1}`, port: port as number, pgdata: join(dir, `node${index + 1}`) };
+      await startNode(autoctl, monitor.url, node, readState);
+      nodes.push(node);
+      say(`${node.name} on ${node.port}`);
+    }
+    // Both nodes settled: primary plus a streaming synchronous secondary.
+    await waitFor(async () => {
+      const states = await readState();
+      return states.length === 2 && states.every(settled);
+    }, 60_000);
+    return formationHandle({ dir, nodes, monitorData: monitor.pgdata, autoctl, readState, say, stop });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** pg_autoctl under `dir`'s XDG directories, as the `postgres` system user when we are root. */
+function autoctlIn(dir: string, asRoot: boolean): Autoctl {
   const env = {
     PATH: `${PG_BIN}:/usr/sbin:/usr/bin:/sbin:/bin`,
     XDG_CONFIG_HOME: join(dir, 'config'),
@@ -97,166 +139,182 @@ export async function startFormation(options: { log?: (line: string) => void } =
     asRoot
       ? ['runuser', ['-u', 'postgres', '--', 'env', ...envArgs(env), PG_AUTOCTL, ...args]]
       : [PG_AUTOCTL, args];
-  const autoctl = async (args: string[]): Promise<string> => {
-    const [file, argv] = command(args);
-    const { stdout } = await run(file, argv, { env, timeout: COMMAND_TIMEOUT_MS, maxBuffer: 8 << 20 });
-    return stdout;
-  };
   const started: Started[] = [];
-  const runService = (pgdata: string) => {
-    const [file, argv] = command(['run', '--pgdata', pgdata]);
-    const child = spawn(file, argv, { env, stdio: 'ignore', detached: false });
-    started.push({ child, pgdata });
+  return {
+    async run(args) {
+      const [file, argv] = command(args);
+      const { stdout } = await run(file, argv, { env, timeout: COMMAND_TIMEOUT_MS, maxBuffer: 8 << 20 });
+      return stdout;
+    },
+    runService(pgdata) {
+      const [file, argv] = command(['run', '--pgdata', pgdata]);
+      const child = spawn(file, argv, { env, stdio: 'ignore', detached: false });
+      started.push({ child, pgdata });
+    },
+    started,
   };
+}
+
+/**
+ * Stops every service (the last started first), waits up to 10 s for each process before SIGKILL,
+ * kills any postmaster left behind and deletes the directory. Safe to call twice.
+ */
+function stopOnce(dir: string, autoctl: Autoctl): () => Promise<void> {
   let stopped = false;
-  const stop = async () => {
+  return async () => {
     if (stopped) return;
     stopped = true;
-    for (const { pgdata } of [...started].reverse())
-      await autoctl(['stop', '--pgdata', pgdata, '--immediate']).catch(() => {});
-    await Promise.all(
-      started.map(
-        ({ child }) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
-            const timer = setTimeout(() => {
-              child.kill('SIGKILL');
-              resolve();
-            }, 10_000);
-            child.once('exit', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-          }),
-      ),
-    );
+    for (const { pgdata } of [...autoctl.started].reverse())
+      await autoctl.run(['stop', '--pgdata', pgdata, '--immediate']).catch(() => {});
+    await Promise.all(autoctl.started.map(({ child }) => exitedOrKilled(child, 10_000)));
     // A postmaster whose keeper is gone would keep the directory busy: stop it directly too.
-    for (const { pgdata } of started) killPostmaster(pgdata);
+    for (const { pgdata } of autoctl.started) killPostmaster(pgdata);
     rmSync(dir, { recursive: true, force: true });
   };
+}
 
-  try {
-    const [monitorPort, ...nodePorts] = await freePorts(3);
-    const monitorData = join(dir, 'monitor');
-    const common = ['--pgctl', join(PG_BIN, 'pg_ctl'), '--auth', 'trust', '--no-ssl'];
-    await autoctl([
-      'create',
-      'monitor',
-      ...common,
-      '--pgdata',
-      monitorData,
-      '--pgport',
-      String(monitorPort),
-      '--hostname',
-      '127.0.0.1',
-    ]);
-    runService(monitorData);
-    const monitorUrl = `postgres://autoctl_node@127.0.0.1:${monitorPort}/pg_auto_failover?sslmode=disable`;
-    await waitFor(async () => {
-      await autoctl(['show', 'state', '--pgdata', monitorData]);
-      return true;
-    }, 30_000);
-    say(`monitor on ${monitorPort}`);
-    const nodes: FormationNode[] = [];
-    for (const [index, port] of nodePorts.entries()) {
-      const node = { name: `node${index + 1}`, port: port as number, pgdata: join(dir, `node${index + 1}`) };
-      await autoctl([
-        'create',
-        'postgres',
-        ...common,
-        '--pgdata',
-        node.pgdata,
-        '--pgport',
-        String(node.port),
-        '--listen',
-        '127.0.0.1',
-        '--hostname',
-        '127.0.0.1',
-        '--name',
-        node.name,
-        '--dbname',
-        'postgres',
-        '--monitor',
-        monitorUrl,
-      ]);
-      runService(node.pgdata);
-      nodes.push(node);
-      // The second node clones the first: it must be a running primary first.
-      await waitFor(
-        async () =>
-          (await readState()).some(
-            (s) => s.nodename === node.name && (settled(s) || s.current_group_state === 'single'),
-          ),
-        60_000,
-      );
-      say(`${node.name} on ${node.port}`);
-    }
+/** Resolves when `child` has exited, or after `graceMs`, when it is sent SIGKILL. */
+function exitedOrKilled(child: ChildProcess, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      resolve();
+    }, graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
-    async function readState(): Promise<NodeState[]> {
-      const out = await autoctl(['show', 'state', '--pgdata', monitorData, '--json']);
-      return z.array(nodeStateSchema).parse(JSON.parse(out));
-    }
-    const nodeOf = (state: NodeState) => {
-      const node = nodes.find((n) => n.name === state.nodename);
-      if (!node) throw new Error(`unknown node ${state.nodename}`);
+/** Creates and runs the monitor; resolves once it answers, with the URL the nodes register at. */
+async function startMonitor(
+  autoctl: Autoctl,
+  pgdata: string,
+  port: number,
+): Promise<{ pgdata: string; url: string }> {
+  await autoctl.run([
+    'create',
+    'monitor',
+    ...COMMON_OPTIONS,
+    '--pgdata',
+    pgdata,
+    '--pgport',
+    String(port),
+    '--hostname',
+    '127.0.0.1',
+  ]);
+  autoctl.runService(pgdata);
+  await waitFor(async () => {
+    await autoctl.run(['show', 'state', '--pgdata', pgdata]);
+    return true;
+  }, 30_000);
+  return { pgdata, url: `postgres://autoctl_node@127.0.0.1:${port}/pg_auto_failover?sslmode=disable` };
+}
+
+/**
+ * Creates and runs one PostgreSQL node registered at the monitor; resolves once the monitor reports
+ * it settled (or a single primary, as the first node is until the second joins).
+ */
+async function startNode(
+  autoctl: Autoctl,
+  monitorUrl: string,
+  node: FormationNode,
+  readState: () => Promise<NodeState[]>,
+): Promise<void> {
+  await autoctl.run([
+    'create',
+    'postgres',
+    ...COMMON_OPTIONS,
+    '--pgdata',
+    node.pgdata,
+    '--pgport',
+    String(node.port),
+    '--listen',
+    '127.0.0.1',
+    '--hostname',
+    '127.0.0.1',
+    '--name',
+    node.name,
+    '--dbname',
+    'postgres',
+    '--monitor',
+    monitorUrl,
+  ]);
+  autoctl.runService(node.pgdata);
+  // The second node clones the first: it must be a running primary first.
+  await waitFor(
+    async () =>
+      (await readState()).some(
+        (s) => s.nodename === node.name && (settled(s) || s.current_group_state === 'single'),
+      ),
+    60_000,
+  );
+}
+
+/** The test's side of a started formation: URLs, state, the primary, faults and stop(). */
+function formationHandle(parts: {
+  dir: string;
+  nodes: FormationNode[];
+  monitorData: string;
+  autoctl: Autoctl;
+  readState: () => Promise<NodeState[]>;
+  say: (line: string) => void;
+  stop: () => Promise<void>;
+}): Formation {
+  const { dir, nodes, monitorData, autoctl, readState, say, stop } = parts;
+  const nodeOf = (state: NodeState) => {
+    const node = nodes.find((n) => n.name === state.nodename);
+    if (!node) throw new Error(`unknown node ${state.nodename}`);
+    return node;
+  };
+  const primary = async () => {
+    const found = (await readState()).find(
+      (s) => s.current_group_state === 'primary' && s.assigned_group_state === 'primary',
+    );
+    if (!found) throw new Error('no primary in the formation');
+    return nodeOf(found);
+  };
+  return {
+    dir,
+    nodes,
+    state: readState,
+    primary,
+    async url(database = 'postgres', order = 'standby-first') {
+      const first = await primary();
+      const standbys = nodes.filter((node) => node !== first);
+      const ordered = order === 'primary-first' ? [first, ...standbys] : [...standbys, first];
+      return `postgres://postgres@${ordered.map((n) => `127.0.0.1:${n.port}`).join(',')}/${database}?target_session_attrs=read-write`;
+    },
+    async killPrimary() {
+      const node = await primary();
+      if (!killPostmaster(node.pgdata)) throw new Error(`${node.name} has no running postmaster`);
+      say(`SIGKILL ${node.name}'s postmaster`);
       return node;
-    };
-    const primary = async () => {
-      const found = (await readState()).find(
-        (s) => s.current_group_state === 'primary' && s.assigned_group_state === 'primary',
-      );
-      if (!found) throw new Error('no primary in the formation');
-      return nodeOf(found);
-    };
-    // Both nodes settled: primary plus a streaming synchronous secondary.
-    await waitFor(async () => {
-      const states = await readState();
-      return states.length === 2 && states.every(settled);
-    }, 60_000);
-
-    return {
-      dir,
-      nodes,
-      state: readState,
-      primary,
-      async url(database = 'postgres', order = 'standby-first') {
-        const first = await primary();
-        const standbys = nodes.filter((node) => node !== first);
-        const ordered = order === 'primary-first' ? [first, ...standbys] : [...standbys, first];
-        return `postgres://postgres@${ordered.map((n) => `127.0.0.1:${n.port}`).join(',')}/${database}?target_session_attrs=read-write`;
-      },
-      async killPrimary() {
-        const node = await primary();
-        if (!killPostmaster(node.pgdata)) throw new Error(`${node.name} has no running postmaster`);
-        say(`SIGKILL ${node.name}'s postmaster`);
-        return node;
-      },
-      async switchover() {
-        await autoctl(['perform', 'switchover', '--pgdata', monitorData, '--wait', '60']);
-      },
-      async waitForPromotion(formerPrimary, timeoutMs = 90_000) {
-        let promoted: FormationNode | null = null;
-        await waitFor(async () => {
-          const states = await readState();
-          const next = states.find(
-            (s) =>
-              s.nodename !== formerPrimary.name &&
-              s.current_group_state === 'primary' &&
-              s.assigned_group_state === 'primary',
-          );
-          if (!next || !states.every(settled)) return false;
-          promoted = nodeOf(next);
-          return true;
-        }, timeoutMs);
-        if (!promoted) throw new Error('no promotion');
-        return promoted;
-      },
-      stop,
-    };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+    },
+    async switchover() {
+      await autoctl.run(['perform', 'switchover', '--pgdata', monitorData, '--wait', '60']);
+    },
+    async waitForPromotion(formerPrimary, timeoutMs = 90_000) {
+      let promoted: FormationNode | null = null;
+      await waitFor(async () => {
+        const states = await readState();
+        const next = states.find(
+          (s) =>
+            s.nodename !== formerPrimary.name &&
+            s.current_group_state === 'primary' &&
+            s.assigned_group_state === 'primary',
+        );
+        if (!next || !states.every(settled)) return false;
+        promoted = nodeOf(next);
+        return true;
+      }, timeoutMs);
+      if (!promoted) throw new Error('no promotion');
+      return promoted;
+    },
+    stop,
+  };
 }
 
 /** A node at rest: primary or secondary, as assigned, and healthy. */
