@@ -27,6 +27,8 @@ const READ = [
   'Webhook inbox',
   'Outbound webhooks',
   'Risk rules',
+  // Every member's own passkeys (I32-PASSKEY).
+  'Passkeys',
 ];
 const OPERATE = ['New withdrawal', 'Adjustments and credits', 'API keys', 'Webhook endpoints'];
 const ADMINISTER = ['Branding', 'Team', 'Audit log'];
