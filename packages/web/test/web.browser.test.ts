@@ -712,7 +712,9 @@ describe('stuck withdrawals on a real chain (I12)', () => {
     await operator.reload();
     const attempts = await waitForAttempts(operator, 2);
     await expect(attempts.locator('tbody tr').nth(1).textContent()).resolves.toContain('cancel');
-    await chain.mine(3);
+    // At depth and final: the hold stays until the cancel's block is final (I32-FINAL; anvil
+    // finalizes 64 blocks behind its head).
+    await chain.mine(3 + 64);
     await waitForState('screens-cancel-1', 'VERIFIED_NOT_SENT');
     await operator.reload();
     await operator.getByTestId('staff-timeline').getByText('BROADCAST → VERIFIED_NOT_SENT').waitFor();
