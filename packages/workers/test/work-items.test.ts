@@ -81,7 +81,14 @@ describe('I11-F9 what a worker stores and logs about a failure is scrubbed', () 
     provider = createServer(async (req, res) => {
       let body = '';
       for await (const chunk of req) body += chunk;
-      // Fees are read before signing (I12-FEES): that one call is answered, so the send is what fails.
+      // The chain id (I32-CHAIN) and fees (I12-FEES) are read before signing: those calls are
+      // answered, so the send is what fails.
+      if (body.includes('"eth_chainId"')) {
+        const { id } = JSON.parse(body) as { id: number };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id, result: `0x${CHAIN_ID.toString(16)}` }));
+        return;
+      }
       if (body.includes('"eth_feeHistory"')) {
         const { id } = JSON.parse(body) as { id: number };
         res.writeHead(200, { 'content-type': 'application/json' });
