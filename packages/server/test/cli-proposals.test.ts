@@ -1,11 +1,10 @@
 import { rmSync } from 'node:fs';
 import { createStaffUser, createTenant, getHotWallet, listAudit, schema, withTenant } from '@idem/core';
-import { openPkcs11Signer } from '@idem/rails';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath } from '@idem/testing/signer';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
-import { idem } from './support/cli-process.ts';
+import { idem, pkcs11Address } from './support/cli-process.ts';
 import { ledgerOf, printed } from './support/cli-results.ts';
 import {
   type Backend,
@@ -376,7 +375,7 @@ describe.skipIf(!softHsmModulePath())('I18 idem hot-wallet create and list with 
       withTenant(db, tenantId, (tx) => getHotWallet(tx, tenantId, 'ethereum')),
     );
     expect(stored.address).toBe(created.address);
-    expect(openPkcs11Signer(stored.keyRef).address).toBe(created.address);
+    expect(await pkcs11Address({ ...backend.env, ...token.env }, stored.keyRef)).toBe(created.address);
 
     const listed = await idem(backend.env, 'hot-wallet', 'list', '--tenant', tenantId, '--json');
     expect(printed<{ wallets: unknown[] }>(listed)).toEqual({

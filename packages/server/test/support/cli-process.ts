@@ -45,3 +45,28 @@ export function idem(env: Record<string, string>, ...args: string[]): Promise<Cl
     });
   });
 }
+
+/** The address of a `pkcs11:` key, opened in a child process with `env` (support/pkcs11-address.ts). */
+export function pkcs11Address(env: Record<string, string>, keyRef: string): Promise<string> {
+  const script = fileURLToPath(new URL('./pkcs11-address.ts', import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, keyRef], {
+      cwd: serverRoot,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code === 0) resolve(stdout.trim());
+      else reject(new Error(`pkcs11-address exited ${code}: ${stderr}`));
+    });
+  });
+}
