@@ -1,4 +1,4 @@
--- Deferred trigger postings_entry_source (issue 32): a journal entry that credits a customer account
+-- Deferred trigger postings_entry_source: a journal entry that credits a customer account
 -- from a control account ('@custody', '@adjustments', '@network_fees') is accepted, at commit, only
 -- from the path that owns that money movement, bound to its operation: every customer posting on
 -- the operation's own account, bucket and asset, the control side one account, the total the

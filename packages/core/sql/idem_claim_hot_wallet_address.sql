@@ -1,4 +1,4 @@
--- Trigger hot_wallets_claim_address (issue 32): each new hot wallet claims its (network, address) in
+-- Trigger hot_wallets_claim_address: each new hot wallet claims its (network, address) in
 -- hot_wallet_addresses, whose primary key refuses a second claim, from any tenant: one address is
 -- one nonce sequence, so two tenants' rows for it would allocate the same nonces. Runs as the role
 -- that inserts the wallet, which is the deployment's own (the application role may not add one).

@@ -1,4 +1,4 @@
--- Trigger operations_guard_insert (issue 32): a new operation starts where its kind's own creation
+-- Trigger operations_guard_insert: a new operation starts where its kind's own creation
 -- path starts it, with nothing a later step writes. A withdrawal is REQUESTED (idem_create_withdrawal,
 -- idem_create_withdrawals; a refused hold then moves it to REJECTED), unreviewed, with no lease,
 -- signature, nonce, custodian reference or owner; a deposit or an adjustment is recorded CONFIRMED

@@ -1,4 +1,4 @@
--- Trigger operations_guard_state (issue 32): an operation's state moves only along its kind's
+-- Trigger operations_guard_state: an operation's state moves only along its kind's
 -- transition table (src/state-machine/transitions.ts), and a withdrawal becomes APPROVED from
 -- REQUESTED only when it was reviewed, its hold is in the journal and not released, and either the
 -- distinct approvals bound to its stored payload hash reach what it needs (its reviewed count, never

@@ -1,5 +1,5 @@
--- The fewest staff approvals a withdrawal needs by the rules in force, as the database computes them
--- (issue 32), so that whoever holds the application's login cannot claim the risk review found none:
+-- The fewest staff approvals a withdrawal needs by the rules in force, as the database computes them,
+-- so that whoever holds the application's login cannot claim the risk review found none:
 -- 1 with no policy for the asset or above its auto-approve limit, 2 from its four-eyes threshold,
 -- and for a withdrawal a staff member requested 1 when at the account holder's request, else 2
 -- (I11-F3). The review may ask more (velocity, a similar recent withdrawal); never fewer. Read by

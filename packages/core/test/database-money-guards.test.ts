@@ -1,5 +1,5 @@
 /**
- * A stolen database login cannot pay out (issue 32, the database's part). Whoever holds the
+ * A stolen database login cannot pay out. Whoever holds the
  * application's login runs statements as `idem_app` with a tenant bound, exactly as the server does
  * (`withTenant`). These tests are those statements: each must be refused by the database itself,
  * whatever the application's code would have done, while the legitimate paths keep working.

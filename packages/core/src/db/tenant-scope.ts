@@ -16,13 +16,7 @@ export async function withTenant<T>(
   tenantId: string,
   work: (tx: Tx) => Promise<T>,
 ): Promise<T> {
-  if (!tenantIdSchema.safeParse(tenantId).success) {
-    throw new IdemError('UNAUTHORIZED', 'tenant id is not a valid identifier');
-  }
-  return db.transaction(async (tx) => {
-    await actAsAppRole(tx, tenantId);
-    return work(tx);
-  });
+  return scopedTransaction(db, tenantId, (tx) => actAsAppRole(tx, tenantId), work);
 }
 
 /**
@@ -38,11 +32,26 @@ export async function withTenantAsConnection<T>(
   tenantId: string,
   work: (tx: Tx) => Promise<T>,
 ): Promise<T> {
+  return scopedTransaction(
+    db,
+    tenantId,
+    (tx) => tx.execute(sql`select set_config('app.tenant_id', ${tenantId}, true)`),
+    work,
+  );
+}
+
+/** One transaction whose first statement binds the tenant (`bind`), then `work`; a bad id runs nothing. */
+async function scopedTransaction<T>(
+  db: Database,
+  tenantId: string,
+  bind: (tx: Tx) => Promise<unknown>,
+  work: (tx: Tx) => Promise<T>,
+): Promise<T> {
   if (!tenantIdSchema.safeParse(tenantId).success) {
     throw new IdemError('UNAUTHORIZED', 'tenant id is not a valid identifier');
   }
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('app.tenant_id', ${tenantId}, true)`);
+    await bind(tx);
     return work(tx);
   });
 }

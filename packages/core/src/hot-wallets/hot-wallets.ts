@@ -9,7 +9,7 @@ export type HotWallet = typeof hotWallets.$inferSelect;
 /**
  * Registers a tenant's hot wallet as the deployment's own tools do (the CLI's `idem hot-wallet`):
  * in a transaction of the connection's own role, not the application's. The application role may
- * not add a hot wallet (its key reference decides what the worker loads to sign; issue 32), so this
+ * not add a hot wallet (its key reference decides what the worker loads to sign), so this
  * needs the tables' owner's login, as `createApiKey` does.
  */
 export async function provisionHotWallet(

@@ -72,18 +72,12 @@ export async function recordDeposit(
  * on a development database, the embedded demo's opening balances, test fixtures. It runs as the
  * connection's own role (`withTenantAsConnection`), since the database accepts a credit from a
  * control account without its evidence (a chain observation, the custodian's event, an executed
- * proposal) only from the tables' owner (idem_check_entry_source, issue 32). The application's
+ * proposal) only from the tables' owner (idem_check_entry_source). The application's
  * login cannot do this.
  */
 export async function creditAsOperator(
   db: Database,
-  input: {
-    tenantId: string;
-    deposit: unknown;
-    idempotencyKey: unknown;
-    actor: string;
-    evidence?: Record<string, unknown>;
-  },
+  input: Parameters<typeof recordDeposit>[1],
 ): Promise<IdentityClaim> {
   return withTenantAsConnection(db, input.tenantId, (tx) => recordDeposit(tx, input));
 }

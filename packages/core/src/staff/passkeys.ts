@@ -409,9 +409,9 @@ export interface ApprovalAssertionCheck {
  * operation's payload hash, its stored assertion must be signed by a passkey registered to that
  * approver (active, not revoked), over approvalChallenge(operation, payload hash, 'approve'), from
  * one of the expected origins. An approval row written without the approver's device (a forged
- * row, a decision without a passkey) is refused. The signer service (issue 32 part 2) calls this
- * before it signs, with its own read-only role and its pinned origins; the trust in the passkeys
- * themselves (their activating control changes) is part 2's chain of trust.
+ * row, a decision without a passkey) is refused. It is meant for the signer service to call before
+ * it signs, with its own read-only role and pinned origins (not wired yet), together with a chain of
+ * trust in the passkeys themselves (their activating control changes), also still to be built.
  */
 export async function verifyApprovalAssertions(
   db: Executor,

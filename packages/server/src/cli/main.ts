@@ -238,7 +238,7 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
         '--key-ref must be env:VARIABLE or keystore:/path/to/file.json#PASSWORD_VARIABLE (the key is never stored)',
       );
     }
-    // As the tables' owner: the application role may not add a hot wallet (issue 32).
+    // As the tables' owner: the application role may not add a hot wallet.
     const wallet = await provisionHotWallet(db, { tenantId, network, address, keyRef, nextNonce });
     return {
       network: wallet.network,

@@ -16,9 +16,22 @@ export interface CliRun {
  * environment. Resolves when it exits. On PGlite the CLI holds the data directory while it runs,
  * so callers inspect the database only after this resolves.
  */
-export function idem(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
+export async function idem(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
+  return runNode([CLI_BUNDLE, ...args], env, `idem ${args.join(' ')}`);
+}
+
+/** The address of a `pkcs11:` key, opened in a child process with `env` (support/pkcs11-address.ts). */
+export async function pkcs11Address(env: Record<string, string>, keyRef: string): Promise<string> {
+  const script = fileURLToPath(new URL('./pkcs11-address.ts', import.meta.url));
+  const run = await runNode(['--import', 'tsx', script, keyRef], env, 'pkcs11-address');
+  if (run.code !== 0) throw new Error(`pkcs11-address exited ${run.code}: ${run.stderr}`);
+  return run.stdout.trim();
+}
+
+/** Node on `args` in a child process with only PATH and `env`; resolves when it exits (120 s at most). */
+function runNode(args: string[], env: Record<string, string>, name: string): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_BUNDLE, ...args], {
+    const child = spawn(process.execPath, args, {
       cwd: serverRoot,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -33,7 +46,7 @@ export function idem(env: Record<string, string>, ...args: string[]): Promise<Cl
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`idem ${args.join(' ')} did not exit within 120 s:\n${stdout}\n${stderr}`));
+      reject(new Error(`${name} did not exit within 120 s:\n${stdout}\n${stderr}`));
     }, 120_000);
     child.once('error', (error) => {
       clearTimeout(timer);
@@ -42,31 +55,6 @@ export function idem(env: Record<string, string>, ...args: string[]): Promise<Cl
     child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** The address of a `pkcs11:` key, opened in a child process with `env` (support/pkcs11-address.ts). */
-export function pkcs11Address(env: Record<string, string>, keyRef: string): Promise<string> {
-  const script = fileURLToPath(new URL('./pkcs11-address.ts', import.meta.url));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, keyRef], {
-      cwd: serverRoot,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    child.once('error', reject);
-    child.once('close', (code) => {
-      if (code === 0) resolve(stdout.trim());
-      else reject(new Error(`pkcs11-address exited ${code}: ${stderr}`));
     });
   });
 }

@@ -93,7 +93,7 @@ export async function databaseRefusal(promise: Promise<unknown>): Promise<string
 }
 
 /**
- * Approves a REQUESTED withdrawal the way the database accepts (issue 32), in the caller's
+ * Approves a REQUESTED withdrawal the way the database accepts, in the caller's
  * transaction: the risk review first (which alone approves it within the tenant's auto-approve
  * rules), then as many decisions bound to its payload hash as the review asks, each by a new active
  * approver of the tenant. A test that needs an APPROVED withdrawal gets one only this way.

@@ -7,7 +7,7 @@ import { tenantPolicy } from './tenant-policy.ts';
  * signing transaction, so two workers can never sign with one nonce. Written only by the
  * deployment's own tools (the CLI's `idem hot-wallet`, as the tables' owner): the application role
  * may read a wallet and advance its nonce, never add one, since its key reference decides what the
- * worker loads to sign (issue 32).
+ * worker loads to sign.
  */
 export const hotWallets = pgTable(
   'hot_wallets',
@@ -32,7 +32,7 @@ export const hotWallets = pgTable(
 
 /**
  * Which tenant holds each hot-wallet address, across the deployment: one address is one nonce
- * sequence, so two tenants' rows for it would allocate the same nonces (issue 32). Unique across
+ * sequence, so two tenants' rows for it would allocate the same nonces. Unique across
  * tenants by nature, so not keyed by tenant (a reference table on Citus, docs/SERIALIZATION.md),
  * like `tenant_slugs`. Written only by the database, for each new hot wallet (trigger
  * hot_wallets_claim_address, core/sql/idem_claim_hot_wallet_address.sql); the application role has no
