@@ -192,23 +192,45 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
 
   /**
    * Waits until `count` of the server's sessions wait on a lock inside a creation statement: the
-   * batch function, or the single-item one a lone submission takes.
+   * batch function, or the single-item one a lone submission takes. Read from pg_locks (an ungranted
+   * lock stays listed for the whole wait) rather than from the session's wait event, which a backend
+   * with client_connection_check_interval clears each time it wakes to look at its client. `settled`
+   * are the submissions expected to be stopped: one that is answered instead fails the wait at once,
+   * with what the server's sessions were doing.
    */
-  async function serverWaitingOnLock(count: number): Promise<void> {
+  async function serverWaitingOnLock(count: number, settled: Promise<unknown>[] = []): Promise<void> {
+    let answered: string | undefined;
+    for (const submission of settled) {
+      submission.then(
+        () => {
+          answered ??= 'a submission expected to wait on the lock was answered';
+        },
+        (error) => {
+          answered ??= `a submission expected to wait on the lock failed: ${String(error)}`;
+        },
+      );
+    }
     // Generous: on a loaded two-core machine (three suites at once) a starved server took over 30 s.
-    await vi.waitFor(
+    const early = await vi.waitFor(
       async () => {
         // Statistics views are a snapshot per transaction: take a fresh one each time.
         await inspect`select pg_stat_clear_snapshot()`;
         const [row] = await inspect<{ n: number }[]>`
-          select count(*)::int as n from pg_stat_activity
-           where application_name = ${SERVER_APP} and datname = current_database() and query like '%idem_create_withdrawal%'
-             and wait_event_type = 'Lock'`;
-        if ((row?.n ?? 0) < count)
-          throw new Error(`never saw ${count} creation statements waiting on a lock`);
+          select count(distinct a.pid)::int as n from pg_stat_activity a join pg_locks l on l.pid = a.pid
+           where a.application_name = ${SERVER_APP} and a.datname = current_database()
+             and a.query like '%idem_create_withdrawal%' and not l.granted`;
+        if ((row?.n ?? 0) >= count) return undefined;
+        const sessions =
+          await inspect`select pid, state, wait_event_type, wait_event, left(query, 80) as query
+          from pg_stat_activity where application_name = ${SERVER_APP} and datname = current_database()`;
+        const detail = `saw ${row?.n ?? 0} of ${count} creation statements waiting on a lock; server sessions: ${JSON.stringify(sessions)}`;
+        // Waiting longer cannot help once a submission that was to hold a connection has gone.
+        if (answered) return `${answered}; ${detail}`;
+        throw new Error(detail);
       },
       { timeout: 90_000, interval: 20 },
     );
+    if (early) throw new Error(early);
   }
 
   /**
@@ -253,7 +275,7 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
     const lock = await lockBalanceRow(tenantId, account);
     try {
       const answers = storm();
-      await serverWaitingOnLock(2);
+      await serverWaitingOnLock(2, [answers]);
       // Time for the rest of the storm to reach the server; nothing below depends on all of it.
       await new Promise((resolve) => setTimeout(resolve, 300));
       await lock.release();
@@ -430,6 +452,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
 
       const server = await startServer(settings);
       let killed = false;
+      // Released in `finally` too, so that a failed wait does not leave the test's connection held.
+      const locks: { release(): Promise<void> }[] = [];
       try {
         // Before the crash: five acknowledged creations.
         await Promise.all(Array.from({ length: 5 }, () => track(server, request('cust-10', amount))));
@@ -437,10 +461,11 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
         await openConnections(server, 22);
         const plug = await lockBalanceRow(tenant.tenantId, 'cust-plug');
         const account = await lockBalanceRow(tenant.tenantId, 'cust-10');
+        locks.push(plug, account);
         // Two submissions the plug lock stops occupy both of the server's connections and both of
         // its batcher's slots, so the twenty that follow gather into batches behind them.
         const plugged = Array.from({ length: 2 }, () => track(server, request('cust-plug', amount)));
-        await serverWaitingOnLock(2);
+        await serverWaitingOnLock(2, plugged);
         const stormed = Array.from({ length: 20 }, () => track(server, request('cust-10', amount)));
         // Let the twenty reach the server, then free the connections: the gathered batches go in
         // and stop at the account's locked balance row, inside the statement.
@@ -456,7 +481,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
         await account.release();
         await Promise.all(stormed);
       } finally {
-        if (!killed) await server.stop();
+        if (!killed) await server.kill();
+        for (const lock of locks) await lock.release();
       }
 
       // The dead server's sessions end: each either committed its statement (it had been sent whole
