@@ -8,7 +8,7 @@ import { payloadHashSchema } from './operation.ts';
  * control change another admin approves (the tenant's first admin's first passkey in single-admin
  * mode is the trust anchor, active at once). An approver with an active passkey decides a
  * withdrawal only with an assertion whose challenge is bound to the withdrawal's payload hash and
- * the decision (approvalChallenge in @idem/core).
+ * the decision (approvalChallenge in @idem/core), and a proposal the same way (proposalChallenge).
  */
 
 const base64url = z
@@ -73,6 +73,13 @@ export const registerPasskeyOutputSchema = controlChangeOutcomeSchema.extend({
 /** The options the browser passes to `startAuthentication` to decide one withdrawal. */
 export const approvalPasskeyInputSchema = z.strictObject({
   operationId: z.uuid(),
+  payloadHash: payloadHashSchema,
+  decision: z.enum(['approve', 'reject']),
+});
+
+/** The options the browser passes to `startAuthentication` to decide one proposal. */
+export const proposalPasskeyInputSchema = z.strictObject({
+  proposalId: z.uuid(),
   payloadHash: payloadHashSchema,
   decision: z.enum(['approve', 'reject']),
 });

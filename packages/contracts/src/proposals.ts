@@ -4,6 +4,7 @@ import { assetCodeSchema } from './asset-code.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
 import { payloadHashSchema } from './operation.ts';
 import { cursorSchema, pageLimitSchema } from './paging.ts';
+import { passkeyAssertionSchema } from './passkeys.ts';
 
 /**
  * Proposals: one staff member proposes an action that moves or releases money, another approves
@@ -125,6 +126,8 @@ export const proposalDecisionViewSchema = z.object({
   approver: z.string(),
   decision: z.enum(['approve', 'reject']),
   reason: z.string().nullable(),
+  /** The passkey that signed this decision (I32-TRUST), or null: decided without one. */
+  passkeyCredentialId: z.string().nullable(),
   decidedAt: z.string(),
 });
 
@@ -163,6 +166,12 @@ export const decideProposalInputSchema = z.strictObject({
   payloadHash: payloadHashSchema,
   decision: z.enum(['approve', 'reject']),
   reason: z.string().trim().max(500).optional(),
+  /**
+   * The decider's passkey assertion over proposalChallenge(proposalId, payloadHash, decision):
+   * required, to approve or reject, once the decider has an active passkey (docs/GOVERNANCE.md
+   * "Passkeys").
+   */
+  assertion: passkeyAssertionSchema.optional(),
 });
 
 export const listProposalsInputSchema = z.strictObject({

@@ -308,6 +308,12 @@ export {
   type WebAuthnRelyingParty,
 } from './staff/passkeys.ts';
 export {
+  type ProposalAssertionCheck,
+  proposalAssertionOptions,
+  proposalChallenge,
+  verifyProposalAssertions,
+} from './staff/proposal-assertions.ts';
+export {
   listApprovalQueue,
   listAttentionQueue,
   listInboxAttention,

@@ -1,9 +1,11 @@
-import { IdemError } from '@idem/contracts';
+import { IdemError, type PasskeyAssertion } from '@idem/contracts';
 import { and, eq, ne, sql } from 'drizzle-orm';
 import { assertNotCoolingOff } from '../approvals/cooling-off.ts';
 import { assertFirstDecision, assertFourEyes } from '../approvals/four-eyes.ts';
 import type { Tx } from '../db/connect.ts';
 import { proposalDecisions, proposals } from '../db/schema/index.ts';
+import type { WebAuthnRelyingParty } from '../staff/passkeys.ts';
+import { proposalDecisionAssertion } from '../staff/proposal-assertions.ts';
 import { activeMembers, counts } from './approvers.ts';
 import { scheduleControlChange } from './control.ts';
 import { PROPOSAL_RULES } from './kinds.ts';
@@ -20,6 +22,14 @@ export interface ProposalDecision {
   reason?: string | undefined;
   /** A fresh answer from the authoritative source, for kinds that need one to execute. */
   attestation?: unknown;
+  /**
+   * The decider's passkey assertion over proposalChallenge(proposalId, payloadHash, decision).
+   * Required, to approve or reject, when the decider has an active passkey (docs/GOVERNANCE.md
+   * "Passkeys").
+   */
+  assertion?: PasskeyAssertion | undefined;
+  /** The deployment's origin and RP ID the assertion must have been made for. */
+  relyingParty?: WebAuthnRelyingParty | undefined;
 }
 
 export interface ProposalDecisionResult {
@@ -39,6 +49,8 @@ export interface ProposalDecisionResult {
  *
  * Only approvals by members still active and still holding the kind's permission count, when
  * deciding and again in the database as it executes (core/sql/idem_guard_proposal_update.sql).
+ * A member with an active passkey decides only with an assertion from it over the proposal's
+ * challenge, stored with the decision (../staff/proposal-assertions.ts).
  * A proposal past its expiry is marked EXPIRED and returned as such, so the caller commits the mark
  * and answers EXPIRED (`expiryRefusal`, with runAudited's `refusalOf`); one already marked is refused with EXPIRED at once.
  */
@@ -71,6 +83,7 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
   );
   if (input.decision === 'approve') await assertNotCoolingOff(tx, proposal.tenantId, input.staffId);
   await assertMayDecide(tx, proposal, input.staffId);
+  const passkeyAssertion = await proposalDecisionAssertion(tx, proposal, input);
   const inserted = await tx
     .insert(proposalDecisions)
     .values({
@@ -80,6 +93,7 @@ export async function decideProposal(tx: Tx, input: ProposalDecision): Promise<P
       payloadHash: input.payloadHash,
       decision: input.decision,
       reason: input.reason ?? null,
+      passkeyAssertion,
     })
     .onConflictDoNothing()
     .returning();

@@ -112,6 +112,7 @@ export function proposalView(
       approver: d.approver,
       decision: d.decision as 'approve' | 'reject',
       reason: d.reason,
+      passkeyCredentialId: (d.passkeyAssertion as { credentialId?: string } | null)?.credentialId ?? null,
       decidedAt: d.createdAt.toISOString(),
     })),
     result: (p.result as Record<string, unknown> | null) ?? null,

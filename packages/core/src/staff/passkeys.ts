@@ -27,7 +27,8 @@ import { staffActor } from './users.ts';
  * (idem_guard_passkey_update). An approver with an active passkey approves a withdrawal only with an
  * assertion whose challenge is approvalChallenge(operation, payload hash, decision), verified here
  * and stored with the decision, so anyone holding the registered public keys can check every
- * approval again (verifyApprovalAssertions) without trusting the database's rows.
+ * approval again (verifyApprovalAssertions) without trusting the database's rows. Proposal
+ * decisions carry assertions the same way (./proposal-assertions.ts), over their own challenge.
  */
 
 /** Where assertions are made: the deployment's public origin, and its host as the RP ID. */
@@ -273,14 +274,23 @@ export async function approvalAssertionOptions(
     rp: WebAuthnRelyingParty;
   },
 ) {
+  return assertionOptions(db, input, approvalChallenge(input.operationId, input.payloadHash, input.decision));
+}
+
+/**
+ * The options for `startAuthentication` to sign `challenge` with one of the member's active
+ * passkeys, or null when they have none.
+ */
+export async function assertionOptions(
+  db: Executor,
+  input: { tenantId: string; userId: string; rp: WebAuthnRelyingParty },
+  challenge: string,
+) {
   const keys = await activePasskeys(db, input.tenantId, input.userId);
   if (keys.length === 0) return null;
   return generateAuthenticationOptions({
     rpID: input.rp.rpId,
-    challenge: Buffer.from(
-      approvalChallenge(input.operationId, input.payloadHash, input.decision),
-      'base64url',
-    ),
+    challenge: Buffer.from(challenge, 'base64url'),
     allowCredentials: keys.map((key) => ({
       id: key.credentialId,
       transports: key.transports as ('internal' | 'usb' | 'nfc' | 'ble' | 'hybrid')[],
@@ -289,7 +299,7 @@ export async function approvalAssertionOptions(
   });
 }
 
-/** What an approval row keeps of its assertion: enough for anyone to verify it again. */
+/** What a decision row keeps of its assertion: enough for anyone to verify it again. */
 export interface StoredAssertion {
   credentialId: string;
   authenticatorData: string;
@@ -299,11 +309,24 @@ export interface StoredAssertion {
   counter: number;
 }
 
+/** The relying parties a later check accepts: each expected origin, its host the RP ID. */
+export interface ExpectedRelyingParties {
+  origins: string[];
+  rpIds: string[];
+}
+
+export function expectedRelyingParties(origins: string[]): ExpectedRelyingParties {
+  return {
+    origins: origins.map((origin) => new URL(origin).origin),
+    rpIds: origins.map((origin) => new URL(origin).hostname),
+  };
+}
+
 async function verifyAgainst(
   key: typeof staffPasskeys.$inferSelect,
   assertion: PasskeyAssertion,
   challenge: string,
-  rp: WebAuthnRelyingParty | { origins: string[]; rpIds: string[] },
+  rp: WebAuthnRelyingParty | ExpectedRelyingParties,
   storedCounter: number,
 ): Promise<number> {
   const result = await verifyAuthenticationResponse({
@@ -331,7 +354,8 @@ export async function passkeyRequiredFor(tx: Tx, tenantId: string, staffId: stri
   return userId !== null && (await activePasskeys(tx, tenantId, userId)).length > 0;
 }
 
-function userIdOf(staffId: string): string | null {
+/** The user id in a staff actor ('staff:<user id>'), or null for any other actor. */
+export function userIdOf(staffId: string): string | null {
   const match = /^staff:([0-9a-f-]{36})$/.exec(staffId);
   return match?.[1] ?? null;
 }
@@ -354,23 +378,39 @@ export async function checkDecisionAssertion(
     rp: WebAuthnRelyingParty;
   },
 ): Promise<StoredAssertion> {
+  return checkAssertion(tx, {
+    ...input,
+    challenge: approvalChallenge(input.operationId, input.payloadHash, input.decision),
+    subject: 'withdrawal',
+  });
+}
+
+/**
+ * One decision's assertion over `challenge`, checked as checkDecisionAssertion says, for a
+ * withdrawal or a proposal (`subject`, for the refusal's message).
+ */
+export async function checkAssertion(
+  tx: Tx,
+  input: {
+    tenantId: string;
+    staffId: string;
+    challenge: string;
+    subject: 'withdrawal' | 'proposal';
+    assertion: PasskeyAssertion;
+    rp: WebAuthnRelyingParty;
+  },
+): Promise<StoredAssertion> {
   const userId = userIdOf(input.staffId);
   const keys = userId ? await activePasskeys(tx, input.tenantId, userId) : [];
   const key = keys.find((candidate) => candidate.credentialId === input.assertion.id);
   if (!key) throw new IdemError('FORBIDDEN', 'the assertion is not made with an active passkey of yours');
   let counter: number;
   try {
-    counter = await verifyAgainst(
-      key,
-      input.assertion,
-      approvalChallenge(input.operationId, input.payloadHash, input.decision),
-      input.rp,
-      key.counter,
-    );
+    counter = await verifyAgainst(key, input.assertion, input.challenge, input.rp, key.counter);
   } catch (error) {
     throw new IdemError(
       'FORBIDDEN',
-      `the passkey assertion does not verify for this withdrawal's payload hash and decision: ${(error as Error).message}`,
+      `the passkey assertion does not verify for this ${input.subject}'s payload hash and decision: ${(error as Error).message}`,
     );
   }
   if (counter > key.counter) {
@@ -411,7 +451,7 @@ export interface ApprovalAssertionCheck {
  * one of the expected origins. An approval row written without the approver's device (a forged
  * row, a decision without a passkey) is refused. It is meant for the signer service to call before
  * it signs, with its own read-only role and pinned origins (not wired yet), together with a chain of
- * trust in the passkeys themselves (their activating control changes), also still to be built.
+ * trust in the passkeys themselves (their activating control changes: verifyProposalAssertions).
  */
 export async function verifyApprovalAssertions(
   db: Executor,
@@ -435,16 +475,14 @@ export async function verifyApprovalAssertions(
         eq(approvals.payloadHash, op.payloadHash),
       ),
     );
-  const rp = {
-    origins: expected.origins.map((origin) => new URL(origin).origin),
-    rpIds: expected.origins.map((origin) => new URL(origin).hostname),
-  };
+  const rp = expectedRelyingParties(expected.origins);
+  const challenge = approvalChallenge(operationId, op.payloadHash, 'approve');
   const verified: string[] = [];
   const refused: { approver: string; reason: string }[] = [];
   for (const row of rows) {
-    const reason = await assertionRefusal(db, tenantId, operationId, op.payloadHash, row, rp);
-    if (reason === null) verified.push(row.approver);
-    else refused.push({ approver: row.approver, reason });
+    const check = await storedAssertionCheck(db, tenantId, row.approver, row.passkeyAssertion, challenge, rp);
+    if ('credentialId' in check) verified.push(row.approver);
+    else refused.push({ approver: row.approver, reason: check.reason });
   }
   return {
     operationId,
@@ -456,18 +494,25 @@ export async function verifyApprovalAssertions(
   };
 }
 
-async function assertionRefusal(
+/**
+ * A stored decision's assertion checked again from the rows alone: signed by an active passkey
+ * registered to `approver` (and, when the caller keeps its own trust, one it trusts), over
+ * `challenge`, for one of the expected relying parties. Answers the passkey that signed it, or why
+ * it does not count.
+ */
+export async function storedAssertionCheck(
   db: Executor,
   tenantId: string,
-  operationId: string,
-  payloadHash: string,
-  row: typeof approvals.$inferSelect,
-  rp: { origins: string[]; rpIds: string[] },
-): Promise<string | null> {
-  const stored = row.passkeyAssertion as StoredAssertion | null;
-  if (!stored || typeof stored.credentialId !== 'string') return 'no passkey assertion';
-  const userId = userIdOf(row.approver);
-  if (!userId) return 'the approver is not a staff member';
+  approver: string,
+  passkeyAssertion: unknown,
+  challenge: string,
+  rp: ExpectedRelyingParties,
+  trusted?: (credentialId: string, userId: string) => boolean,
+): Promise<{ credentialId: string } | { reason: string }> {
+  const stored = passkeyAssertion as StoredAssertion | null;
+  if (!stored || typeof stored.credentialId !== 'string') return { reason: 'no passkey assertion' };
+  const userId = userIdOf(approver);
+  if (!userId) return { reason: 'the approver is not a staff member' };
   const [key] = await db
     .select()
     .from(staffPasskeys)
@@ -480,7 +525,8 @@ async function assertionRefusal(
         isNull(staffPasskeys.revokedAt),
       ),
     );
-  if (!key) return 'not signed with an active passkey of the approver';
+  if (!key) return { reason: 'not signed with an active passkey of the approver' };
+  if (trusted && !trusted(key.credentialId, userId)) return { reason: 'not signed with a trusted passkey' };
   try {
     await verifyAgainst(
       key,
@@ -496,13 +542,13 @@ async function assertionRefusal(
         },
         clientExtensionResults: {},
       },
-      approvalChallenge(operationId, payloadHash, 'approve'),
+      challenge,
       rp,
       // Counter order was checked when the decision was made; a later check verifies the signature.
       0,
     );
-    return null;
+    return { credentialId: key.credentialId };
   } catch (error) {
-    return `the assertion does not verify: ${(error as Error).message}`;
+    return { reason: `the assertion does not verify: ${(error as Error).message}` };
   }
 }

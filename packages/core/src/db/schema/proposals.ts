@@ -77,7 +77,13 @@ export const proposals = pgTable(
   ],
 );
 
-/** Append-only: each staff member's one decision on a proposal, bound to the hash they were shown. */
+/**
+ * Append-only: each staff member's one decision on a proposal, bound to the hash they were shown.
+ * A member with an active passkey decides only with an assertion over the proposal's challenge
+ * (staff/proposal-assertions.ts), kept here so anyone holding the registered public keys checks the
+ * decision again (core/sql/idem_guard_proposal_decision_passkey.sql refuses the rows no device was
+ * asked for).
+ */
 export const proposalDecisions = pgTable(
   'proposal_decisions',
   {
@@ -87,6 +93,8 @@ export const proposalDecisions = pgTable(
     payloadHash: text('payload_hash').notNull(),
     decision: text('decision').notNull(),
     reason: text('reason'),
+    /** The decider's passkey assertion (a StoredAssertion), or null: decided without a passkey. */
+    passkeyAssertion: jsonb('passkey_assertion'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

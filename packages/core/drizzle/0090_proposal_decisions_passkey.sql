@@ -1,0 +1,1 @@
+ALTER TABLE "proposal_decisions" ADD COLUMN "passkey_assertion" jsonb;
