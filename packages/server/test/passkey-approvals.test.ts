@@ -3,8 +3,9 @@
  * with IDEM_PUBLIC_URL set: the relying party is that origin and its host. An approver registers a
  * passkey (inactive, proposed), the admin approves it and the governance executor applies it; then
  * the approver's decisions need an assertion made for this deployment over the withdrawal's
- * payload hash and the decision. What is stored verifies again from the rows alone
- * (verifyApprovalAssertions, which the signer service calls).
+ * payload hash and the decision, and so do their proposal decisions (I32-TRUST), over the
+ * proposal's hash. What is stored verifies again from the rows alone (verifyApprovalAssertions,
+ * verifyProposalAssertions).
  */
 import {
   applyDueControlChanges,
@@ -12,10 +13,12 @@ import {
   createStaffUser,
   createWithdrawal,
   type Operation,
+  proposalChallenge,
   reviewWithdrawal,
   setRiskPolicy,
   setTenantGovernance,
   verifyApprovalAssertions,
+  verifyProposalAssertions,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
@@ -178,5 +181,54 @@ describe('I32-PASSKEY approvals carry the approver’s passkey assertion', () =>
     );
     expect(check).toMatchObject({ refused: [], sufficient: true });
     expect(check.verified).toHaveLength(1);
+  });
+
+  it('I32-TRUST the approver decides a proposal over HTTP only with their passkey: the options carry the proposal’s challenge, the decision keeps the assertion', async () => {
+    const admin = await session('admin1');
+    const proposed = dataOf<{ proposal: { proposalId: string; payloadHash: string } }>(
+      await call('staffProposals.propose', {
+        mutation: true,
+        session: admin,
+        input: {
+          kind: 'adjustment',
+          idempotencyKey: uniqueId('adjustment'),
+          payload: { accountId: 'cust-7', asset: 'ETH', amountMinor: '1000', reason: 'goodwill, ticket 12' },
+        },
+      }),
+    );
+    const { proposalId, payloadHash } = proposed.proposal;
+    const decide = (assertion?: unknown) =>
+      call('staffProposals.decide', {
+        mutation: true,
+        session: approver,
+        input: { proposalId, payloadHash, decision: 'approve', ...(assertion ? { assertion } : {}) },
+      });
+    const codeOf = (answer: Awaited<ReturnType<typeof decide>>) => answer.body.error?.data.code;
+    expect(codeOf(await decide())).toBe('FORBIDDEN');
+    // A withdrawal approval's challenge over the same ids, or one made on another origin: refused.
+    expect(codeOf(await decide(key.assert(approvalChallenge(proposalId, payloadHash, 'approve'))))).toBe(
+      'FORBIDDEN',
+    );
+    expect(
+      codeOf(await decide(key.assert(proposalChallenge(proposalId, payloadHash, 'approve'), base))),
+    ).toBe('FORBIDDEN');
+    const options = dataOf<{ challenge: string; allowCredentials: { id: string }[] }>(
+      await call('staffPasskeys.proposalOptions', {
+        session: approver,
+        input: { proposalId, payloadHash, decision: 'approve' },
+      }),
+    );
+    expect(options.challenge).toBe(proposalChallenge(proposalId, payloadHash, 'approve'));
+    expect(options.allowCredentials.map((credential) => credential.id)).toEqual([key.id]);
+    const decided = dataOf<{
+      proposal: { state: string; decisions: { passkeyCredentialId: string | null }[] };
+    }>(await decide(key.assert(options.challenge)));
+    expect(decided.proposal.state).toBe('EXECUTED');
+    expect(decided.proposal.decisions.map((decision) => decision.passkeyCredentialId)).toEqual([key.id]);
+    const check = await withTenant(database.db, tenant.tenantId, (tx) =>
+      verifyProposalAssertions(tx, tenant.tenantId, proposalId, { origins: [PUBLIC_URL] }),
+    );
+    expect(check.refused).toEqual([]);
+    expect(check.verified).toEqual([{ approver: expect.stringMatching(/^staff:/), credentialId: key.id }]);
   });
 });

@@ -23,7 +23,9 @@ import {
  * server with a worker in its process: an approver registers a passkey, which waits for the admin's
  * approval; once the governance step applies it (and the admin requires passkeys for every approval),
  * the approver approves a withdrawal with it, and the decision is recorded as signed with the passkey. WebAuthn needs a host name as its RP ID, so
- * these pages open the server as localhost rather than 127.0.0.1.
+ * these pages open the server as localhost rather than 127.0.0.1. In tenant B (I32-TRUST) the
+ * lone admin's first passkey is the trust anchor, and the admin approves another member's passkey
+ * with it: the proposal decision is signed too.
  */
 let stack: Stack;
 let withdrawalId = '';
@@ -165,5 +167,50 @@ describe('I32-PASSKEY approvals only the approver’s device can make', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await screenshot(page, 'staff-passkey-approved');
     await page.context().close();
+  }, 90_000);
+});
+
+describe('I32-TRUST proposal decisions signed with the decider’s passkey', () => {
+  it('I32-TRUST an admin with a passkey approves another member’s passkey on the proposal screen: their device signs the proposal’s hash and the decision is recorded as signed', async () => {
+    // Tenant B's one admin registers the tenant's first passkey: the trust anchor, active at once.
+    const admin = await pageWithAuthenticator();
+    await signInStaff(admin.page, stack.b.tenantId, stack.b.staff.admin.email);
+    await admin.page.goto('/staff/passkeys');
+    await admin.page.getByLabel('Passkey name').fill('admin key');
+    await admin.page.getByTestId('passkey-register').click();
+    await admin.page.getByTestId('passkey-active').waitFor();
+
+    // An approver registers theirs: a passkey_register change waiting for the admin.
+    const approver = await pageWithAuthenticator();
+    await signInStaff(approver.page, stack.b.tenantId, stack.b.staff.approver1.email);
+    await approver.page.goto('/staff/passkeys');
+    await approver.page.getByLabel('Passkey name').fill('approver key');
+    await approver.page.getByTestId('passkey-register').click();
+    const proposed = approver.page.getByTestId('passkey-proposed');
+    await proposed.waitFor();
+    const proposalId = (await proposed.getAttribute('data-proposal-id')) ?? '';
+    expect(proposalId).toMatch(/^[0-9a-f-]{36}$/);
+    await approver.page.context().close();
+
+    const signCount = async () =>
+      (await admin.cdp.send('WebAuthn.getCredentials', { authenticatorId: admin.authenticatorId }))
+        .credentials[0]?.signCount ?? 0;
+    const before = await signCount();
+    await admin.page.goto(`/staff/proposals/${proposalId}`);
+    const card = admin.page.getByTestId('proposal-card');
+    await card.waitFor();
+    expect(await card.textContent()).toContain('approver key');
+    await card.getByTestId('proposal-approve').click();
+    // Approved (its delay has not run yet), and the admin's authenticator signed once more: the
+    // decision's assertion.
+    await card.locator('[data-testid="proposal-state"]', { hasText: 'APPROVED' }).waitFor();
+    expect(await signCount()).toBeGreaterThan(before);
+    // The decision row keeps the assertion: the proposal shows it signed with a passkey.
+    const decision = card.locator('[data-testid="proposal-decision"]');
+    expect(await decision.getAttribute('data-signed-with')).toBe('passkey');
+    expect(await decision.textContent()).toContain('signed with a passkey');
+    expect(await seriousViolations(admin.page)).toEqual([]);
+    await screenshot(admin.page, 'staff-proposal-signed');
+    await admin.page.context().close();
   }, 90_000);
 });

@@ -2,6 +2,7 @@ import {
   approvalPasskeyInputSchema,
   passkeyCredentialIdSchema,
   passkeyViewSchema,
+  proposalPasskeyInputSchema,
   registerPasskeyInputSchema,
   registerPasskeyOutputSchema,
 } from '@idem/contracts';
@@ -9,6 +10,7 @@ import {
   approvalAssertionOptions,
   listPasskeys,
   passkeyRegistrationOptions,
+  proposalAssertionOptions,
   registerPasskey,
   relyingPartyOf,
   revokePasskey,
@@ -83,6 +85,25 @@ export const staffPasskeysRouter = router({
       ctx.inTenant(
         async (tx) =>
           (await approvalAssertionOptions(tx, {
+            tenantId: ctx.tenantId,
+            userId: ctx.staff.userId,
+            ...input,
+            rp: relyingPartyOf(ctx.web.selfOrigin),
+          })) as unknown as Record<string, unknown> | null,
+      ),
+    ),
+
+  /**
+   * The options to sign one proposal decision with: the challenge is proposalChallenge(proposal,
+   * payload hash, decision), the member's active passkeys allowed. Null when they have none.
+   */
+  proposalOptions: staffWith('decide')
+    .input(proposalPasskeyInputSchema)
+    .output(webAuthnOptionsSchema.nullable())
+    .query(({ ctx, input }) =>
+      ctx.inTenant(
+        async (tx) =>
+          (await proposalAssertionOptions(tx, {
             tenantId: ctx.tenantId,
             userId: ctx.staff.userId,
             ...input,

@@ -17,6 +17,7 @@ import {
   listProposals,
   proposalsAwaiting,
   propose,
+  relyingPartyOf,
   type SettlementAttestation,
   type Tx,
   toProposalView,
@@ -37,6 +38,8 @@ const decideProposalOutputSchema = z.object({
  * Proposals (four eyes for every manual money path): an operator proposes, another staff member
  * with the decide permission approves, bound to the hash of the payload and evidence shown. For a
  * resolution the server asks the rail before proposing and again before the deciding approval.
+ * A member with an active passkey decides with an assertion over that hash and the decision, made
+ * for the deployment's origin (staffPasskeys.proposalOptions gives the browser its challenge).
  */
 export const staffProposalsRouter = router({
   list: staffWith('read')
@@ -104,6 +107,9 @@ export const staffProposalsRouter = router({
             decision: input.decision,
             reason: input.reason,
             attestation,
+            // With an active passkey the decider signs this proposal's hash and the decision (I32-TRUST).
+            assertion: input.assertion,
+            relyingParty: relyingPartyOf(ctx.web.selfOrigin),
           });
           return {
             ...result,

@@ -21,6 +21,7 @@ import { displayAmount, formatAge, formatTime, stateColor } from '../ui/format.t
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
 import { Attempts } from './Attempts.tsx';
 import { RunbookActions } from './AttentionQueue.tsx';
+import { decideProposal } from './proposal-decision.ts';
 import { StopWithdrawal } from './StopWithdrawal.tsx';
 import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
@@ -339,12 +340,7 @@ function ResolutionProposal({
     detail?: { reason?: string };
   } | null;
   const decide = useMutation({
-    mutationFn: (decision: 'approve' | 'reject') =>
-      api.staffProposals.decide.mutate({
-        proposalId: proposal.proposalId,
-        payloadHash: proposal.payloadHash,
-        decision,
-      }),
+    mutationFn: (decision: 'approve' | 'reject') => decideProposal(proposal, decision),
     onSuccess: onDone,
   });
   const mayDecide = roleAllows(role, 'decide') && actor !== proposal.proposedBy;

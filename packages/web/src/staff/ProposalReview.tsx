@@ -6,6 +6,7 @@ import { Link } from 'wouter';
 import { api } from '../api.ts';
 import { type AssetInfo, displayAmount, formatTime } from '../ui/format.ts';
 import { ProblemAlert } from '../ui/ProblemAlert.tsx';
+import { decideProposal } from './proposal-decision.ts';
 import { useStaff } from './session.tsx';
 import { useStaffAssets } from './shared.tsx';
 
@@ -30,8 +31,9 @@ const STATE_COLORS: Record<ProposalView['state'], string> = {
 /**
  * One proposal as an approver must see it before deciding: what it does (amounts in exact display
  * units), the evidence the system gathered, the hash that binds both, who proposed it and who has
- * decided. Approve and Reject send the hash shown here; the server refuses the proposer, a role
- * without `decide`, and a hash that no longer matches.
+ * decided. Approve and Reject send the hash shown here (signed with the member's passkey when they
+ * have one); the server refuses the proposer, a role without `decide`, and a hash that no longer
+ * matches.
  */
 export function ProposalReview({
   proposal,
@@ -47,13 +49,7 @@ export function ProposalReview({
   const mine = proposal.proposedBy === `staff:${me.userId}`;
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['staff'] });
   const decide = useMutation({
-    mutationFn: (decision: 'approve' | 'reject') =>
-      api.staffProposals.decide.mutate({
-        proposalId: proposal.proposalId,
-        payloadHash: proposal.payloadHash,
-        decision,
-        ...(reason.trim() ? { reason: reason.trim() } : {}),
-      }),
+    mutationFn: (decision: 'approve' | 'reject') => decideProposal(proposal, decision, reason),
     onSuccess: (result) => {
       onDecided?.(
         `${KIND_LABELS[proposal.kind]} ${proposal.proposalId.slice(0, 8)}: ${result.approvalsGiven} of ${result.approvalsRequired} approvals; the proposal is ${result.proposal.state}.`,
@@ -125,12 +121,17 @@ export function ProposalReview({
             <Row label="Decisions">
               {proposal.decisions.length === 0
                 ? `none yet; needs ${proposal.approvalsRequired} approval${proposal.approvalsRequired === 1 ? '' : 's'} from staff who may decide (approver or admin), not the proposer`
-                : proposal.decisions
-                    .map(
-                      (d) =>
-                        `${d.decision} by ${d.approver} at ${formatTime(d.decidedAt)}${d.reason ? ` (${d.reason})` : ''}`,
-                    )
-                    .join('; ')}
+                : proposal.decisions.map((d) => (
+                    <Text
+                      key={d.approver}
+                      fz="sm"
+                      data-testid="proposal-decision"
+                      data-signed-with={d.passkeyCredentialId ? 'passkey' : 'none'}
+                    >
+                      {`${d.decision} by ${d.approver} at ${formatTime(d.decidedAt)}${d.reason ? ` (${d.reason})` : ''}`}
+                      {d.passkeyCredentialId ? ', signed with a passkey' : ''}
+                    </Text>
+                  ))}
             </Row>
             {proposal.targetOperationId ? (
               <Row label="Operation">
