@@ -266,8 +266,10 @@ export {
   assessRisk,
   type RiskAssessment,
   type RiskFlag,
+  type RiskPolicyInput,
   reviewWithdrawal,
   setRiskPolicy,
+  setRiskPolicyAsOperator,
 } from './risk/review.ts';
 export { changeRiskRuleNow, listRiskRules, riskRuleHistory } from './risk/rules.ts';
 export { staffTenantsForEmail, tenantForSlug } from './staff/directory.ts';

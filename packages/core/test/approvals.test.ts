@@ -4,6 +4,7 @@ import {
   evmAddress,
   fund,
   newTenant,
+  provisionRiskPolicy,
   refusal,
   staffMembers,
   withdrawal,
@@ -15,7 +16,7 @@ import { approvals } from '../src/db/schema/index.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
-import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
+import { reviewWithdrawal } from '../src/risk/review.ts';
 
 let t: TestDatabase;
 let tenantId: string;
@@ -27,16 +28,14 @@ beforeAll(async () => {
   t = await createTestDatabase();
   tenantId = await newTenant(t.db);
   await fund(t.db, tenantId, 'acct-1', 'ETH', 10_000n);
-  await withTenant(t.db, tenantId, (tx) =>
-    setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: '100',
-      fourEyesMinMinor: '1000',
-      velocityMaxPerHour: 50,
-      actor: 'test',
-    }),
-  );
+  await provisionRiskPolicy(t.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: '100',
+    fourEyesMinMinor: '1000',
+    velocityMaxPerHour: 50,
+    actor: 'test',
+  });
   [alice, bob] = (await staffMembers(t.db, tenantId, 'approver', 2)) as [string, string];
 });
 afterAll(() => t.dispose());

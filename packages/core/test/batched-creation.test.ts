@@ -1,6 +1,15 @@
 import { IdemError } from '@idem/contracts';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
-import { balanceOf, ETH, evmAddress, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
+import {
+  balanceOf,
+  ETH,
+  evmAddress,
+  fund,
+  newTenant,
+  provisionRiskPolicy,
+  refusal,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -10,7 +19,6 @@ import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { type ItemOutcome, MAX_BATCH_ITEMS, submitWithdrawals } from '../src/operations/batched-creation.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
-import { setRiskPolicy } from '../src/risk/review.ts';
 import { expectLedgerInvariants } from './ledger-invariants.ts';
 
 /**
@@ -206,15 +214,13 @@ describe('one statement for many submissions (I17)', () => {
     await fund(t.db, tenantId, 'acct-1', 'ETH', ETH);
     // Fill the process's copy of the context, then move the version under it.
     await submitWithdrawal(t.db, { tenantId, request: withdrawal(), idempotencyKey: 'k-warm' });
-    await withTenant(t.db, tenantId, (tx) =>
-      setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: '1',
-        fourEyesMinMinor: '2',
-        actor: 'test',
-      }),
-    );
+    await provisionRiskPolicy(t.db, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: '1',
+      fourEyesMinMinor: '2',
+      actor: 'test',
+    });
     const items = [withdrawal(), withdrawal()].map((request) => ({
       request,
       idempotencyKey: request.withdrawalId,

@@ -10,6 +10,7 @@ import {
   disableMember,
   fund,
   newTenant,
+  provisionRiskPolicy,
   refusal,
   staffMember,
   staffMembers,
@@ -29,15 +30,13 @@ beforeAll(async () => {
   t = await createTestDatabase();
   tenantId = await newTenant(t.db, 'Two Admins');
   [alice, bob] = (await staffMembers(t.db, tenantId, 'admin', 2)) as [string, string];
-  await withTenant(t.db, tenantId, (tx) =>
-    core.setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      actor: 'test',
-    }),
-  );
+  await provisionRiskPolicy(t.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    actor: 'test',
+  });
 });
 afterAll(() => t.dispose());
 
@@ -200,15 +199,13 @@ describe('single-admin mode', () => {
     await staffMember(t.db, lone, 'admin');
     const approver = await staffMember(t.db, lone, 'approver');
     await fund(t.db, lone, 'acct-1', 'ETH', 10n * ETH);
-    await withTenant(t.db, lone, (tx) =>
-      core.setRiskPolicy(tx, {
-        tenantId: lone,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: (ETH / 10n).toString(),
-        fourEyesMinMinor: (5n * ETH).toString(),
-        actor: 'test',
-      }),
-    );
+    await provisionRiskPolicy(t.db, {
+      tenantId: lone,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: (ETH / 10n).toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
+      actor: 'test',
+    });
     const decideOn = async (amountMinor: string) => {
       const request = withdrawal({ amountMinor });
       const created = await submit(t.db, lone, request, `key-${request.withdrawalId}`);

@@ -7,7 +7,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { payloadHash } from '@idem/contracts/payload';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
-import { balanceOf, ETH, evmAddress, fund, newTenant, staffMembers, withdrawal } from '@idem/testing/tenants';
+import {
+  balanceOf,
+  ETH,
+  evmAddress,
+  fund,
+  newTenant,
+  provisionRiskPolicy,
+  staffMembers,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideWithdrawal } from '../src/approvals/decide.ts';
@@ -19,7 +28,7 @@ import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import { getOperation, type Operation } from '../src/operations/operation-record.ts';
 import { decideProposal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
-import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
+import { reviewWithdrawal } from '../src/risk/review.ts';
 
 let t: TestDatabase;
 let tenantId: string;
@@ -32,16 +41,14 @@ beforeAll(async () => {
   await fund(t.db, tenantId, 'acct-1', 'ETH', 100n * ETH);
   // Up to 1 ETH is approved by the review alone; from 10 ETH two approvers are needed.
   policyVersion = (
-    await withTenant(t.db, tenantId, (tx) =>
-      setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: ETH.toString(),
-        fourEyesMinMinor: (10n * ETH).toString(),
-        velocityMaxPerHour: 1_000,
-        actor: 'test',
-      }),
-    )
+    await provisionRiskPolicy(t.db, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (10n * ETH).toString(),
+      velocityMaxPerHour: 1_000,
+      actor: 'test',
+    })
   ).policyVersion;
   approvers = await staffMembers(t.db, tenantId, 'approver', 2);
 });

@@ -8,7 +8,15 @@
  */
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { SoftPasskey } from '@idem/testing/passkeys';
-import { evmAddress, fund, newTenant, refusal, staffMembers, withdrawal } from '@idem/testing/tenants';
+import {
+  evmAddress,
+  fund,
+  newTenant,
+  provisionRiskPolicy,
+  refusal,
+  staffMembers,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideWithdrawal } from '../src/approvals/decide.ts';
@@ -17,7 +25,7 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import * as core from '../src/index.ts';
 import { createWithdrawal } from '../src/operations/create-withdrawal.ts';
 import type { Operation } from '../src/operations/operation-record.ts';
-import { reviewWithdrawal, setRiskPolicy } from '../src/risk/review.ts';
+import { reviewWithdrawal } from '../src/risk/review.ts';
 
 const ORIGIN = 'https://staff.idem.test';
 const rp = core.relyingPartyOf(ORIGIN);
@@ -41,16 +49,13 @@ beforeAll(async () => {
   [approver, otherApprover] = (await staffMembers(t.db, tenantId, 'approver', 2)) as [string, string];
   await core.setTenantGovernance(t.db, { tenantId, looseningDelaySeconds: 0 });
   await fund(t.db, tenantId, 'acct-1', 'ETH', 100_000n);
-  await inTenant((tx) =>
-    setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: '100',
-      fourEyesMinMinor: '1000',
-      velocityMaxPerHour: 500,
-      actor: 'test',
-    }),
-  );
+  await provisionRiskPolicy(t.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: '100',
+    fourEyesMinMinor: '1000',
+    velocityMaxPerHour: 500,
+  });
 });
 afterAll(() => t.dispose());
 

@@ -5,6 +5,7 @@ import {
   ETH,
   fund,
   newTenant,
+  provisionRiskPolicy,
   refusal,
   submit,
   withdrawal,
@@ -33,14 +34,13 @@ afterAll(() => t.dispose());
 
 const ETH_RULES = { assetCode: 'ETH', autoApproveMaxMinor: '100', fourEyesMinMinor: '1000' };
 
+/** The rules set as the deployment's tools set them; versioning does not care who may loosen them. */
 function setRules(
   db: Database,
   tenantId: string,
   rules: Partial<typeof ETH_RULES> & Record<string, unknown>,
 ) {
-  return withTenant(db, tenantId, (tx) =>
-    setRiskPolicy(tx, { tenantId, ...ETH_RULES, actor: 'staff:risk-officer', ...rules }),
-  );
+  return provisionRiskPolicy(db, { tenantId, ...ETH_RULES, actor: 'staff:risk-officer', ...rules });
 }
 
 async function versionOf(tenantId: string): Promise<number> {
@@ -81,10 +81,17 @@ describe('I11-F6 policy versions', () => {
     expect(await setRules(t.db, tenantId, { assetCode: 'BTC' })).toEqual({ changed: true, policyVersion: 4 });
     expect(await historyCount(tenantId)).toBe(3);
 
-    // In the same transaction: a change that rolls back leaves neither a bump nor a record.
+    // In the same transaction (the application's, tightening): a change that rolls back leaves
+    // neither a bump nor a record.
     await expect(
       withTenant(t.db, tenantId, async (tx) => {
-        await setRiskPolicy(tx, { tenantId, ...ETH_RULES, autoApproveMaxMinor: '7', actor: 'staff:x' });
+        await setRiskPolicy(tx, {
+          tenantId,
+          ...ETH_RULES,
+          autoApproveMaxMinor: '7',
+          fourEyesMinMinor: '999',
+          actor: 'staff:x',
+        });
         throw new Error('abandoned');
       }),
     ).rejects.toThrow('abandoned');

@@ -11,6 +11,7 @@ import {
   disableMember,
   fund,
   newTenant,
+  provisionRiskPolicy,
   refusal,
   staffMember,
   staffMembers,
@@ -22,7 +23,6 @@ import { withTenant } from '../src/db/tenant-scope.ts';
 import { decideProposal, expiryRefusal } from '../src/proposals/decide.ts';
 import { propose } from '../src/proposals/propose.ts';
 import { getProposal } from '../src/proposals/record.ts';
-import { setRiskPolicy } from '../src/risk/review.ts';
 import { setTenantGovernance } from '../src/tenants/governance.ts';
 
 let t: TestDatabase;
@@ -35,15 +35,13 @@ beforeAll(async () => {
   await fund(t.db, tenantId, 'acct-1', 'ETH', 10_000n);
   operator = await staffMember(t.db, tenantId, 'operator');
   // Credits of 1000 minor units or more need two approvers besides the proposer.
-  await withTenant(t.db, tenantId, (tx) =>
-    setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: '100',
-      fourEyesMinMinor: '1000',
-      actor: 'test',
-    }),
-  );
+  await provisionRiskPolicy(t.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: '100',
+    fourEyesMinMinor: '1000',
+    actor: 'test',
+  });
 });
 afterAll(() => t.dispose());
 

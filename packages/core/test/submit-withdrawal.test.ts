@@ -1,12 +1,19 @@
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { balanceOf, ETH, fund, newTenant, refusal, withdrawal } from '@idem/testing/tenants';
+import {
+  balanceOf,
+  ETH,
+  fund,
+  newTenant,
+  provisionRiskPolicy,
+  refusal,
+  withdrawal,
+} from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
-import { setRiskPolicy } from '../src/risk/review.ts';
 
 /**
  * `submitWithdrawal` is creation as one statement: the database function binds the tenant and the
@@ -129,15 +136,13 @@ describe('withdrawal creation in one statement', () => {
     expect(first.operation.policyVersion).toBe(1);
     // The process keeps a copy of the context; the database holds the truth. A change of the
     // risk rules is what moves the version (I11-F6).
-    await withTenant(t.db, tenant, (tx) =>
-      setRiskPolicy(tx, {
-        tenantId: tenant,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: '1',
-        fourEyesMinMinor: '2',
-        actor: 'test',
-      }),
-    );
+    await provisionRiskPolicy(t.db, {
+      tenantId: tenant,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: '1',
+      fourEyesMinMinor: '2',
+      actor: 'test',
+    });
     const second = await submitWithdrawal(t.db, {
       tenantId: tenant,
       request: withdrawal(),

@@ -25,6 +25,7 @@ import {
   rowsOf,
   setRiskPolicy,
   withTenant,
+  withTenantAsConnection,
 } from '@idem/core';
 import { anvilDevPrivateKeys, startAnvil } from '@idem/rails';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
@@ -217,7 +218,9 @@ async function runWorkerSetup(workers: number, rpcUrl: string): Promise<WorkerSe
         assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 1 }],
       });
       const address = privateKeyToAccount(anvilDevPrivateKeys[w] as Hex).address;
-      await withTenant(db.db, tenantId, async (tx) => {
+      // As the deployment's own tools (the tables' owner): the application's role may add no hot
+      // wallet, set no rule that auto-approves, credit nothing without its evidence.
+      await withTenantAsConnection(db.db, tenantId, async (tx) => {
         await registerHotWallet(tx, {
           tenantId,
           network: 'ethereum',

@@ -12,7 +12,7 @@ import {
   DEFAULT_ASSETS,
   provisionHotWallet,
   rowsOf,
-  setRiskPolicy,
+  setRiskPolicyAsOperator,
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, deployTestToken } from '@idem/rails';
@@ -84,25 +84,25 @@ export async function seedDemoTenant(
   );
   // The embedded demo signs in with passwords only: TOTP is a tenant setting, off here.
   const { tenantId, slug } = await createTenant(db, { name: DEMO_TENANT_NAME, assets, mfaRequired: false });
-  await withTenant(db, tenantId, async (tx) => {
-    for (const rule of DEMO_RISK) await setRiskPolicy(tx, { tenantId, ...rule, actor: 'system:demo' });
-    if (options.evm) {
-      // The wallet's nonces continue from the chain's count (the token deployment used nonce 0).
-      const chain = createPublicClient({ transport: http(options.evm.rpcUrl) });
-      const nextNonce = await chain.getTransactionCount({
-        address: privateKeyToAccount(hotWalletKey).address,
-        blockTag: 'pending',
-      });
-      // The demo is the deployment's own tool: it registers the wallet as the tables' owner.
-      await provisionHotWallet(db, {
-        nextNonce,
-        tenantId,
-        network: 'ethereum',
-        address: privateKeyToAccount(hotWalletKey).address,
-        keyRef: DEMO_HOT_WALLET_KEY_REF,
-      });
-    }
-  });
+  // The demo is the deployment's own tool: it sets rules that auto-approve, and registers the
+  // wallet, as the tables' owner (the application's role could do neither).
+  for (const rule of DEMO_RISK)
+    await setRiskPolicyAsOperator(db, { tenantId, ...rule, actor: 'system:demo' });
+  if (options.evm) {
+    // The wallet's nonces continue from the chain's count (the token deployment used nonce 0).
+    const chain = createPublicClient({ transport: http(options.evm.rpcUrl) });
+    const nextNonce = await chain.getTransactionCount({
+      address: privateKeyToAccount(hotWalletKey).address,
+      blockTag: 'pending',
+    });
+    await provisionHotWallet(db, {
+      nextNonce,
+      tenantId,
+      network: 'ethereum',
+      address: privateKeyToAccount(hotWalletKey).address,
+      keyRef: DEMO_HOT_WALLET_KEY_REF,
+    });
+  }
   for (const deposit of DEMO_DEPOSITS) {
     const reference = `demo-opening-${deposit.asset.toLowerCase()}`;
     await creditAsOperator(db, {

@@ -1,6 +1,7 @@
-import { createStaffUser, setRiskPolicy, setTenantGovernance, withTenant } from '@idem/core';
+import { createStaffUser, setTenantGovernance, withTenant } from '@idem/core';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
@@ -116,16 +117,16 @@ beforeAll(async () => {
   database = await createTestDatabase({ maxConnections: 5 });
   tenant = await provisionTenant(database.db, { name: 'Keys' });
   const passwordHash = await hashPassword(PASSWORD);
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    velocityMaxPerHour: 1000,
+    actor: 'test:setup',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
     // Above 1 ETH a person approves; one approval up to 5 ETH.
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      velocityMaxPerHour: 1000,
-      actor: 'test:setup',
-    });
     for (const who of STAFF) {
       const role = who === 'approver' ? 'approver' : 'admin';
       await createStaffUser(tx, {

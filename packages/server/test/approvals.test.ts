@@ -1,6 +1,7 @@
-import { createStaffUser, getOperation, reviewWithdrawal, setRiskPolicy, withTenant } from '@idem/core';
+import { createStaffUser, getOperation, reviewWithdrawal, withTenant } from '@idem/core';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
@@ -69,15 +70,15 @@ beforeAll(async () => {
   database = await createTestDatabase({ maxConnections: 5 });
   const passwordHash = await hashPassword(PASSWORD);
   tenant = await provisionTenant(database.db, { name: 'Approvals' });
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    velocityMaxPerHour: 1000,
+    actor: 'test:setup',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      velocityMaxPerHour: 1000,
-      actor: 'test:setup',
-    });
     for (const who of STAFF) {
       const role = who.startsWith('approver') ? 'approver' : who;
       await createStaffUser(tx, {

@@ -7,9 +7,10 @@
  * proposal on IDEM_PUBLIC_URL, even when the mail server refuses the first attempt. Disabled
  * admins, invitees who never joined and non-admins get none.
  */
-import { createStaffUser, NO_PASSWORD_YET, rowsOf, setRiskPolicy, withTenant } from '@idem/core';
+import { createStaffUser, NO_PASSWORD_YET, rowsOf, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { type MailServer, type ReceivedMail, startMailServer } from '@idem/testing/mail';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
@@ -34,6 +35,14 @@ beforeAll(async () => {
   database = await createTestDatabase({ maxConnections: 5 });
   tenant = await provisionTenant(database.db, { name: 'Noticed Exchange' });
   const passwordHash = await hashPassword(PASSWORD);
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: '1000000000000000000',
+    fourEyesMinMinor: '5000000000000000000',
+    velocityMaxPerHour: 10,
+    actor: 'provisioning',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
     for (const name of ['admin1', 'admin2', 'admin3', 'gone']) {
       await createStaffUser(tx, {
@@ -57,14 +66,6 @@ beforeAll(async () => {
       passwordHash: NO_PASSWORD_YET,
     });
     await tx.execute(sql`update staff_users set disabled_at = now() where email = ${address('gone')}`);
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: '1000000000000000000',
-      fourEyesMinMinor: '5000000000000000000',
-      velocityMaxPerHour: 10,
-      actor: 'provisioning',
-    });
   });
   mailServer = await startMailServer();
   ({ server, base } = await startSilentServer(database, {

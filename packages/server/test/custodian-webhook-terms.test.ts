@@ -6,12 +6,12 @@ import {
   getOperation,
   listBreaks,
   type Operation,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
@@ -54,15 +54,13 @@ beforeAll(async () => {
     name: 'Terms Exchange',
     fund: [{ accountId: 'cust-7', asset: 'BTC', amountMinor: '100000000' }],
   }));
-  await withTenant(database.db, tenantId, (tx) =>
-    setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'BTC',
-      autoApproveMaxMinor: '10000000',
-      fourEyesMinMinor: '50000000',
-      actor: 'test:setup',
-    }),
-  );
+  await provisionRiskPolicy(database.db, {
+    tenantId,
+    assetCode: 'BTC',
+    autoApproveMaxMinor: '10000000',
+    fourEyesMinMinor: '50000000',
+    actor: 'test:setup',
+  });
   endpoint = await createWebhookEndpoint(database.db, tenantId, { source: 'custodian' });
   // The custodian accepts and never settles on its own: only the webhooks below speak for it.
   simulator = await spawnSimulator({ webhookSecret: generateWebhookSecret() });

@@ -1,7 +1,7 @@
 import type { StaffRole } from '@idem/contracts';
-import { setRiskPolicy, withTenant } from '@idem/core';
 import { createIdemClient } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
@@ -78,15 +78,13 @@ beforeAll(async () => {
       { accountId: 'cust-other', asset: 'ETH', amountMinor: (7n * ETH).toString() },
     ],
   });
-  await withTenant(database.db, tenant.tenantId, (tx) =>
-    setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      actor: 'test',
-    }),
-  );
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    actor: 'test',
+  });
   await createStaffOfRoles(
     database.db,
     tenant.tenantId,

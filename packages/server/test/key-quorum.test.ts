@@ -1,11 +1,6 @@
-import {
-  activeOutboundEndpoints,
-  createStaffUser,
-  setRiskPolicy,
-  setTenantGovernance,
-  withTenant,
-} from '@idem/core';
+import { activeOutboundEndpoints, createStaffUser, setTenantGovernance, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
@@ -117,15 +112,15 @@ beforeAll(async () => {
   tenant = await provisionTenant(database.db, { name: 'Key quorum' });
   lone = await provisionTenant(database.db, { name: 'Lone admin' });
   const passwordHash = await hashPassword(PASSWORD);
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    velocityMaxPerHour: 1000,
+    actor: 'test:setup',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      velocityMaxPerHour: 1000,
-      actor: 'test:setup',
-    });
     for (const who of STAFF) {
       await createStaffUser(tx, {
         tenantId: tenant.tenantId,

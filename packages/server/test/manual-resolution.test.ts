@@ -7,12 +7,12 @@ import {
   getOperation,
   type Operation,
   provisionHotWallet,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
 import { rpc, startFaultProxy } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import { createPublicClient, createWalletClient, type Hex, http } from 'viem';
@@ -104,14 +104,14 @@ beforeAll(async () => {
     address: hotWallet,
     keyRef: 'dev:1',
   });
+  await provisionRiskPolicy(database.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    actor: 'test:setup',
+  });
   await withTenant(database.db, tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      actor: 'test:setup',
-    });
     for (const role of ['support', 'approver', 'operator', 'admin'] as const) {
       staff[role] = `${role}@resolution.invalid`;
       await createStaffUser(tx, { tenantId, email: staff[role], role, passwordHash });

@@ -15,7 +15,6 @@ import {
   type Operation,
   proposalChallenge,
   reviewWithdrawal,
-  setRiskPolicy,
   setTenantGovernance,
   verifyApprovalAssertions,
   verifyProposalAssertions,
@@ -23,6 +22,7 @@ import {
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { SoftPasskey } from '@idem/testing/passkeys';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
@@ -45,6 +45,14 @@ beforeAll(async () => {
   database = await createTestDatabase({ maxConnections: 5 });
   tenant = await provisionTenant(database.db, { name: 'Passkey Approvals' });
   const passwordHash = await hashPassword(PASSWORD);
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    velocityMaxPerHour: 1000,
+    actor: 'provisioning',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
     for (const [name, role] of [
       ['admin1', 'admin'],
@@ -58,14 +66,6 @@ beforeAll(async () => {
         passwordHash,
       });
     }
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      velocityMaxPerHour: 1000,
-      actor: 'provisioning',
-    });
   });
   await setTenantGovernance(database.db, { tenantId: tenant.tenantId, looseningDelaySeconds: 0 });
   ({ server, base } = await startSilentServer(database, { IDEM_PUBLIC_URL: PUBLIC_URL }));

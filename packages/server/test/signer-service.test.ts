@@ -24,7 +24,6 @@ import {
   reviewWithdrawal,
   rowsOf,
   schema,
-  setRiskPolicy,
   startRun,
   withTenant,
 } from '@idem/core';
@@ -32,6 +31,7 @@ import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
 import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { createWorker, RailRegistry, signerFor, signRunReport, verifyRunReport } from '@idem/workers';
 import { eq, sql } from 'drizzle-orm';
 import pino from 'pino';
@@ -167,14 +167,12 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         idempotencyKey: 'seed',
         actor: 'test',
       });
-      await withTenant(t.db, tenantId, async (tx) => {
-        await setRiskPolicy(tx, {
-          tenantId,
-          assetCode: 'ETH',
-          autoApproveMaxMinor: (10n * ETH).toString(),
-          fourEyesMinMinor: (100n * ETH).toString(),
-          actor: 'test',
-        });
+      await provisionRiskPolicy(t.db, {
+        tenantId,
+        assetCode: 'ETH',
+        autoApproveMaxMinor: (10n * ETH).toString(),
+        fourEyesMinMinor: (100n * ETH).toString(),
+        actor: 'test',
       });
       await t.db.execute(sql.raw(`create role ${signerLogin} login in role idem_signer`));
       const login = new URL(t.url ?? '');

@@ -6,11 +6,11 @@ import {
   leaseDueDeliveries,
   recordDeliveryAttempt,
   rowsOf,
-  setRiskPolicy,
   setTenantGovernance,
   withTenant,
 } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,6 +99,14 @@ beforeAll(async () => {
   );
   // A second admin, so a loosening can be approved by someone other than its proposer.
   const passwordHash = await hashPassword(PASSWORD);
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: '2000000000000000000',
+    fourEyesMinMinor: '10000000000000000000',
+    velocityMaxPerHour: 10,
+    actor: 'provisioning',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
     await createStaffUser(tx, {
       tenantId: tenant.tenantId,
@@ -107,14 +115,6 @@ beforeAll(async () => {
       role: 'admin',
     });
     // The deployment's starting ETH rule; the screen's changes below lower it (a tightening, applied at once).
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: '2000000000000000000',
-      fourEyesMinMinor: '10000000000000000000',
-      velocityMaxPerHour: 10,
-      actor: 'provisioning',
-    });
   });
   ({ server, base } = await startSilentServer(database, {
     IDEM_API_KEY_CACHE_MS: '60000',

@@ -16,7 +16,6 @@ import {
   reviewWithdrawal,
   rowsOf,
   setApproverCoolingOff,
-  setRiskPolicy,
   setStaffRole,
   setTenantGovernance,
   withTenant,
@@ -24,6 +23,7 @@ import {
 import { ETH } from '@idem/testing/chain';
 import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { type MailServer, startMailServer } from '@idem/testing/mail';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -691,14 +691,14 @@ describe('I31-INVITE invitations by e-mail only; new and re-roled approvers cool
       idempotencyKey: 'cool-seed',
       actor: 'test',
     });
+    await provisionRiskPolicy(database.db, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
+      actor: 'test',
+    });
     withdrawal = await withTenant(database.db, tenantId, async (tx) => {
-      await setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: ETH.toString(),
-        fourEyesMinMinor: (5n * ETH).toString(),
-        actor: 'test',
-      });
       const { operation } = await createWithdrawal(tx, {
         tenantId,
         request: {

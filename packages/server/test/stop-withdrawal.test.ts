@@ -4,11 +4,11 @@ import {
   getOperation,
   leaseForSigning,
   reviewWithdrawal,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { createIdemClient, withdrawalKey } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
@@ -49,15 +49,15 @@ beforeAll(async () => {
   database = await createTestDatabase({ maxConnections: 5 });
   const passwordHash = await hashPassword(PASSWORD);
   tenant = await provisionTenant(database.db, { name: 'Stop' });
+  await provisionRiskPolicy(database.db, {
+    tenantId: tenant.tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    velocityMaxPerHour: 1000,
+    actor: 'test:setup',
+  });
   await withTenant(database.db, tenant.tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId: tenant.tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      velocityMaxPerHour: 1000,
-      actor: 'test:setup',
-    });
     for (const role of STAFF) {
       await createStaffUser(tx, {
         tenantId: tenant.tenantId,

@@ -1,7 +1,8 @@
 import type { StaffRole } from '@idem/contracts';
-import { createStaffUser, setRiskPolicy, withTenant } from '@idem/core';
+import { createStaffUser, withTenant } from '@idem/core';
 import { createIdemClient } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../src/app.ts';
@@ -112,14 +113,14 @@ beforeAll(async () => {
   for (const key of ['a', 'b'] as const) {
     const fixture = await provisionTenant(database.db, { name: `Web ${key}` });
     const staff = {} as Record<StaffRole, string>;
+    await provisionRiskPolicy(database.db, {
+      tenantId: fixture.tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
+      actor: 'test',
+    });
     await withTenant(database.db, fixture.tenantId, async (tx) => {
-      await setRiskPolicy(tx, {
-        tenantId: fixture.tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: ETH.toString(),
-        fourEyesMinMinor: (5n * ETH).toString(),
-        actor: 'test',
-      });
       for (const role of ['support', 'approver', 'operator', 'admin'] as const) {
         staff[role] = `${role}@${key}.invalid`;
         await createStaffUser(tx, { tenantId: fixture.tenantId, email: staff[role], role, passwordHash });

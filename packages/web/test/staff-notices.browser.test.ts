@@ -1,6 +1,7 @@
-import { createStaffUser, createTenant, setRiskPolicy, setTenantGovernance, withTenant } from '@idem/core';
+import { createStaffUser, createTenant, setTenantGovernance, withTenant } from '@idem/core';
 import { hashPassword } from '@idem/server';
 import { type MailServer, startMailServer } from '@idem/testing/mail';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -44,18 +45,18 @@ beforeAll(async () => {
       const { tenantId } = await createTenant(db, { name: 'Gamma Exchange', mfaRequired: false });
       gamma.tenantId = tenantId;
       const passwordHash = await hashPassword(PASSWORD);
+      await provisionRiskPolicy(db, {
+        tenantId,
+        assetCode: 'ETH',
+        autoApproveMaxMinor: OLD_LIMIT,
+        fourEyesMinMinor: (5n * ETH).toString(),
+        velocityMaxPerHour: 10,
+        actor: 'provisioning',
+      });
       await withTenant(db, tenantId, async (tx) => {
         for (const email of [gamma.adminA, gamma.adminB]) {
           await createStaffUser(tx, { tenantId, email, role: 'admin', passwordHash });
         }
-        await setRiskPolicy(tx, {
-          tenantId,
-          assetCode: 'ETH',
-          autoApproveMaxMinor: OLD_LIMIT,
-          fourEyesMinMinor: (5n * ETH).toString(),
-          velocityMaxPerHour: 10,
-          actor: 'provisioning',
-        });
       });
       await setTenantGovernance(db, { tenantId, looseningDelaySeconds: DELAY_SECONDS });
     },

@@ -5,11 +5,11 @@ import {
   creditAsOperator,
   type Database,
   reviewWithdrawal,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { hashPassword } from '@idem/server';
 import { type MailServer, startMailServer } from '@idem/testing/mail';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { generate } from 'otplib';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,15 +68,15 @@ async function provisionGamma(db: Database): Promise<void> {
     idempotencyKey: 'gamma-seed',
     actor: 'test',
   });
+  await provisionRiskPolicy(db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    actor: 'test',
+  });
   await withTenant(db, tenantId, async (tx) => {
     await createStaffUser(tx, { tenantId, email: GAMMA.admin, role: 'admin', passwordHash });
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      actor: 'test',
-    });
     for (const [name, destination] of Object.entries(destinations)) {
       const { operation } = await createWithdrawal(tx, {
         tenantId,

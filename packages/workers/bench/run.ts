@@ -16,6 +16,7 @@ import {
   rowsOf,
   setRiskPolicy,
   withTenant,
+  withTenantAsConnection,
 } from '@idem/core';
 import { anvilDevPrivateKeys, startAnvil } from '@idem/rails';
 import { ETH, startFaultProxy } from '@idem/testing/chain';
@@ -43,7 +44,9 @@ async function provision(walletIndex: number): Promise<string> {
     assets: [{ code: 'ETH', network: 'ethereum', decimals: 18, confirmations: 1 }],
   });
   const address = privateKeyToAccount(anvilDevPrivateKeys[walletIndex] as Hex).address;
-  await withTenant(t.db, tenantId, async (tx) => {
+  // As the deployment's own tools (the tables' owner): the application's role may add no hot
+  // wallet, set no rule that auto-approves, credit nothing without its evidence.
+  await withTenantAsConnection(t.db, tenantId, async (tx) => {
     await registerHotWallet(tx, {
       tenantId,
       network: 'ethereum',

@@ -16,11 +16,11 @@ import {
   listBreaks,
   listRuns,
   rowsOf,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RailsConfig } from '../src/rails.ts';
@@ -63,14 +63,12 @@ beforeAll(async () => {
       idempotencyKey: 'opening',
       actor: 'test',
     });
-    await withTenant(env.t.db, tenantId, async (tx) => {
-      await setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'BTC',
-        autoApproveMaxMinor: '1000000',
-        fourEyesMinMinor: '100000000',
-        actor: 'test',
-      });
+    await provisionRiskPolicy(env.t.db, {
+      tenantId,
+      assetCode: 'BTC',
+      autoApproveMaxMinor: '1000000',
+      fourEyesMinMinor: '100000000',
+      actor: 'test',
     });
     members.push(tenantId);
   }

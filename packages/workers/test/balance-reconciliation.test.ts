@@ -19,11 +19,11 @@ import {
   observeDeposit,
   provisionHotWallet,
   registerDepositAddress,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { deployTestToken } from '@idem/rails';
 import { rpc } from '@idem/testing/chain';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import pino from 'pino';
 import { type Hex, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -79,14 +79,12 @@ async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
     // The token deployment used nonce 0.
     nextNonce: 1,
   });
-  await withTenant(env.t.db, tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: (10n * ETH).toString(),
-      fourEyesMinMinor: (100n * ETH).toString(),
-      actor: 'test',
-    });
+  await provisionRiskPolicy(env.t.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: (10n * ETH).toString(),
+    fourEyesMinMinor: (100n * ETH).toString(),
+    actor: 'test',
   });
   // The opening balances, as the deployment's own tools credit them (no chain evidence).
   for (const [asset, amount] of [

@@ -9,12 +9,12 @@ import {
   type Operation,
   provisionHotWallet,
   registerDepositAddress,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import pino, { type Logger } from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -110,21 +110,19 @@ export async function startEnvironment(
   if (options.hotWallet)
     await rpc(anvil.rpcUrl, 'anvil_setBalance', [hotWallet, `0x${(100n * ETH).toString(16)}`]);
   await provisionHotWallet(t.db, { tenantId, network: 'ethereum', address: hotWallet, keyRef });
-  await withTenant(t.db, tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: (10n * ETH).toString(),
-      fourEyesMinMinor: (100n * ETH).toString(),
-      actor: 'test',
-    });
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'BTC',
-      autoApproveMaxMinor: '1000000000',
-      fourEyesMinMinor: '100000000000',
-      actor: 'test',
-    });
+  await provisionRiskPolicy(t.db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: (10n * ETH).toString(),
+    fourEyesMinMinor: (100n * ETH).toString(),
+    actor: 'test',
+  });
+  await provisionRiskPolicy(t.db, {
+    tenantId,
+    assetCode: 'BTC',
+    autoApproveMaxMinor: '1000000000',
+    fourEyesMinMinor: '100000000000',
+    actor: 'test',
   });
   // The opening balances, as the deployment's own tools credit them (no chain evidence).
   for (const asset of ['ETH', 'BTC']) {

@@ -1,7 +1,7 @@
-import { setRiskPolicy, withTenant } from '@idem/core';
+import { withTenant } from '@idem/core';
 import { createCustodianAdapter } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
-import { strandWithdrawal } from '@idem/testing/tenants';
+import { provisionRiskPolicy, strandWithdrawal } from '@idem/testing/tenants';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
 
@@ -36,16 +36,14 @@ async function stuckAtCustodian(index: number): Promise<void> {
 describe('reconciliation is fair to every UNKNOWN withdrawal', () => {
   it('C14 a batch of withdrawals that cannot be resolved does not starve a newer one that can', async () => {
     // Many withdrawals from one account in an hour would (rightly) trip the velocity rule.
-    await withTenant(env.t.db, env.tenantId, (tx) =>
-      setRiskPolicy(tx, {
-        tenantId: env.tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: (10n * ETH).toString(),
-        fourEyesMinMinor: (100n * ETH).toString(),
-        velocityMaxPerHour: 1_000,
-        actor: 'test',
-      }),
-    );
+    await provisionRiskPolicy(env.t.db, {
+      tenantId: env.tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: (10n * ETH).toString(),
+      fourEyesMinMinor: (100n * ETH).toString(),
+      velocityMaxPerHour: 1_000,
+      actor: 'test',
+    });
     for (let i = 0; i < 25; i++) await stuckAtCustodian(i);
     const rails = {
       evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID },

@@ -9,7 +9,6 @@ import {
   postEntry,
   provisionHotWallet,
   rowsOf,
-  setRiskPolicy,
   toStaffView,
   toView,
   transition,
@@ -17,6 +16,7 @@ import {
 } from '@idem/core';
 import { anvilDevPrivateKeys, deployTestToken, testTokenAbi } from '@idem/rails';
 import { GWEI } from '@idem/testing/chain';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { type Address, getAddress, type Hex, parseTransaction } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -59,14 +59,12 @@ beforeAll(async () => {
     idempotencyKey: 'usdc-funding',
     actor: 'test',
   });
-  await withTenant(env.t.db, tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'USDC',
-      autoApproveMaxMinor: '1000000000',
-      fourEyesMinMinor: '100000000000',
-      actor: 'test',
-    });
+  await provisionRiskPolicy(env.t.db, {
+    tenantId,
+    assetCode: 'USDC',
+    autoApproveMaxMinor: '1000000000',
+    fourEyesMinMinor: '100000000000',
+    actor: 'test',
   });
   usdc = { tenantId, token, hotWallet };
 });

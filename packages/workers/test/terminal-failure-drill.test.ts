@@ -6,10 +6,10 @@ import {
   getOperation,
   operationStats,
   provisionHotWallet,
-  setRiskPolicy,
   withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys, deployTestToken } from '@idem/rails';
+import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -56,14 +56,12 @@ describe('terminal failure drill (docs/RUNBOOK.md)', () => {
       idempotencyKey: 'drill-funding',
       actor: 'test',
     });
-    await withTenant(env.t.db, tenantId, async (tx) => {
-      await setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'USDT',
-        autoApproveMaxMinor: '1000000000',
-        fourEyesMinMinor: '100000000000',
-        actor: 'test',
-      });
+    await provisionRiskPolicy(env.t.db, {
+      tenantId,
+      assetCode: 'USDT',
+      autoApproveMaxMinor: '1000000000',
+      fourEyesMinMinor: '100000000000',
+      actor: 'test',
     });
     const created = await withTenant(env.t.db, tenantId, (tx) =>
       createWithdrawal(tx, {

@@ -1,8 +1,9 @@
 import { IdemError } from '@idem/contracts';
 import { and, count, eq, gt, ne, sql } from 'drizzle-orm';
 import { staffInitiationOf } from '../approvals/requester.ts';
-import type { Tx } from '../db/connect.ts';
+import type { Database, Tx } from '../db/connect.ts';
 import { operations, riskPolicies, tenants } from '../db/schema/index.ts';
+import { withTenantAsConnection } from '../db/tenant-scope.ts';
 import type { Operation } from '../operations/operation-record.ts';
 import { recordTransition, transition } from '../state-machine/transition.ts';
 
@@ -136,25 +137,32 @@ export async function reviewWithdrawal(tx: Tx, op: Operation): Promise<Operation
   });
 }
 
+/** One asset's rules as setRiskPolicy writes them; the velocity and the window default to 10 and 60. */
+export interface RiskPolicyInput {
+  tenantId: string;
+  assetCode: string;
+  autoApproveMaxMinor: string;
+  fourEyesMinMinor: string;
+  velocityMaxPerHour?: number;
+  similarWindowMinutes?: number;
+  /** Who changes the rules: a staff id, 'cli:<user>', or the provisioning path's name. */
+  actor: string;
+}
+
 /**
  * Sets a tenant's rules for one asset, as `actor`. A real change bumps the tenant's policy version
  * and records the rules before and after in `policy_history`, in this transaction: the database
  * does both (trigger `risk_policies_versioned`, core/sql/idem_record_policy_change.sql), attributing
  * the change to the transaction-local `app.actor` set here. Setting the rules already in force
- * writes nothing and leaves the version alone.
+ * writes nothing and leaves the version alone. In the application role's transaction the database
+ * takes a tightening (and a first rule that auto-approves nothing) at once, and a loosening only as
+ * the apply step of an approved, due control change for exactly these rules
+ * (core/sql/idem_guard_risk_policy_write.sql): the staff screens go through changeRiskRule, the
+ * deployment's own tools through setRiskPolicyAsOperator.
  */
 export async function setRiskPolicy(
   tx: Tx,
-  input: {
-    tenantId: string;
-    assetCode: string;
-    autoApproveMaxMinor: string;
-    fourEyesMinMinor: string;
-    velocityMaxPerHour?: number;
-    similarWindowMinutes?: number;
-    /** Who changes the rules: a staff id, 'cli:<user>', or the provisioning path's name. */
-    actor: string;
-  },
+  input: RiskPolicyInput,
 ): Promise<{ changed: boolean; policyVersion: number }> {
   const actor = input.actor.trim();
   if (actor === '') throw new IdemError('VALIDATION', 'a policy change must name who makes it');
@@ -188,4 +196,18 @@ export async function setRiskPolicy(
     .where(eq(tenants.tenantId, input.tenantId));
   if (!tenant) throw new IdemError('NOT_FOUND', 'tenant not found');
   return { changed: written.length > 0, policyVersion: tenant.policyVersion };
+}
+
+/**
+ * An asset's rules set by the deployment's own tools, not by the application: the CLI's `idem
+ * risk-policy set`, the embedded demo's and the chaos suite's provisioning, test fixtures. It runs
+ * as the connection's own role (`withTenantAsConnection`), since the database takes any rule,
+ * looser ones included, only from the tables' owner (idem_guard_risk_policy_write). Connected as
+ * the application's login, a loosening is refused (insufficient_privilege) and a tightening applies.
+ */
+export async function setRiskPolicyAsOperator(
+  db: Database,
+  input: RiskPolicyInput,
+): Promise<{ changed: boolean; policyVersion: number }> {
+  return withTenantAsConnection(db, input.tenantId, (tx) => setRiskPolicy(tx, input));
 }

@@ -20,6 +20,7 @@ import {
   createWebhookEndpoint,
   creditAsOperator,
   type Database,
+  errorCodes,
   type HotWallet,
   listBreaks,
   listExplorers,
@@ -29,7 +30,7 @@ import {
   revokeApiKey,
   setApproverCoolingOff,
   setExplorer,
-  setRiskPolicy,
+  setRiskPolicyAsOperator,
   setTenantGovernance,
   setTenantMfa,
   toView,
@@ -103,7 +104,8 @@ const USAGE = `Usage: pnpm idem <command> [options]
   risk-policy set --tenant ID --asset CODE --auto-approve-max MINOR --four-eyes-min MINOR [--by WHO]
                                                   set the review thresholds of one asset; a real change
                                                   bumps the tenant's policy version and is recorded
-                                                  (as WHO, by default cli:<your OS user>)
+                                                  (as WHO, by default cli:<your OS user>); raising a
+                                                  limit needs the owner's DATABASE_URL
   risk-policy history --tenant ID [--json]        every policy change: who, when, version from -> to,
                                                   the rules before and after
   explorer set --tenant ID --network bitcoin|ethereum (--template URL|--none) [--by WHO] [--json]
@@ -296,8 +298,17 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
       fourEyesMinMinor: amountMinorSchema.parse(required(flags, 'four-eyes-min')),
     };
     const actor = typeof flags.by === 'string' && flags.by !== '' ? flags.by : `cli:${userInfo().username}`;
-    const { changed, policyVersion } = await withTenant(db, tenantId, (tx) =>
-      setRiskPolicy(tx, { ...policy, actor }),
+    // As the connection's own role: the database takes a looser rule only from the tables' owner
+    // (the application's login tightens only; staff loosen through an approved control change).
+    const { changed, policyVersion } = await setRiskPolicyAsOperator(db, { ...policy, actor }).catch(
+      (error: unknown) => {
+        if (!errorCodes(error).includes('42501')) throw error;
+        throw new IdemError(
+          'FORBIDDEN',
+          `the database takes a looser ${policy.assetCode} rule only from the tables' owner: run risk-policy set ` +
+            "with the owner's DATABASE_URL, or loosen it from the staff screens (a control change other admins approve)",
+        );
+      },
     );
     return { ...policy, changed, policyVersion };
   },

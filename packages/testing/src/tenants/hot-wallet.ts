@@ -1,12 +1,6 @@
-import {
-  createTenant,
-  creditAsOperator,
-  type Database,
-  provisionHotWallet,
-  setRiskPolicy,
-  withTenant,
-} from '@idem/core';
+import { createTenant, creditAsOperator, type Database, provisionHotWallet } from '@idem/core';
 import { ETH } from '../chain/units.ts';
+import { provisionRiskPolicy } from './risk.ts';
 
 /**
  * The invariant tests' tenant: ETH on the local chain at `confirmations`, one hot wallet at
@@ -33,14 +27,11 @@ export async function provisionHotWalletTenant(
     idempotencyKey: 'seed',
     actor: 'test',
   });
-  await withTenant(db, tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: (10n * ETH).toString(),
-      fourEyesMinMinor: (100n * ETH).toString(),
-      actor: 'test',
-    });
+  await provisionRiskPolicy(db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: (10n * ETH).toString(),
+    fourEyesMinMinor: (100n * ETH).toString(),
   });
   return tenantId;
 }

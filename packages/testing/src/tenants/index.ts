@@ -3,4 +3,5 @@
 export * from './api-tenant.ts';
 export * from './hot-wallet.ts';
 export * from './ledger.ts';
+export * from './risk.ts';
 export * from './staff.ts';

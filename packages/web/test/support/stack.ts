@@ -14,7 +14,6 @@ import {
   openDatabase,
   provisionHotWallet,
   reviewWithdrawal,
-  setRiskPolicy,
   setTenantGovernance,
   withTenant,
 } from '@idem/core';
@@ -25,7 +24,7 @@ import { bundle } from '@idem/server/bundle';
 import { ETH, rpc } from '@idem/testing/chain';
 import { migratedPgliteDataDir } from '@idem/testing/database';
 import { startServerProcess } from '@idem/testing/server';
-import { strandWithdrawal } from '@idem/testing/tenants';
+import { provisionRiskPolicy, strandWithdrawal } from '@idem/testing/tenants';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
 export const resultsDir = fileURLToPath(new URL('../../test-results/', import.meta.url));
@@ -69,16 +68,16 @@ async function provision(db: Database, name: string): Promise<TenantFixture> {
     idempotencyKey: `seed-${tenantId}`,
     actor: 'test',
   });
+  await provisionRiskPolicy(db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (5n * ETH).toString(),
+    velocityMaxPerHour: 1000,
+    similarWindowMinutes: 1,
+    actor: 'test',
+  });
   await withTenant(db, tenantId, async (tx) => {
-    await setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (5n * ETH).toString(),
-      velocityMaxPerHour: 1000,
-      similarWindowMinutes: 1,
-      actor: 'test',
-    });
     const members: [keyof TenantFixture['staff'], StaffRole][] = [
       ['admin', 'admin'],
       ['approver1', 'approver'],
@@ -385,16 +384,16 @@ export async function startChainStack(
       idempotencyKey: 'seed-chain',
       actor: 'test',
     });
+    await provisionRiskPolicy(handle.db, {
+      tenantId,
+      assetCode: 'ETH',
+      autoApproveMaxMinor: ETH.toString(),
+      fourEyesMinMinor: (5n * ETH).toString(),
+      velocityMaxPerHour: 1000,
+      similarWindowMinutes: 1,
+      actor: 'test',
+    });
     await withTenant(handle.db, tenantId, async (tx) => {
-      await setRiskPolicy(tx, {
-        tenantId,
-        assetCode: 'ETH',
-        autoApproveMaxMinor: ETH.toString(),
-        fourEyesMinMinor: (5n * ETH).toString(),
-        velocityMaxPerHour: 1000,
-        similarWindowMinutes: 1,
-        actor: 'test',
-      });
       for (const [key, role] of [
         ['operator', 'operator'],
         ['approver1', 'approver'],
