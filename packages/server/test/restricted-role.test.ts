@@ -6,6 +6,8 @@ import { type ServerProcess, startServerProcess } from '@idem/testing/server';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
+import { idem } from './support/cli-process.ts';
+import { printed } from './support/cli-results.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture } from './support/provision.ts';
 
 const STAFF_PASSWORD = 'a long enough staff password';
@@ -116,6 +118,29 @@ describe.skipIf(!onPostgres)('the server on a restricted login role (real Postgr
     } finally {
       await direct.end();
     }
+  });
+
+  it("I32-DB `idem risk-policy set` on this login tightens a rule but cannot loosen one; the owner's login can", async () => {
+    // This login for the CLI's statements, the owner for its migrations (docs/API.md).
+    const asLogin = { DATABASE_URL: loginUrl, MIGRATION_DATABASE_URL: t.url ?? '' };
+    const asOwner = { DATABASE_URL: t.url ?? '' };
+    const set = (env: Record<string, string>, autoApproveMax: string) =>
+      idem(
+        env,
+        ...['risk-policy', 'set', '--tenant', tenant.tenantId, '--asset', 'BTC'],
+        ...['--auto-approve-max', autoApproveMax, '--four-eyes-min', '100000000', '--json'],
+      );
+    // A first BTC rule that auto-approves: refused, with what to do instead.
+    const loose = await set(asLogin, '1000000');
+    expect(loose.code).toBe(1);
+    expect(loose.stdout).toBe('');
+    expect(loose.stderr).toMatch(
+      /^idem: FORBIDDEN: .*only from the tables' owner: run risk-policy set with the owner's DATABASE_URL/,
+    );
+    // The deployment's own login sets it; this one then lowers it, which applies at once.
+    expect(printed(await set(asOwner, '1000000'))).toMatchObject({ changed: true });
+    expect(printed(await set(asLogin, '500000'))).toMatchObject({ changed: true });
+    expect((await set(asLogin, '2000000')).stderr).toMatch(/FORBIDDEN/);
   });
 
   it('I11-F7 staff sign-in is throttled in PostgreSQL by this login role, which cannot touch the counters itself', async () => {

@@ -24,7 +24,9 @@ export async function withTenant<T>(
  * own role, not the application role: the deployment's own tools (the CLI), which the database
  * tells apart from the application. Used only where a trigger allows the tables' owner (or a
  * superuser) what it refuses the application role: storing an API key or an outbound endpoint
- * active at once (idem_guard_inactive_insert). Row-level security still binds the owner (FORCE).
+ * active at once (idem_guard_inactive_insert), a credit without its evidence
+ * (idem_check_entry_source), a looser risk rule (idem_guard_risk_policy_write). Row-level
+ * security still binds the owner (FORCE).
  * Connected as a login that is neither (the server's), the database refuses that too.
  */
 export async function withTenantAsConnection<T>(
