@@ -4,9 +4,10 @@
  * Each can be SIGKILLed at any moment and started again; its output goes to a log file in the run
  * directory.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { bundle, CLI_BUNDLE, SERVER_BUNDLE } from '@idem/server/bundle';
 
 /** Built once per run from the sources under test; a SIGKILL of the node process kills the real thing. */
@@ -182,6 +183,30 @@ export function workerProcess(name: string, env: Record<string, string>, logDir:
 }
 
 /** The signer service (`idem signer`): the only process that holds the HSM PIN (--signer service). */
+/**
+ * `idem signer pin` for one tenant, as an operator runs it at bootstrap: the tenant's admins'
+ * passkeys and its auto-approve limits go into the signer's trust file.
+ */
+export async function pinSignerTrust(input: {
+  databaseUrl: string;
+  tenantId: string;
+  file: string;
+}): Promise<void> {
+  const args = [
+    'signer',
+    'pin',
+    '--tenant',
+    input.tenantId,
+    '--origin',
+    'http://localhost',
+    '--file',
+    input.file,
+  ];
+  await promisify(execFile)(process.execPath, [CLI_BUNDLE, ...args], {
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: input.databaseUrl },
+  });
+}
+
 export function signerProcess(name: string, env: Record<string, string>, logDir: string): ManagedProcess {
   return managed({
     name,

@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import type { AnvilInstance } from '@idem/rails';
 import { type FaultProxy, startFaultProxy } from '@idem/testing/chain';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
-import { type ManagedProcess, serverProcess, signerProcess, workerProcess } from './processes.ts';
+import {
+  type ManagedProcess,
+  pinSignerTrust,
+  serverProcess,
+  signerProcess,
+  workerProcess,
+} from './processes.ts';
 import { type ChaosProxy, startChaosProxy } from './proxy.ts';
 import { CHAIN_ID, type Cleanups, OPENING_BTC, type RunWorld, type SoftHsmToken } from './setup.ts';
 
@@ -71,7 +77,8 @@ export async function startSystem(input: {
     IDEM_CUSTODIAN_URL: custodianProxy.url,
     ...workerTimings(input.token, input.signerFaultFile),
   };
-  const service = input.signerService && input.token ? await signerService(input, common.DATABASE_URL) : null;
+  const service =
+    input.signerService && input.token ? await signerService({ ...input, world }, common.DATABASE_URL) : null;
   const workers = Array.from({ length: input.workers }, (_, w) =>
     workerProcess(
       `worker-${w}`,
@@ -110,10 +117,15 @@ export async function startSystem(input: {
  * per worker. Workers get the service's URL and their token, and neither the module nor the PIN.
  */
 async function signerService(
-  input: { token: SoftHsmToken | null; outDir: string; workers: number },
+  input: { token: SoftHsmToken | null; outDir: string; workers: number; world: RunWorld },
   databaseUrl: string,
 ) {
   const token = input.token as SoftHsmToken;
+  // Every tenant here is approved by the automatic review alone: its pinned limits cover them.
+  const trustFile = join(input.outDir, 'signer-trust.json');
+  for (const tenant of input.world.tenants) {
+    await pinSignerTrust({ databaseUrl, tenantId: tenant.tenantId, file: trustFile });
+  }
   const port = await freePort();
   const tokens = Array.from({ length: input.workers }, () => randomBytes(24).toString('hex'));
   const logPath = join(input.outDir, 'signer-log.jsonl');
@@ -132,6 +144,7 @@ async function signerService(
       IDEM_SIGNER_DATABASE_URL: databaseUrl,
       IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
       IDEM_SIGNER_LOG: logPath,
+      IDEM_SIGNER_TRUST_FILE: trustFile,
       LOG_LEVEL: 'warn',
     },
     input.outDir,

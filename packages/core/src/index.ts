@@ -272,6 +272,7 @@ export {
   setRiskPolicyAsOperator,
 } from './risk/review.ts';
 export { changeRiskRuleNow, listRiskRules, riskRuleHistory } from './risk/rules.ts';
+export { storedAssertionRefusal } from './staff/assertion-check.ts';
 export { staffTenantsForEmail, tenantForSlug } from './staff/directory.ts';
 export {
   forgetInvitationLink,

@@ -47,6 +47,7 @@ import {
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_BUNDLE } from '../scripts/bundle.ts';
+import { pinTenant, tenantTrustAtBootstrap } from '../src/signer-service/trust-file.ts';
 
 const serverRoot = fileURLToPath(new URL('../', import.meta.url));
 const CHAIN_ID = 31337;
@@ -181,6 +182,10 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       signerUrl = login.toString();
       dir = mkdtempSync(join(tmpdir(), 'idem-signer-'));
       logPath = join(dir, 'signer-log.jsonl');
+      // Bootstrap: every withdrawal here is approved by the automatic review, within 10 ETH.
+      const trustFile = join(dir, 'trust.json');
+      const trust = await withTenant(t.db, tenantId, (tx) => tenantTrustAtBootstrap(tx, tenantId));
+      pinTenant(trustFile, { tenantId, origin: 'http://localhost', trust }, null);
       signerEnv = {
         SOFTHSM2_CONF: token.env.SOFTHSM2_CONF ?? '',
         IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
@@ -193,6 +198,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
         IDEM_SIGNER_LOG: logPath,
         IDEM_SIGNER_REPORT_KEY_FILE: join(dir, 'report-key.pem'),
+        IDEM_SIGNER_TRUST_FILE: trustFile,
         LOG_LEVEL: 'warn',
       };
       signer = await startSigner(signerEnv);

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { IdemError } from '@idem/contracts';
 import { pkcs11ModulePathSchema, pkcs11TokenLabelSchema } from '@idem/rails';
 import { z } from 'zod';
+import { readTrustFile, type TrustFile } from './trust-file.ts';
 
 export interface SignerConfig {
   modulePath: string;
@@ -26,6 +27,8 @@ export interface SignerConfig {
   reportKeyPath: string | null;
   gasLimitMax: bigint;
   maxFeePerGasMax: bigint;
+  /** The anchors, limits and origins pinned at bootstrap (trust-file.ts), read once at start. */
+  trust: TrustFile;
 }
 
 const envSchema = z.object({
@@ -40,6 +43,8 @@ const envSchema = z.object({
   IDEM_SIGNER_CHAIN_ID: z.coerce.number().int().min(1),
   IDEM_SIGNER_LOG: z.string().min(1),
   IDEM_SIGNER_REPORT_KEY_FILE: z.string().min(1).optional(),
+  /** Required: without it the service would have to believe the database's approvals. */
+  IDEM_SIGNER_TRUST_FILE: z.string().min(1),
   IDEM_SIGNER_GAS_LIMIT_MAX: z.coerce.bigint().positive().default(300_000n),
   /** The network's ceiling per gas (the fee policy's maxFeePerGasWei default: 500 gwei). */
   IDEM_SIGNER_MAX_FEE_PER_GAS_WEI: z.coerce.bigint().positive().default(500_000_000_000n),
@@ -110,5 +115,6 @@ export function readSignerConfig(env: NodeJS.ProcessEnv = process.env): SignerCo
     reportKeyPath: e.IDEM_SIGNER_REPORT_KEY_FILE ?? null,
     gasLimitMax: e.IDEM_SIGNER_GAS_LIMIT_MAX,
     maxFeePerGasMax: e.IDEM_SIGNER_MAX_FEE_PER_GAS_WEI,
+    trust: readTrustFile(e.IDEM_SIGNER_TRUST_FILE),
   };
 }

@@ -23,10 +23,12 @@ import {
 import { and, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { getAddress, type Hex, keccak256, parseTransaction, serializeTransaction } from 'viem';
+import { assertApprovalTrusted } from './approval-trust.ts';
 import type { SignerConfig } from './config.ts';
 import { SignerLog, type SignerLogEvent, type SignerLogLine } from './log.ts';
 import { checkSigning, type SignedIndex, type SigningFacts } from './policy.ts';
 import { loadReportKey, publishedReportKey, signReportRequestSchema, signRun } from './report.ts';
+import type { TrustFile } from './trust-file.ts';
 
 export interface RunningSignerService {
   url: string;
@@ -57,12 +59,16 @@ function signedIndex(lines: SignerLogLine[]): SignedIndex & { add(line: SignerLo
  * Reads what the approval covers, on the service's own connection (its login a member of the
  * read-only role idem_signer, migration signer_role), in a read-only transaction.
  */
-async function readFacts(db: Database, request: SignRequest): Promise<SigningFacts> {
+async function readFacts(db: Database, request: SignRequest, trust: TrustFile): Promise<SigningFacts> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`set transaction read only`);
+    // One snapshot for the operation, its decisions and the chain of trust they rest on.
+    await tx.execute(sql`set transaction isolation level repeatable read, read only`);
     // As the connection's own role (a member of the read-only idem_signer), bound to the tenant.
     await tx.execute(sql`select set_config('app.tenant_id', ${request.tenantId}, true)`);
     const operation = await getOperation(tx, request.tenantId, request.operationId);
+    // A payment or a fee bump pays the destination: its approval must be one we believe. A cancel
+    // pays nothing and is checked against the recorded attempt (policy.ts).
+    if (request.kind !== 'cancel') await assertApprovalTrusted(tx, trust, operation);
     const wallet = await getHotWallet(tx, request.tenantId, operation.network);
     const [asset] = await tx
       .select({ contractAddress: schema.assets.contractAddress })
@@ -159,7 +165,7 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
     if (serializeTransaction(unsigned).toLowerCase() !== request.transaction.toLowerCase()) {
       throw new IdemError('VALIDATION', 'the transaction is not in canonical form');
     }
-    const facts = await readFacts(database.db, request);
+    const facts = await readFacts(database.db, request, config.trust);
     const base = {
       worker,
       tenantId: request.tenantId,

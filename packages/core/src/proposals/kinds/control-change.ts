@@ -127,10 +127,13 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
       return { url: endpoint.url, active: false };
     }
     case 'passkey_register': {
-      // What the approvers are asked to trust: whose device, its label, when it was registered.
+      // What the approvers are asked to trust: whose device, its label, when it was registered,
+      // and its public key, so that their approval binds this key (the signer service trusts the
+      // credential with this key only, whatever key the row holds later).
       const [passkey] = await tx
         .select({
           userId: staffPasskeys.userId,
+          publicKey: staffPasskeys.publicKey,
           label: staffPasskeys.label,
           createdAt: staffPasskeys.createdAt,
           activatedAt: staffPasskeys.activatedAt,
@@ -155,6 +158,7 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
         label: passkey.label,
         registeredAt: passkey.createdAt.toISOString(),
         active: passkey.activatedAt !== null,
+        publicKey: passkey.publicKey,
       };
     }
   }
