@@ -5,8 +5,8 @@ import { getAddress } from 'viem';
 import {
   createTenant,
   createWithdrawal,
+  creditAsOperator,
   type Database,
-  recordDeposit,
   rowsOf,
   submitWithdrawal,
   withTenant,
@@ -30,19 +30,18 @@ export async function fundedTenant(db: Database, name: string, accounts: number,
   for (let i = 0; i < accountIds.length; i += concurrency) {
     await Promise.all(
       accountIds.slice(i, i + concurrency).map((accountId) =>
-        withTenant(db, tenantId, (tx) =>
-          recordDeposit(tx, {
-            tenantId,
-            deposit: {
-              reference: `fund-${accountId}`,
-              accountId,
-              asset: ASSET,
-              amountMinor: FUNDING.toString(),
-            },
-            idempotencyKey: `deposit-fund-${accountId}`,
-            actor: 'bench',
-          }),
-        ),
+        // As the deployment's operator: the application's role credits nothing without evidence.
+        creditAsOperator(db, {
+          tenantId,
+          deposit: {
+            reference: `fund-${accountId}`,
+            accountId,
+            asset: ASSET,
+            amountMinor: FUNDING.toString(),
+          },
+          idempotencyKey: `deposit-fund-${accountId}`,
+          actor: 'bench',
+        }),
       ),
     );
   }

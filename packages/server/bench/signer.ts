@@ -19,7 +19,7 @@ import {
   registrationChallenge,
   relyingPartyOf,
   reviewWithdrawal,
-  setRiskPolicy,
+  setRiskPolicyAsOperator,
   staffActor,
   withTenant,
 } from '@idem/core';
@@ -71,16 +71,14 @@ async function setUpTenant(db: Database, index: number, token: ReturnType<typeof
     idempotencyKey: 'fund',
     actor: 'bench',
   });
-  await withTenant(db, tenantId, (tx) =>
-    setRiskPolicy(tx, {
-      tenantId,
-      assetCode: 'ETH',
-      autoApproveMaxMinor: ETH.toString(),
-      fourEyesMinMinor: (10n ** 30n).toString(),
-      velocityMaxPerHour: 1_000_000,
-      actor: 'bench',
-    }),
-  );
+  await setRiskPolicyAsOperator(db, {
+    tenantId,
+    assetCode: 'ETH',
+    autoApproveMaxMinor: ETH.toString(),
+    fourEyesMinMinor: (10n ** 30n).toString(),
+    velocityMaxPerHour: 1_000_000,
+    actor: 'bench',
+  });
   // The tenant's one admin registers its first passkey: the anchor the trust file pins.
   const admin = await withTenant(db, tenantId, (tx) =>
     createStaffUser(tx, {

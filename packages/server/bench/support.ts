@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Database, recordDeposit, withDatabase, withTenant } from '@idem/core';
+import { creditAsOperator, type Database, withDatabase } from '@idem/core';
 import postgres from 'postgres';
 
 /** The server the benches run against: DATABASE_URL, or the local one. */
@@ -26,19 +26,18 @@ export async function fundAccounts(db: Database, tenantId: string, accounts: str
   for (let i = 0; i < accounts.length; i += 50)
     await Promise.all(
       accounts.slice(i, i + 50).map((accountId) =>
-        withTenant(db, tenantId, (tx) =>
-          recordDeposit(tx, {
-            tenantId,
-            deposit: {
-              reference: `fund-${accountId}`,
-              accountId,
-              asset: 'ETH',
-              amountMinor: (10n ** 24n).toString(),
-            },
-            idempotencyKey: `deposit-fund-${accountId}`,
-            actor: 'bench',
-          }),
-        ),
+        // As the deployment's operator: the application's role credits nothing without evidence.
+        creditAsOperator(db, {
+          tenantId,
+          deposit: {
+            reference: `fund-${accountId}`,
+            accountId,
+            asset: 'ETH',
+            amountMinor: (10n ** 24n).toString(),
+          },
+          idempotencyKey: `deposit-fund-${accountId}`,
+          actor: 'bench',
+        }),
       ),
     );
 }
