@@ -239,12 +239,16 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       };
     }
 
-    async function askToPay(op: Operation): Promise<{ status: number; code?: string; message?: string }> {
+    async function askToPay(
+      op: Operation,
+      kind: 'payment' | 'replacement' = 'payment',
+      nonce?: number,
+    ): Promise<{ status: number; code?: string; message?: string }> {
       const wallet = await withTenant(t.db, op.tenantId, (tx) => getHotWallet(tx, op.tenantId, 'ethereum'));
       const transaction = serializeTransaction({
         type: 'eip1559',
         chainId: CHAIN_ID,
-        nonce: wallet.nextNonce,
+        nonce: nonce ?? wallet.nextNonce,
         gas: 21_000n,
         maxFeePerGas: 3_000_000_000n,
         maxPriorityFeePerGas: 1_000_000_000n,
@@ -257,7 +261,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         body: JSON.stringify({
           tenantId: op.tenantId,
           operationId: op.operationId,
-          kind: 'payment',
+          kind,
           transaction,
         }),
       });
@@ -346,6 +350,19 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
             where tenant_id = ${tenantId}::uuid and credential_id = ${anchorKey.id}`);
         });
       }
+    });
+
+    it('I32-TRUST a "fee bump" of a withdrawal the attacker marked as sent, never approved by anyone, is refused', async () => {
+      const op = await reviewed(5n * ETH);
+      // A recorded attempt of their making: the fee-bump path checks the attempt, and now the approval.
+      await asOwnerWithoutGuards(async (tx) => {
+        await tx.execute(sql`update operations set state = 'BROADCAST', chain_nonce = 4242,
+            signed_artifact = '0x02', tx_hash = ${`0x${'ab'.repeat(32)}`}
+          where tenant_id = ${tenantId}::uuid and operation_id = ${op.operationId}::uuid`);
+      });
+      const answer = await askToPay(op, 'replacement', 4242);
+      expect(answer).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+      expect(answer.message).toContain('0 of 1 approvals');
     });
 
     it('I32-TRUST a risk rule loosened in the database does not widen what the signer signs without people', async () => {
