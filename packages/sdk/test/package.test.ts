@@ -235,5 +235,5 @@ export async function wrong(error: IdemApiError): Promise<unknown[]> {
       'index.d.cts',
       'index.d.ts',
     ]);
-  }, 30_000);
+  }, 120_000);
 });
