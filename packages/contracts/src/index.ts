@@ -22,6 +22,7 @@ export * from './proposals.ts';
 export * from './reconciliation.ts';
 export * from './redaction.ts';
 export * from './runbook.ts';
+export * from './settlement-reasons.ts';
 export * from './staff-operations.ts';
 export * from './staff-roles.ts';
 export * from './staff-session.ts';

@@ -10,7 +10,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
-import { rpc, startFaultProxy } from '@idem/testing/chain';
+import { mineUntilFinal, rpc, startFaultProxy } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { createWorker, RailRegistry } from '@idem/workers';
@@ -131,7 +131,7 @@ afterAll(async () => {
 });
 
 describe('I11-F4 manual resolution over HTTP', () => {
-  it('I11-F4 one operator cannot resolve alone; an approver completes it only once the chain proves nothing can still be paid', async () => {
+  it('I11-F4 I32-FINAL one operator cannot resolve alone; an approver completes it only once the chain proves nothing can still be paid, the transaction that took the nonce final', async () => {
     const stuck = await signedNeverSent();
     const held = await heldEth();
     const operator = await signIn('operator');
@@ -194,6 +194,7 @@ describe('I11-F4 manual resolution over HTTP', () => {
     });
     expect(early.status).toBe(422);
     expect(early.body.error?.data.code).toBe('UNPROVEN');
+    expect(early.body.error?.data.detail).toContain('the stored transaction could still be mined');
     expect((await operation(stuck.operationId)).state).toBe('UNKNOWN');
     expect(await heldEth()).toBe(held);
     const still = await call('staffProposals.get', {
@@ -213,9 +214,27 @@ describe('I11-F4 manual resolution over HTTP', () => {
       value: 1n,
       nonce: stuck.chainNonce ?? -1,
     });
-    await createPublicClient({ transport: http(anvil.rpcUrl) }).waitForTransactionReceipt({ hash: sweep });
+    const swept = await createPublicClient({ transport: http(anvil.rpcUrl) }).waitForTransactionReceipt({
+      hash: sweep,
+    });
     await mine(12);
 
+    // At the asset's depth but above the node's finalized block: a deeper reorganisation could
+    // still swap the sweep for our signed payment, so releasing now is refused (I32-FINAL).
+    const notFinal = await call('staffProposals.decide', {
+      mutation: true,
+      session: approver,
+      input: { proposalId: proposal.proposalId, payloadHash: proposal.payloadHash, decision: 'approve' },
+    });
+    expect(notFinal.status).toBe(422);
+    expect(notFinal.body.error?.data.code).toBe('UNPROVEN');
+    expect(notFinal.body.error?.data.detail).toContain(
+      'the transaction that took the nonce is not final yet',
+    );
+    expect((await operation(stuck.operationId)).state).toBe('UNKNOWN');
+    expect(await heldEth()).toBe(held);
+
+    await mineUntilFinal(anvil.rpcUrl, swept.blockNumber);
     const approved = await call('staffProposals.decide', {
       mutation: true,
       session: approver,

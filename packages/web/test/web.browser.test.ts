@@ -195,7 +195,7 @@ describe('staff screens', () => {
     // What is proposed, the evidence the system gathered, the hash, and who must approve.
     await expect(proposed.textContent()).resolves.toContain('Proposed resolution: VERIFIED_NOT_SENT');
     await expect(proposed.getByTestId('rail-evidence').textContent()).resolves.toContain(
-      'NOT_SENT from the custodian (no_record_for_reference)',
+      'NOT_SENT from the custodian (no_record_for_reference: the custodian has no record of our reference)',
     );
     await expect(proposed.getByTestId('proposal-approvals').textContent()).resolves.toContain(
       '0 of 1; needs another staff member with the approver role',

@@ -22,10 +22,11 @@ const WITNESS_DEADLINE_MS = 15_000;
 
 /**
  * Asks the authoritative side about a withdrawal a person wants to resolve (C14, C15, I11-F4):
- * the chain, read at the asset's confirmation depth, or the custodian, by our reference. The
- * answer is evidence for the four-eyes proposal, never a decision by itself; an unreachable or
- * slow rail, or an answer short of proof, is UNPROVEN. Error text is not kept (provider URLs can
- * carry keys): only the error's name.
+ * the chain, read at the asset's confirmation depth (a taken nonce only once the node calls its
+ * block finalized, I32-FINAL), or the custodian, by our reference. The answer is evidence for the
+ * four-eyes proposal, never a decision by itself; an unreachable or slow rail, or an answer short
+ * of proof, is UNPROVEN. Error text is not kept (provider URLs can carry keys): only the error's
+ * name.
  */
 export async function attestSettlement(
   deps: { db: Database; rails: RailRegistry },
@@ -143,6 +144,7 @@ async function chainAttestation(
             blockHash: found.consumer.blockHash,
           }
         : null,
+      finalizedBlock: found.finalizedBlockNumber?.toString() ?? null,
       ...(found.claimCheck ? { claimCheck: found.claimCheck } : {}),
     },
   };

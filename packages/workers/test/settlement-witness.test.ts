@@ -1,10 +1,11 @@
 /**
  * The witness a person's resolution of a stuck withdrawal needs (I11-F4), on a real anvil
  * chain and the real custodian simulator: it proves a withdrawal paid or never able to pay, at the
- * asset's confirmation depth, or answers UNPROVEN.
+ * asset's confirmation depth (a taken nonce only once the node calls its block finalized,
+ * I32-FINAL), or answers UNPROVEN.
  */
 import { anvilDevPrivateKeys, createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
-import { startFaultProxy } from '@idem/testing/chain';
+import { mineUntilFinal, startFaultProxy } from '@idem/testing/chain';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { createWalletClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -41,6 +42,12 @@ const attest = (
   assertion: Parameters<typeof attestSettlement>[2],
   using = rails,
 ) => attestSettlement({ db: env.t.db, rails: using }, op, assertion);
+
+/** Mines until the node calls the block of `txHash` finalized. */
+async function mineUntilFinalized(txHash: Hex): Promise<void> {
+  const { blockNumber } = await env.chain.getTransactionReceipt({ hash: txHash });
+  await mineUntilFinal(env.anvil.rpcUrl, blockNumber);
+}
 
 /** Someone else holding the hot wallet's key (a manual sweep, say) sends a transaction. */
 async function sendFromHotWallet(request: { to: string; value: bigint; nonce?: number }): Promise<Hex> {
@@ -82,7 +89,7 @@ async function signedNeverSent(amountWei: bigint) {
 }
 
 describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
-  it('I11-F4 NOT_SENT is refused while the nonce is unconsumed, proven once another transaction took it at depth, and the stored bytes can then never be mined', async () => {
+  it('I11-F4 I32-FINAL NOT_SENT is refused while the nonce is unconsumed, and while the transaction that took it is at depth but not final; proven once it is final, and the stored bytes can then never be mined', async () => {
     const op = await signedNeverSent(ETH / 10n);
     const assertion = { toState: 'VERIFIED_NOT_SENT' as const };
 
@@ -94,12 +101,18 @@ describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
     });
 
     // Another transaction takes the nonce; it is in the head block, one short of depth 2.
-    await sendFromHotWallet({ to: env.hotWallet, value: 1n, nonce: op.chainNonce ?? -1 });
+    const taker = await sendFromHotWallet({ to: env.hotWallet, value: 1n, nonce: op.chainNonce ?? -1 });
     const shallow = await attest(op, assertion);
     expect(shallow.verdict).toBe('UNPROVEN');
     expect(shallow.detail).toMatchObject({ reason: 'nonce_not_consumed_at_depth', depthRequired: 2 });
 
+    // At depth, but a reorganisation deeper than that could still swap the taker for our bytes.
     await env.mine(1);
+    const notFinal = await attest(op, assertion);
+    expect(notFinal.verdict).toBe('UNPROVEN');
+    expect(notFinal.detail).toMatchObject({ reason: 'not_final', consumer: { txHash: taker } });
+
+    await mineUntilFinalized(taker);
     const proven = await attest(op, assertion);
     expect(proven).toMatchObject({ verdict: 'NOT_SENT', source: 'chain', txHash: null });
     expect(proven.detail).toMatchObject({
@@ -155,9 +168,9 @@ describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
       value: ETH / 50n,
       nonce: second.chainNonce ?? -1,
     });
-    await env.mine(2);
+    await mineUntilFinalized(wrongDestination);
     // Not PAID: the chain shows instead that nothing of ours can pay (another transaction took
-    // our nonce), and says why the named one did not prove the payment.
+    // our nonce, and is final), and says why the named one did not prove the payment.
     const byAmount = await attest(first, { toState: 'CONFIRMED', txHash: wrongAmount });
     expect(byAmount.verdict).toBe('NOT_SENT');
     expect(byAmount.detail).toMatchObject({ claimCheck: 'amount_differs' });
@@ -171,8 +184,9 @@ describe('I11-F4 the chain witness, at the asset confirmation depth', () => {
 
   it('I11-F4 an unreachable node gives UNPROVEN, never a verdict, and no error text', async () => {
     const op = await signedNeverSent(ETH / 60n);
-    await sendFromHotWallet({ to: env.hotWallet, value: 1n, nonce: op.chainNonce ?? -1 });
-    await env.mine(3);
+    await mineUntilFinalized(
+      await sendFromHotWallet({ to: env.hotWallet, value: 1n, nonce: op.chainNonce ?? -1 }),
+    );
     const down = new RailRegistry({
       evm: { rpcUrl: CLOSED_PORT_URL, chainId: CHAIN_ID, requestTimeoutMs: 500 },
     });

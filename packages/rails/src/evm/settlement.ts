@@ -1,6 +1,8 @@
 /**
  * Manual resolution's proof for the EVM rail: whether a stuck withdrawal paid, or can never pay,
- * read at the asset's depth by reads that each name their block.
+ * read at the asset's depth by reads that each name their block. "Never" also needs the
+ * transaction that took our nonce to be final (I32-FINAL): a reorganisation deeper than the
+ * depth could swap it for our signed payment, and a released hold cannot be taken back.
  */
 import { IdemError } from '@idem/contracts';
 import {
@@ -36,6 +38,7 @@ export async function settlement(
       blockNumber: null,
       claimCheck: null,
       consumer: null,
+      finalizedBlockNumber: null,
     };
   }
   const ours = request.ours;
@@ -53,6 +56,8 @@ export async function settlement(
     consumer !== null && ours !== null && isOneOf(consumer.txHash, [ours.txHash, ...(ours.attempts ?? [])]);
   const ourReceipt = ours ? await canonicalReceipt(client, ours.txHash) : null;
   const ourDeep = ourReceipt !== null && ourReceipt.blockNumber <= pinned;
+  /** The node's finalized block, once read (only a taken nonce needs it). */
+  let finalizedBlockNumber: bigint | null = null;
   const answer = (
     verdict: EvmSettlementEvidence['verdict'],
     reason: string,
@@ -67,25 +72,49 @@ export async function settlement(
     blockNumber,
     claimCheck: null,
     consumer,
+    finalizedBlockNumber,
   });
 
   // Can our stored bytes still be mined? Not if nothing was signed, if they were mined, or if
   // their nonce was consumed at depth by a transaction that is not ours.
   const oursSpent = ours === null || ourDeep || (consumer !== null && !consumerIsOurs);
 
+  /**
+   * Null when the transaction that took our nonce, mined in `blockNumber`, is final; else why not.
+   * Releasing waits for the node's finalized block (the worker's automatic release asks this same
+   * proof; its release after our own cancel waits the same way, in workers' finality.ts): the
+   * confirmation depth suffices for a payment, which is re-checked for reorganisations after it is
+   * CONFIRMED; a release is not. A node that cannot say which block is finalized makes nothing final.
+   */
+  const notFinal = async (blockNumber: bigint): Promise<string | null> => {
+    try {
+      finalizedBlockNumber = (await client.getBlock({ blockTag: 'finalized' })).number;
+    } catch {
+      return 'finalized_block_unknown';
+    }
+    return blockNumber <= finalizedBlockNumber ? null : 'not_final';
+  };
+
   /** Proven not sent, or why not. */
-  const notSent = (): EvmSettlementEvidence | string => {
+  const notSent = async (): Promise<EvmSettlementEvidence | string> => {
+    // No bytes exist to be mined: nothing to wait for.
     if (!ours) return answer('not_sent', 'never_signed', null, null);
     if (ourReceipt) {
       if (ourReceipt.status === 'success') return 'our_transaction_mined';
-      return ourDeep
-        ? answer('not_sent', 'reverted_at_depth', ours.txHash, ourReceipt.blockNumber)
-        : 'reverted_not_deep_enough';
+      if (!ourDeep) return 'reverted_not_deep_enough';
+      // Our own reverted transaction holds the nonce: a reorganisation could mine these bytes
+      // again (on other state they may succeed), or a fee bump of them, so it must be final too.
+      return (
+        (await notFinal(ourReceipt.blockNumber)) ??
+        answer('not_sent', 'reverted_at_depth', ours.txHash, ourReceipt.blockNumber)
+      );
     }
     if (!consumer) return 'nonce_not_consumed_at_depth';
     // Ours took it, though its receipt is not (yet) visible here: it was sent.
     if (consumerIsOurs) return 'nonce_consumed_by_ours';
-    return answer('not_sent', 'nonce_consumed_by_other', null, null);
+    return (
+      (await notFinal(consumer.blockNumber)) ?? answer('not_sent', 'nonce_consumed_by_other', null, null)
+    );
   };
   const paid = async (): Promise<EvmSettlementEvidence> => {
     const named = request.namedTxHash ?? ours?.txHash ?? null;
@@ -111,7 +140,7 @@ export async function settlement(
   };
 
   if (request.intent === 'not_sent') {
-    const proven = notSent();
+    const proven = await notSent();
     if (typeof proven !== 'string') return proven;
     const other = await paid();
     return other.verdict === 'paid' ? other : answer('unproven', proven, ours?.txHash ?? null, null);
@@ -119,7 +148,7 @@ export async function settlement(
   const proven = await paid();
   if (proven.verdict === 'paid') return proven;
   // Not paid as asserted, but proven never able to pay: say so, and why the assertion failed.
-  const other = notSent();
+  const other = await notSent();
   return typeof other === 'string' ? proven : { ...other, claimCheck: proven.reason };
 }
 

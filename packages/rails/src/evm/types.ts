@@ -180,7 +180,9 @@ export interface EvmSettlementRequest {
  *   transaction that is not ours (`nonce_consumed_by_other`: that transaction found, by reads at
  *   explicit blocks, in the block where the sender's count passed our nonce; never inferred from a
  *   receipt a lagging node has not seen), our own transaction reverted at depth
- *   (`reverted_at_depth`), or nothing was ever signed (`never_signed`).
+ *   (`reverted_at_depth`), or nothing was ever signed (`never_signed`). A taken nonce proves it
+ *   only once the taker's block is at or below the node's finalized block (I32-FINAL): else
+ *   unproven, `not_final`, or `finalized_block_unknown` when the node cannot say.
  * - unproven: anything else, with the reason. Throws when the node cannot be asked.
  */
 export interface EvmSettlementEvidence {
@@ -197,4 +199,6 @@ export interface EvmSettlementEvidence {
   readonly claimCheck: string | null;
   /** The transaction that took our nonce at or below the pinned block, when it was taken. */
   readonly consumer: { readonly txHash: Hex; readonly blockNumber: bigint; readonly blockHash: Hex } | null;
+  /** The node's finalized block, when a taken nonce needed it read. */
+  readonly finalizedBlockNumber: bigint | null;
 }

@@ -8,5 +8,5 @@ export {
   type RpcFaultRule,
   startFaultProxy,
 } from './fault-proxy.ts';
-export { balanceOf, rpc } from './rpc.ts';
+export { balanceOf, mineUntilFinal, rpc } from './rpc.ts';
 export { ETH, GWEI } from './units.ts';

@@ -1,4 +1,10 @@
-import { type ProposalView, roleAllows, type StaffOperationView, type StaffRole } from '@idem/contracts';
+import {
+  describeSettlementReason,
+  type ProposalView,
+  roleAllows,
+  type StaffOperationView,
+  type StaffRole,
+} from '@idem/contracts';
 import {
   Badge,
   Button,
@@ -212,6 +218,12 @@ const RAIL_MEANING: Record<string, string> = {
   UNPROVEN: 'the rail does not prove it (yet); approving now will be refused',
 };
 
+/** The rail's reason code with its words, so the approver reads why (e.g. not final yet). */
+function railReason(reason: string): string {
+  const words = describeSettlementReason(reason);
+  return words === reason ? reason : `${reason}: ${words}`;
+}
+
 /**
  * Manual resolution, four eyes (I11-F4): one staff member proposes, another with the approver
  * role approves, bound to the hash of the proposal and the evidence the system gathered. The
@@ -306,8 +318,9 @@ function ProposeResolution({ operation, onDone }: { operation: StaffOperationVie
           <Text size="xs" c="dimmed">
             Nothing moves now. The system asks the chain or the custodian and shows its answer with your
             proposal; another staff member with the approver role must approve it, and the system asks again
-            then: releasing needs the nonce consumed by another transaction at the asset’s depth (or the
-            custodian’s “no record”), confirming needs the transaction found with the approved terms.
+            then: releasing needs the nonce consumed by another transaction at the asset’s depth and that
+            transaction final (or the custodian’s “no record”), confirming needs the transaction found with
+            the approved terms.
           </Text>
           <Group>
             <Button type="submit" loading={proposeResolution.isPending} disabled={!toState}>
@@ -382,7 +395,7 @@ function ResolutionProposal({
                 {rail ? (
                   <>
                     <Badge variant="light">{rail.verdict}</Badge> from the {rail.source}
-                    {rail.detail?.reason ? ` (${rail.detail.reason})` : ''}:{' '}
+                    {rail.detail?.reason ? ` (${railReason(rail.detail.reason)})` : ''}:{' '}
                     {RAIL_MEANING[rail.verdict ?? ''] ?? ''}
                   </>
                 ) : (

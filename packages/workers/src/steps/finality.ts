@@ -3,12 +3,14 @@ import type { Operation } from '@idem/core';
 import type { WorkerContext } from '../context.ts';
 
 /**
- * Releasing a withdrawal's hold because another transaction took its nonce (our approved cancel,
- * or whatever consumed it) is final only when that transaction is: a reorganisation deeper than
- * the asset's confirmation depth could swap it for the signed payment, leaving the funds both
- * released and paid. CONFIRMED is re-checked against reorganisations afterwards; a release cannot
- * be taken back once the customer has spent the funds, so it waits for the node's finalized block.
- * A node that cannot say (no answer, no `finalized` tag) makes nothing final: the hold stays.
+ * Releasing a withdrawal's hold because our approved cancel took its nonce is final only when the
+ * cancel is: a reorganisation deeper than the asset's confirmation depth could swap it for the
+ * signed payment, leaving the funds both released and paid. CONFIRMED is re-checked against
+ * reorganisations afterwards; a release cannot be taken back once the customer has spent the funds,
+ * so it waits for the node's finalized block. A node that cannot say (no answer, no `finalized`
+ * tag) makes nothing final: the hold stays. Whatever else took the nonce, the settlement witness
+ * waits the same way (the rail's settlement.ts, I32-FINAL), for the automatic release and a
+ * person's alike.
  */
 export async function isFinal(ctx: WorkerContext, op: Operation, blockNumber: bigint): Promise<boolean> {
   let finalized: bigint;

@@ -2,12 +2,13 @@ import { type Operation, schema, withTenant } from '@idem/core';
 import { and, eq, sql } from 'drizzle-orm';
 import type { WorkerContext } from '../context.ts';
 import { attestSettlement } from '../settlement-witness.ts';
-import { isFinal } from './finality.ts';
 
 const { notSentObservations } = schema;
 
 /** The chain answers that prove no transfer of ours can still happen. */
 const PROVEN = new Set(['nonce_consumed_by_other', 'reverted_at_depth']);
+/** Answers that say nothing about this withdrawal, only about the node: the first pass stays. */
+const NODE_SILENT = new Set(['rail_unreachable', 'finalized_block_unknown']);
 
 interface ChainDetail {
   reason?: string;
@@ -15,6 +16,7 @@ interface ChainDetail {
   headBlock?: string;
   blockNumber?: string | null;
   consumer?: { txHash: string; blockNumber: string } | null;
+  finalizedBlock?: string | null;
 }
 
 /**
@@ -24,8 +26,11 @@ interface ChainDetail {
  * read pinned to one block at the asset's depth, the transaction that took our nonce found there
  * and none of ours. It must be seen on two passes at least `notSentConfirmIntervalMs` apart, the
  * second pinned no lower and naming the same transaction; the first is kept in the database, so a
- * restart neither skips nor loses it. Returns the evidence to release with, or null: stay UNKNOWN.
- * A rail that cannot be asked changes nothing; an answer short of proof forgets the first pass.
+ * restart neither skips nor loses it. The witness answers NOT_SENT only once that transaction is
+ * final (I32-FINAL); a pass proven at depth but not final yet is recorded all the same, so the
+ * interval runs alongside finality, and only a final second pass releases. Returns the evidence to
+ * release with, or null: stay UNKNOWN. A rail that cannot be asked (or cannot say which block is
+ * finalized) changes nothing; an answer short of proof forgets the first pass.
  */
 export async function confirmNotSent(
   ctx: WorkerContext,
@@ -38,20 +43,20 @@ export async function confirmNotSent(
     eq(notSentObservations.tenantId, op.tenantId),
     eq(notSentObservations.operationId, op.operationId),
   );
-  if (attestation.verdict === 'UNPROVEN' && detail.reason === 'rail_unreachable') return null;
-  const taker =
-    detail.reason === 'nonce_consumed_by_other'
-      ? detail.consumer
-      : detail.reason === 'reverted_at_depth' && op.txHash && detail.blockNumber
-        ? { txHash: op.txHash, blockNumber: detail.blockNumber }
-        : null;
-  if (
-    attestation.verdict !== 'NOT_SENT' ||
-    !PROVEN.has(detail.reason ?? '') ||
-    !taker ||
-    op.chainNonce === null ||
-    detail.pinnedBlock === undefined
-  ) {
+  if (attestation.verdict === 'UNPROVEN' && NODE_SILENT.has(detail.reason ?? '')) {
+    if (detail.reason === 'finalized_block_unknown') {
+      ctx.log.warn(
+        { tenantId: op.tenantId, operationId: op.operationId },
+        'the node did not say which block is finalized; the hold stays',
+      );
+    }
+    return null;
+  }
+  const final = attestation.verdict === 'NOT_SENT' && PROVEN.has(detail.reason ?? '');
+  const atDepth = final || (attestation.verdict === 'UNPROVEN' && detail.reason === 'not_final');
+  // What took the nonce: another transaction, or our own reverted one (the witness finds it either way).
+  const taker = detail.consumer ?? null;
+  if (!atDepth || !taker || op.chainNonce === null || detail.pinnedBlock === undefined) {
     await withTenant(ctx.db, op.tenantId, (tx) => tx.delete(notSentObservations).where(where));
     ctx.log.info(
       { tenantId: op.tenantId, operationId: op.operationId, verdict: attestation.verdict, detail },
@@ -59,9 +64,6 @@ export async function confirmNotSent(
     );
     return null;
   }
-  // Whatever took the nonce must be final before the hold goes (finality.ts); the first pass is
-  // recorded meanwhile, so the interval runs alongside.
-  const final = await isFinal(ctx, op, BigInt(taker.blockNumber));
   const pass = {
     reason: detail.reason,
     nonce: op.chainNonce,
@@ -113,7 +115,13 @@ export async function confirmNotSent(
     // A view lower than the first pass's, or too soon: wait for a later pass.
     if (pass.pinnedBlock < first.pinnedBlock || Number(first.ageMs) < ctx.notSentConfirmIntervalMs)
       return null;
-    if (!final) return null;
+    if (!final) {
+      ctx.log.info(
+        { tenantId: op.tenantId, operationId: op.operationId, pass, finalizedBlock: detail.finalizedBlock },
+        'the transaction that took the nonce is not final yet; the hold stays',
+      );
+      return null;
+    }
     return {
       ...hint,
       reason: pass.reason,

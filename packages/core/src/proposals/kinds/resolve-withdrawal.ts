@@ -1,4 +1,9 @@
-import { IdemError, type ResolveWithdrawalProposal, resolveWithdrawalProposalSchema } from '@idem/contracts';
+import {
+  describeSettlementReason,
+  IdemError,
+  type ResolveWithdrawalProposal,
+  resolveWithdrawalProposalSchema,
+} from '@idem/contracts';
 import { z } from 'zod';
 import type { Tx } from '../../db/connect.ts';
 import { getOperation, type Operation } from '../../operations/operation-record.ts';
@@ -12,7 +17,8 @@ import { approvalsForOperation } from '../tiers.ts';
  * - PAID: the transaction is found with the approved terms at the asset's confirmation depth (or
  *   the custodian reports it completed), naming the transaction;
  * - NOT_SENT: nothing of ours can still be paid (EVM: the nonce is consumed at depth by a
- *   transaction that is not ours; custodian: its authoritative "no record" for our reference);
+ *   transaction that is not ours, and that transaction is final, I32-FINAL; custodian: its
+ *   authoritative "no record" for our reference);
  * - UNPROVEN: anything else, including an unreachable source.
  */
 export const settlementAttestationSchema = z.object({
@@ -25,6 +31,14 @@ export const settlementAttestationSchema = z.object({
 export type SettlementAttestation = z.infer<typeof settlementAttestationSchema>;
 
 const NEEDS_A_PERSON = ['UNKNOWN', 'FAILED_TERMINAL'] as const;
+
+/** The verdict and, when the source gave one, its reason in words: what a refused approver reads. */
+function verdictOf(answer: SettlementAttestation): string {
+  const reason = answer.detail.reason;
+  return typeof reason === 'string'
+    ? `${answer.verdict}: ${describeSettlementReason(reason)}`
+    : answer.verdict;
+}
 
 function needsAPerson(op: Operation): void {
   if (op.kind !== 'withdrawal' || !(NEEDS_A_PERSON as readonly string[]).includes(op.state)) {
@@ -87,14 +101,14 @@ export const resolveWithdrawalRule: ProposalRule<ResolveWithdrawalProposal> = {
     if (payload.toState === 'VERIFIED_NOT_SENT' && answer.verdict !== 'NOT_SENT') {
       throw new IdemError(
         'UNPROVEN',
-        `the ${answer.source} does not show that nothing can still be paid (${answer.verdict})`,
+        `the ${answer.source} does not show that nothing can still be paid (${verdictOf(answer)})`,
       );
     }
     if (payload.toState === 'CONFIRMED') {
       if (answer.verdict !== 'PAID') {
         throw new IdemError(
           'UNPROVEN',
-          `the ${answer.source} does not show this withdrawal paid (${answer.verdict})`,
+          `the ${answer.source} does not show this withdrawal paid (${verdictOf(answer)})`,
         );
       }
       if (assertedHash && answer.txHash && answer.txHash.toLowerCase() !== assertedHash.toLowerCase()) {
