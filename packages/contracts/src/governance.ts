@@ -55,6 +55,11 @@ export const controlChangeSchema = z.discriminatedUnion('control', [
     credentialId: z.string().min(1).max(1400),
     userId: z.uuid(),
   }),
+  /**
+   * Lifting a freeze (docs/GOVERNANCE.md "Freeze"): freezing applies at once, but what one member
+   * froze is released only when other admins agree. Applying records the lift; the freeze stays.
+   */
+  z.strictObject({ control: z.literal('freeze_lift'), freezeId: z.uuid() }),
 ]);
 export type ControlChange = z.infer<typeof controlChangeSchema>;
 

@@ -10,6 +10,7 @@ export * from './config.ts';
 export * from './customer-session.ts';
 export * from './customer-withdrawals.ts';
 export * from './errors.ts';
+export * from './freeze.ts';
 export * from './governance.ts';
 export * from './inbox.ts';
 export * from './key.ts';

@@ -1,4 +1,13 @@
-import { type Database, type Operation, rowsOf, schema, type Tx, withAppRole, withTenant } from '@idem/core';
+import {
+  type Database,
+  notHeldByFreeze,
+  type Operation,
+  rowsOf,
+  schema,
+  type Tx,
+  withAppRole,
+  withTenant,
+} from '@idem/core';
 import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 
 const { operations, assets } = schema;
@@ -33,22 +42,30 @@ export function visitOrder<T>(items: readonly T[], random: () => number = Math.r
 
 export type Stage = 'dispatch' | 'resume' | 'watch' | 'reconcile' | 'reorg' | 'replace';
 
-/** Which operations each stage looks at. */
+/**
+ * Which operations each stage looks at. Signing and a first send skip what a freeze in force holds
+ * (docs/GOVERNANCE.md "Freeze"; the claims check it again in their own statements); watching,
+ * reconciling, replacing and reorg checks of what is already on chain go on under a freeze.
+ */
 function stageCondition(stage: Stage, reorgWindowSeconds: number) {
   switch (stage) {
     case 'dispatch':
-      return or(
-        eq(operations.state, 'APPROVED'),
-        and(
-          eq(operations.state, 'SIGNING'),
-          lt(operations.leaseExpiresAt, sql`now()`),
-          isNull(operations.signedArtifact),
+      return and(
+        or(
+          eq(operations.state, 'APPROVED'),
+          and(
+            eq(operations.state, 'SIGNING'),
+            lt(operations.leaseExpiresAt, sql`now()`),
+            isNull(operations.signedArtifact),
+          ),
         ),
+        notHeldByFreeze(),
       );
     case 'resume':
       return and(
         eq(operations.state, 'SIGNED'),
         or(isNull(operations.leaseExpiresAt), lt(operations.leaseExpiresAt, sql`now()`)),
+        notHeldByFreeze(),
       );
     case 'watch':
       return eq(operations.state, 'BROADCAST');

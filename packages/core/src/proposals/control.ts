@@ -195,5 +195,7 @@ export function describe(change: ControlChange): string {
       return `a new outbound webhook endpoint ${change.endpointId}`;
     case 'passkey_register':
       return `a new passkey for member ${change.userId}, which will sign their approvals`;
+    case 'freeze_lift':
+      return `freeze ${change.freezeId}, lifted: what it holds is signed and sent again`;
   }
 }

@@ -3,6 +3,7 @@ import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { type AttemptFees, recordOriginalAttempt } from '../attempts/attempts.ts';
 import type { Tx } from '../db/connect.ts';
 import { operations } from '../db/schema/index.ts';
+import { notHeldByFreeze } from '../freeze/hold.ts';
 import { assertPayloadIntact, getOperation, type Operation } from '../operations/operation-record.ts';
 import { recordTransition, transition } from './transition.ts';
 
@@ -41,7 +42,10 @@ export interface Leased {
  * A worker leases an APPROVED withdrawal for signing (APPROVED -> SIGNING) by one conditional UPDATE with the
  * state, version and payload hash in its WHERE clause (C09). It sets the owner, the lease expiry
  * and a new lease generation. An expired lease can be taken over only while nothing is signed (C12).
- * Returns null when another worker won or the operation moved on: the caller does nothing.
+ * A withdrawal under a freeze in force (its tenant's, its asset's or its account's) is not claimed:
+ * the freeze is a condition of this same statement (../freeze/hold.ts), so a freeze committed before
+ * the claim runs holds it, whatever the worker read before. It stays APPROVED, held and shown.
+ * Returns null when another worker won, the operation moved on or a freeze holds it: the caller does nothing.
  */
 export async function leaseForSigning(
   tx: Tx,
@@ -67,6 +71,7 @@ export async function leaseForSigning(
         eq(operations.version, op.version),
         eq(operations.payloadHash, op.payloadHash),
         leasable,
+        notHeldByFreeze(),
       ),
     )
     .returning();
@@ -158,6 +163,8 @@ export async function takeOverSigned(
         eq(operations.version, op.version),
         eq(operations.payloadHash, op.payloadHash),
         or(isNull(operations.leaseExpiresAt), lt(operations.leaseExpiresAt, sql`now()`)),
+        // Signed but never sent: under a freeze it is held too (nothing new is sent).
+        notHeldByFreeze(),
       ),
     )
     .returning();

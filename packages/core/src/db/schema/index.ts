@@ -6,6 +6,7 @@ export * from './audit.ts';
 export * from './branding.ts';
 export * from './delivery.ts';
 export * from './deposits.ts';
+export * from './freeze.ts';
 export * from './governance.ts';
 export * from './hot-wallets.ts';
 export * from './inbox.ts';

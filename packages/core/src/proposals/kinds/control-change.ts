@@ -15,6 +15,7 @@ import {
   staffUsers,
 } from '../../db/schema/index.ts';
 import { activateOutboundEndpoint } from '../../delivery/outbound-endpoints.ts';
+import { freezeInForce, liftFreeze } from '../../freeze/freeze.ts';
 import { changeRiskRuleNow } from '../../risk/rules.ts';
 import { activatePasskey } from '../../staff/passkeys.ts';
 import { inviteStaff, setStaffRole } from '../../staff/team.ts';
@@ -60,7 +61,7 @@ export const controlChangeRule: ProposalRule<ControlChangeProposal> = {
   delayed: true,
   async execute(tx, { proposal, payload, approvers }) {
     // The policy history names the proposer; the proposal names the approvers (approvedBy).
-    const applied = await apply(tx, proposal.tenantId, payload.change, proposal.proposedBy);
+    const applied = await apply(tx, proposal.tenantId, payload.change, proposal.proposedBy, proposal.proposalId);
     return { control: payload.change.control, approvers, ...applied };
   },
 };
@@ -161,6 +162,11 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
         publicKey: passkey.publicKey,
       };
     }
+    case 'freeze_lift': {
+      // What the approvers release: the scope, who froze it, when and why.
+      const { pendingLiftProposalId: _, ...frozen } = await freezeInForce(tx, tenantId, change.freezeId);
+      return frozen;
+    }
   }
 }
 
@@ -169,6 +175,7 @@ async function apply(
   tenantId: string,
   change: ControlChange,
   actor: string,
+  proposalId: string,
 ): Promise<Record<string, unknown>> {
   switch (change.control) {
     case 'risk_rule':
@@ -213,5 +220,7 @@ async function apply(
       return { ...(await activateOutboundEndpoint(tx, tenantId, change.endpointId)), activated: true };
     case 'passkey_register':
       return { ...(await activatePasskey(tx, tenantId, change)), activated: true };
+    case 'freeze_lift':
+      return liftFreeze(tx, { tenantId, freezeId: change.freezeId, proposalId, actor });
   }
 }
