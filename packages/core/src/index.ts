@@ -131,6 +131,15 @@ export {
   scanPosition,
 } from './deposits/watch.ts';
 export {
+  freeze,
+  freezeInForce,
+  heldWithdrawals,
+  liftFreeze,
+  listFreezes,
+  proposeUnfreeze,
+} from './freeze/freeze.ts';
+export { heldByFreeze, notHeldByFreeze } from './freeze/hold.ts';
+export {
   changeApiKeyScopes,
   proposeApiKey,
   proposeOutboundEndpoint,
@@ -142,15 +151,6 @@ export {
   enableStaff,
   requestStaffInvite,
 } from './governance/controls.ts';
-export {
-  freeze,
-  freezeInForce,
-  heldWithdrawals,
-  liftFreeze,
-  listFreezes,
-  proposeUnfreeze,
-} from './freeze/freeze.ts';
-export { heldByFreeze, notHeldByFreeze } from './freeze/hold.ts';
 export { riskRuleLoosens, roleLoosens } from './governance/loosening.ts';
 export {
   CONTROL_NOTICE_MAIL_TOPIC,

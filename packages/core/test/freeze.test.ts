@@ -130,8 +130,11 @@ describe('I33-FREEZE unfreezing needs another admin', () => {
     const proposalId = lift.proposalId as string;
     // Asked again, the same lift is answered.
     expect(
-      (await asTenant((tx) => core.proposeUnfreeze(tx, { tenantId, actor: alice, freezeId: frozen.freezeId })))
-        .proposalId,
+      (
+        await asTenant((tx) =>
+          core.proposeUnfreeze(tx, { tenantId, actor: alice, freezeId: frozen.freezeId }),
+        )
+      ).proposalId,
     ).toBe(proposalId);
     const payloadHash = await payloadHashOf(tenantId, proposalId);
     await refusedWith(
@@ -179,9 +182,14 @@ describe('I33-FREEZE the database refuses the application role lifting or removi
       statement(sql`update freezes set lifted_at = now(), lifted_by = 'mallory', lift_proposal_id = ${proposalId}::uuid
                      where freeze_id = ${id}::uuid`);
     await refusedWith(lift(crypto.randomUUID()), NOT_APPROVED);
-    await refusedWith(statement(sql`delete from freezes where freeze_id = ${id}::uuid`), /permission denied|never removed/);
     await refusedWith(
-      statement(sql`update freezes set scope = 'account', account_ref = 'acct-0' where freeze_id = ${id}::uuid`),
+      statement(sql`delete from freezes where freeze_id = ${id}::uuid`),
+      /permission denied|never removed/,
+    );
+    await refusedWith(
+      statement(
+        sql`update freezes set scope = 'account', account_ref = 'acct-0' where freeze_id = ${id}::uuid`,
+      ),
       /permission denied|cannot be changed/,
     );
     await refusedWith(
@@ -192,7 +200,9 @@ describe('I33-FREEZE the database refuses the application role lifting or removi
     expect(await inForce(tenantId)).toEqual([id]);
 
     // Proposed, not approved: still refused. Approved and due: the row lifts.
-    const { proposalId } = await asTenant((tx) => core.proposeUnfreeze(tx, { tenantId, actor: alice, freezeId: id }));
+    const { proposalId } = await asTenant((tx) =>
+      core.proposeUnfreeze(tx, { tenantId, actor: alice, freezeId: id }),
+    );
     await refusedWith(lift(proposalId as string), NOT_APPROVED);
     const payloadHash = await payloadHashOf(tenantId, proposalId as string);
     await asTenant((tx) =>
@@ -217,12 +227,16 @@ describe('I33-FREEZE the database refuses the application role lifting or removi
     expect(await inForce(tenantId)).toEqual([other.freezeId]);
     // Lifted once: never changed again, never un-lifted.
     await refusedWith(
-      statement(sql`update freezes set lifted_at = null, lifted_by = null, lift_proposal_id = null where freeze_id = ${id}::uuid`),
+      statement(
+        sql`update freezes set lifted_at = null, lifted_by = null, lift_proposal_id = null where freeze_id = ${id}::uuid`,
+      ),
       /cannot be changed/,
     );
     // Withdrawals under it meanwhile were held, not refused.
     const held = await submit(t.db, tenantId, withdrawal({ amountMinor: '1' }), 'held-1');
     const view = await asTenant((tx) => core.listFreezes(tx, tenantId));
-    expect(view.held.map((h) => [h.operationId, h.heldBy])).toEqual([[held.operation.operationId, [other.freezeId]]]);
+    expect(view.held.map((h) => [h.operationId, h.heldBy])).toEqual([
+      [held.operation.operationId, [other.freezeId]],
+    ]);
   });
 });

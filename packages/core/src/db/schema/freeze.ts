@@ -30,9 +30,7 @@ export const freezes = pgTable(
   (t) => [
     primaryKey({ columns: [t.tenantId, t.freezeId] }),
     // The claim looks up the freezes in force of one tenant on every withdrawal it takes.
-    index('freezes_in_force')
-      .on(t.tenantId, t.scope)
-      .where(sql`${t.liftedAt} is null`),
+    index('freezes_in_force').on(t.tenantId, t.scope).where(sql`${t.liftedAt} is null`),
     check(
       'freezes_scope_target',
       sql`(${t.scope} = 'tenant' and ${t.assetCode} is null and ${t.accountRef} is null)

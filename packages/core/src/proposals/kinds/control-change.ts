@@ -61,7 +61,13 @@ export const controlChangeRule: ProposalRule<ControlChangeProposal> = {
   delayed: true,
   async execute(tx, { proposal, payload, approvers }) {
     // The policy history names the proposer; the proposal names the approvers (approvedBy).
-    const applied = await apply(tx, proposal.tenantId, payload.change, proposal.proposedBy, proposal.proposalId);
+    const applied = await apply(
+      tx,
+      proposal.tenantId,
+      payload.change,
+      proposal.proposedBy,
+      proposal.proposalId,
+    );
     return { control: payload.change.control, approvers, ...applied };
   },
 };
