@@ -8,6 +8,7 @@ import { staffAuditRouter } from './routers/staff-audit.ts';
 import { staffAuthRouter } from './routers/staff-auth.ts';
 import { staffConfigRouter } from './routers/staff-config.ts';
 import { staffConsoleRouter } from './routers/staff-console.ts';
+import { staffFreezeRouter } from './routers/staff-freeze.ts';
 import { staffOperationsRouter } from './routers/staff-operations.ts';
 import { staffOverviewRouter } from './routers/staff-overview.ts';
 import { staffPasskeysRouter } from './routers/staff-passkeys.ts';
@@ -43,6 +44,8 @@ export const appRouter = router({
   staffTeam: staffTeamRouter,
   // A member's own passkeys (WebAuthn): registered inactive, activated by another admin's approval.
   staffPasskeys: staffPasskeysRouter,
+  // The freeze switch: one operator freezes at once; lifting needs another admin.
+  staffFreeze: staffFreezeRouter,
 });
 
 export type AppRouter = typeof appRouter;
