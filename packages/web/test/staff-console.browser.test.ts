@@ -100,7 +100,9 @@ describe('I31-CONSOLE each role sees its own console', () => {
       const nav = page.getByRole('navigation', { name: 'Staff sections' });
       for (const label of labels) {
         await nav.getByRole('link', { name: label, exact: true }).click();
-        await expect.poll(() => nav.locator('[aria-current="page"]').textContent()).toBe(label);
+        await expect
+          .poll(() => nav.locator('[aria-current="page"]').textContent(), { timeout: 30_000 })
+          .toBe(label);
         await settled(page, seen.idle);
       }
       expect({ role, problems: seen.problems }).toEqual({ role, problems: [] });

@@ -240,7 +240,9 @@ describe('staff sign-in with TOTP and the team screen', () => {
     const card = approver.getByTestId('approval-card').filter({ hasText: destinations.byApprover });
     await card.waitFor();
     await card.getByTestId('approve').click();
-    await expect.poll(() => card.textContent().catch(() => '')).toContain('can approve from');
+    await expect
+      .poll(() => card.textContent().catch(() => ''), { timeout: 30_000 })
+      .toContain('can approve from');
     await screenshot(approver, 'staff-approval-cooling-off');
     // Signing in again asks for the code after the password.
     await approver.getByRole('button', { name: 'Sign out' }).click();
