@@ -56,6 +56,7 @@ export const STAFF_SCREEN_PERMISSIONS = {
   team: 'administer',
   audit: 'administer',
   passkeys: 'read',
+  freeze: 'read',
 } as const satisfies Record<string, Permission>;
 export type StaffScreen = keyof typeof STAFF_SCREEN_PERMISSIONS;
 

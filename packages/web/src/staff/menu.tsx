@@ -18,6 +18,7 @@ const MENU: { group: string; items: { href: string; label: string; screen: Staff
       { href: '/unknown', label: 'UNKNOWN queue', screen: 'unknown' },
       { href: '/failed', label: 'FAILED_TERMINAL queue', screen: 'failed' },
       { href: '/search', label: 'Search', screen: 'search' },
+      { href: '/freeze', label: 'Freeze', screen: 'freeze' },
     ],
   },
   {

@@ -10,6 +10,7 @@ import { AuditLog } from './AuditLog.tsx';
 import { BrandingSettings } from './BrandingSettings.tsx';
 import { Breaks } from './Breaks.tsx';
 import { Deliveries } from './Deliveries.tsx';
+import { Freeze } from './Freeze.tsx';
 import { Inbox } from './Inbox.tsx';
 import { NewWithdrawal } from './NewWithdrawal.tsx';
 import { OperationDetail } from './OperationDetail.tsx';
@@ -156,6 +157,11 @@ export function StaffRoutes() {
       <Route path="/endpoints">
         <Allowed screen="endpoints">
           <WebhookEndpoints />
+        </Allowed>
+      </Route>
+      <Route path="/freeze">
+        <Allowed screen="freeze">
+          <Freeze />
         </Allowed>
       </Route>
       <Route path="/risk-rules">
