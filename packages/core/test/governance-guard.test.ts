@@ -4,10 +4,10 @@
  * only as the apply step of a governance control change the other admins approved and waited out.
  * Whoever holds the application's login cannot lower the delay or the quorum with one statement.
  */
-import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { createTestDatabase, makeControlChangeDue, type TestDatabase } from '@idem/testing/database';
 import { newTenant, staffMembers } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../src/db/rows.ts';
 import { withTenant } from '../src/db/tenant-scope.ts';
 import { createOutboundEndpoint, insertOutboundEndpoint } from '../src/delivery/outbound-endpoints.ts';
@@ -98,13 +98,10 @@ describe('the database guards the governance settings', () => {
       ),
       NOT_APPROVED,
     );
-    await vi.waitFor(
-      async () => {
-        const applied = await inTenant((tx) => core.applyDueControlChanges(tx, tenantId));
-        expect(applied.applied).toBe(1);
-      },
-      { timeout: 10_000, interval: 200 },
-    );
+    // The one-second delay passes: moved back on the database's clock rather than waited for.
+    await makeControlChangeDue(t.db, proposal.proposalId);
+    const applied = await inTenant((tx) => core.applyDueControlChanges(tx, tenantId));
+    expect(applied.applied).toBe(1);
     expect(await inTenant((tx) => core.governanceOf(tx, tenantId))).toMatchObject({
       proposalTtlSeconds: 7_200,
       looseningDelaySeconds: 1,
@@ -211,7 +208,8 @@ describe('the database guards API keys and outbound endpoints', () => {
     );
     // Approved: still refused before its effective time, and for a scope it does not name.
     await refusedWith(widen(`array['read','webhooks']`, alice), NO_CHANGE);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // The one-second delay passes: moved back on the database's clock rather than waited for.
+    await makeControlChangeDue(t.db, proposal.proposalId);
     await refusedWith(widen(`array['read','withdraw']`, alice), NO_CHANGE);
     await refusedWith(widen(`array['read','webhooks','withdraw']`, alice), NO_CHANGE);
     // Its own scopes still name their widener.

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
+import { createTestDatabase, expireLease, type TestDatabase } from '@idem/testing/database';
 import {
   approveWithdrawal,
   databaseRefusal,
@@ -74,8 +74,8 @@ describe('leases', () => {
     const op = await approvedWithdrawal();
     const first = await tryLease(op, 'worker-slow', 1);
     expect(first).not.toBeNull();
-    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The 1 ms lease has run out: moved back on the database's clock rather than waited for.
+    await expireLease(t.db, op.operationId);
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const second = await tryLease(current, 'worker-fast');
     expect(second?.leaseGeneration).toBe((first?.leaseGeneration ?? 0) + 1);
@@ -112,8 +112,8 @@ describe('leases', () => {
     const op = await approvedWithdrawal();
     const paused = await tryLease(op, 'worker-same', 1);
     expect(paused).not.toBeNull();
-    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The 1 ms lease has run out: moved back on the database's clock rather than waited for.
+    await expireLease(t.db, op.operationId);
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const restarted = await tryLease(current, 'worker-same');
     expect(restarted?.leaseGeneration).toBe((paused?.leaseGeneration ?? 0) + 1);
@@ -144,8 +144,8 @@ describe('leases', () => {
     const op = await approvedWithdrawal();
     const paused = await tryLease(op, 'worker-same', 1);
     expect(paused).not.toBeNull();
-    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The 1 ms lease has run out: moved back on the database's clock rather than waited for.
+    await expireLease(t.db, op.operationId);
     const current = await withTenant(t.db, tenantId, (tx) => getOperation(tx, tenantId, op.operationId));
     const restarted = await tryLease(current, 'worker-same');
     expect(restarted?.leaseGeneration).toBe((paused?.leaseGeneration ?? 0) + 1);
@@ -195,8 +195,8 @@ describe('leases', () => {
         workerId: 'worker-a',
       }),
     );
-    // Fixed: ages the 1 ms lease past its expiry on the database's clock (no clock to inject there).
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The 1 ms lease has run out: moved back on the database's clock rather than waited for.
+    await expireLease(t.db, op.operationId);
     // A competitor holding the old SIGNING snapshot cannot claim: version and artifact both stop it.
     expect(await tryLease(claimed?.operation as Operation, 'worker-b')).toBeNull();
     // Nor can anyone claim the SIGNED row itself.

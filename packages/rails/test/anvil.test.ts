@@ -38,10 +38,15 @@ describe('anvil launcher', () => {
     const manual = await startAnvil({ mining: 'manual' });
     const interval = await startAnvil({ mining: { intervalSeconds: 1 } });
     try {
-      // Fixed: interval mining runs on anvil's own clock; the manual chain must show nothing after the same time.
-      await new Promise((resolve) => setTimeout(resolve, 1_300));
+      // The interval chain mines its first block on its own (after about a second); by then the
+      // manual chain, started first, has had as long and still shows none.
+      await expect
+        .poll(async () => Number(await rpc<string>(interval.rpcUrl, 'eth_blockNumber')), {
+          timeout: 10_000,
+          interval: 100,
+        })
+        .toBeGreaterThanOrEqual(1);
       expect(Number(await rpc<string>(manual.rpcUrl, 'eth_blockNumber'))).toBe(0);
-      expect(Number(await rpc<string>(interval.rpcUrl, 'eth_blockNumber'))).toBeGreaterThanOrEqual(1);
     } finally {
       await Promise.all([manual.stop(), interval.stop()]);
     }

@@ -276,7 +276,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
     try {
       const answers = storm();
       await serverWaitingOnLock(2, [answers]);
-      // Time for the rest of the storm to reach the server; nothing below depends on all of it.
+      // Fixed: time for the rest of the storm to reach the server; nothing below depends on all of it,
+      // and what waits in the batcher (the server's memory) shows nowhere to poll.
       await new Promise((resolve) => setTimeout(resolve, 300));
       await lock.release();
       return await answers;
@@ -468,7 +469,8 @@ describe.skipIf(!onPostgres)('I17 batched submissions over HTTP (real server, re
         await serverWaitingOnLock(2, plugged);
         const stormed = Array.from({ length: 20 }, () => track(server, request('cust-10', amount)));
         // Let the twenty reach the server, then free the connections: the gathered batches go in
-        // and stop at the account's locked balance row, inside the statement.
+        // and stop at the account's locked balance row, inside the statement. (Fixed: what waits in
+        // the batcher, the server's memory, shows nowhere to poll.)
         await new Promise((resolve) => setTimeout(resolve, 300));
         await plug.release();
         await Promise.all(plugged);

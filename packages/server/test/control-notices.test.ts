@@ -101,7 +101,8 @@ async function drained(): Promise<void> {
       message: 'control-notice e-mails still unsent after 30 s',
     })
     .toBe(0);
-  // A few more sender passes: a second copy would have arrived by now.
+  // Fixed: a few more sender passes, so that a second copy would have arrived by now; what does not
+  // arrive cannot be polled for.
   await new Promise((resolve) => setTimeout(resolve, 500));
 }
 

@@ -80,6 +80,8 @@ describe.skipIf(!onPostgres)('I16-UNAVAILABLE the database goes away under a run
       apiKey: tenant.apiKey,
       retry: { attemptsMax: 20, totalMsMax: 60_000 },
     });
+    // Fixed: the outage's length, a fault's schedule rather than a wait. The test waits on the SDK,
+    // which backs off retryAfterMs (2 s) between attempts, so the database returns during its wait.
     const restored = new Promise((resolve) => setTimeout(resolve, 1_500)).then(() => proxy.restore());
     const result = await patient.withdrawals.submit(body, key);
     await restored;

@@ -133,7 +133,8 @@ describe('observability', () => {
   it('I11-F9 concurrent scrapes share one cached aggregate per interval; a scrape after it sees the change', async () => {
     const base = served.server.baseUrl;
     const idem = createIdemClient({ baseUrl: base, apiKey: served.fixtures.apiKey });
-    // Wait out any read cached by earlier tests, then take a fresh one.
+    // Fixed: wait out any read cached by earlier tests, then take a fresh one. The cache is the
+    // server's memory on its own clock (no row to move back), and its interval is what is tested.
     await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100));
     // The server's read starts between these two instants: the burst below must end before the
     // first plus the interval, the last scrape must start after the second plus the interval.
@@ -154,7 +155,7 @@ describe('observability', () => {
     expect(Date.now() - cachedAt).toBeLessThan(CACHE_MS);
     expect(burst.map(requestedIn)).toEqual(burst.map(() => before));
 
-    // After the interval, the next scrape reads again and sees it.
+    // After the interval, the next scrape reads again and sees it (fixed: the interval itself).
     await new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100 - (Date.now() - answeredAt)));
     expect(requestedIn(await (await scrape(base)).text())).toBe(before + 1);
   });

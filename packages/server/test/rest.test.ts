@@ -319,13 +319,16 @@ describe.each(backendKinds)('I15 the REST face (%s)', (kind) => {
       body: { ...body, amountMinor: '3' },
       headers: { 'idempotency-key': key, 'x-request-id': `req3-${body.withdrawalId}` },
     });
-    // Fixed: the logs must also not contain the key (checked below); absence cannot be polled for.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const lines = served.server.output
-      .join('')
-      .split('\n')
-      .filter((line) => line.includes(body.withdrawalId.slice(3)) && line.includes('"msg":"request"'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The access line is the last a request writes (once its answer is sent): with all three there,
+    // everything these requests logged is there, and the absences below are meaningful.
+    const accessLines = () =>
+      served.server.output
+        .join('')
+        .split('\n')
+        .filter((line) => line.includes(body.withdrawalId.slice(3)) && line.includes('"msg":"request"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    await expect.poll(() => accessLines().length, { timeout: 5_000, interval: 20 }).toBe(3);
+    const lines = accessLines();
     const operationId = (created.body.withdrawal as { operationId: string }).operationId;
     expect(lines.map((line) => [line.procedure, line.outcome, line.operationId, line.status])).toEqual([
       ['withdrawals.submit', 'CREATED', operationId, 201],

@@ -45,7 +45,7 @@ import {
   serializeTransaction,
   type TransactionSerializableEIP1559,
 } from 'viem';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLI_BUNDLE } from '../scripts/bundle.ts';
 import { pinTenant, tenantTrustAtBootstrap } from '../src/signer-service/trust-file.ts';
 
@@ -328,12 +328,14 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         output += chunk.toString('utf8');
       });
       try {
-        let current = op;
-        for (let i = 0; i < 240 && !['BROADCAST', 'CONFIRMED'].includes(current.state); i += 1) {
-          await new Promise((resolve) => setTimeout(resolve, 250));
-          current = await operation(op.operationId);
-        }
-        expect(current.state, output).toMatch(/BROADCAST|CONFIRMED/);
+        const current = await vi.waitFor(
+          async () => {
+            const read = await operation(op.operationId);
+            expect(read.state, output).toMatch(/BROADCAST|CONFIRMED/);
+            return read;
+          },
+          { timeout: 60_000, interval: 250 },
+        );
         const chain = createPublicClient({ transport: http(anvil.rpcUrl) });
         const mined = await chain.waitForTransactionReceipt({ hash: current.txHash as Hex, timeout: 30_000 });
         expect(getAddress(mined.from)).toBe(getAddress(wallet));
@@ -627,16 +629,21 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       await held;
       const pass = worker.runOnce();
       try {
-        for (let i = 0; ; i += 1) {
+        const signerWaitingOnLock = async () => {
           const [waiting] = rowsOf<{ n: number }>(
             await t.db.execute(
               sql`select count(*)::int as n from pg_stat_activity where usename = ${signerLogin} and wait_event_type = 'Lock'`,
             ),
           );
-          if ((waiting?.n ?? 0) > 0) break;
-          if (i > 400) throw new Error('the signer never reached its read of the approval');
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
+          return waiting?.n ?? 0;
+        };
+        await expect
+          .poll(signerWaitingOnLock, {
+            timeout: 20_000,
+            interval: 50,
+            message: 'the signer never reached its read of the approval',
+          })
+          .toBeGreaterThan(0);
         const exited = new Promise((resolve) => signer.child.once('exit', resolve));
         signer.child.kill('SIGKILL');
         await exited;

@@ -22,7 +22,7 @@ import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RailsConfig } from '../src/rails.ts';
 import { type Environment, passAndReconcile, startEnvironment } from './environment.ts';
 
@@ -131,14 +131,17 @@ describe('an omnibus custodian account', () => {
       }),
     );
     const worker = env.worker({ rails, reconcileEveryMs: 60 * 60_000 });
-    for (let i = 0; i < 6; i++) {
-      await worker.runOnce();
-      await new Promise((resolve) => setTimeout(resolve, 60));
-    }
-    const op = await withTenant(env.t.db, first, (tx) =>
-      getOperation(tx, first, created.operation.operationId),
+    // Passes until the custodian has settled it.
+    await vi.waitFor(
+      async () => {
+        await worker.runOnce();
+        const op = await withTenant(env.t.db, first, (tx) =>
+          getOperation(tx, first, created.operation.operationId),
+        );
+        expect(op.state).toBe('CONFIRMED');
+      },
+      { timeout: 20_000, interval: 60 },
     );
-    expect(op.state).toBe('CONFIRMED');
     await passAndReconcile(env, { rails, reconcileEveryMs: 1 });
     for (const tenantId of members) {
       expect(await breaksOf(tenantId)).toEqual([]);

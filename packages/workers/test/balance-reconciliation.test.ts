@@ -23,7 +23,9 @@ import {
 } from '@idem/core';
 import { deployTestToken } from '@idem/rails';
 import { rpc } from '@idem/testing/chain';
+import { ageOperations } from '@idem/testing/database';
 import { provisionRiskPolicy } from '@idem/testing/tenants';
+import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { type Hex, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -113,8 +115,13 @@ async function fundedTenant(ethMinor: bigint, usdcMinor: bigint) {
 const REORG_WINDOW_SECONDS = 1;
 async function makeIdle(tenantId: string): Promise<void> {
   const worker = env.worker({ reorgWindowSeconds: REORG_WINDOW_SECONDS });
-  // Fixed: ages the confirmations past the one-second reorganisation window on the database's clock.
-  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  // The confirmations age past the one-second reorganisation window: moved back on the database's
+  // clock rather than waited for.
+  await ageOperations(
+    env.t.db,
+    sql`tenant_id = ${tenantId}::uuid and state = 'CONFIRMED'`,
+    REORG_WINDOW_SECONDS + 1,
+  );
   for (let i = 0; i < 5 && (await tenantsWithWork(env.t.db, REORG_WINDOW_SECONDS)).includes(tenantId); i++) {
     await worker.runOnce();
   }

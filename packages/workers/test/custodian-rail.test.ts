@@ -69,15 +69,7 @@ async function history(operationId: string): Promise<string[]> {
   return rows.map((row) => row.to_state);
 }
 
-async function settle(rounds = 3): Promise<void> {
-  const w = worker();
-  for (let i = 0; i < rounds; i++) {
-    await w.runOnce();
-    await new Promise((resolve) => setTimeout(resolve, 120));
-  }
-}
-
-/** Worker passes, as `settle` runs them, until the operation reaches `state` (at most 20 s). */
+/** Worker passes, a little apart, until the operation reaches `state` (at most 20 s). */
 async function settleUntil(operationId: string, state: string): Promise<void> {
   const w = worker();
   await vi.waitFor(
@@ -92,7 +84,7 @@ async function settleUntil(operationId: string, state: string): Promise<void> {
 describe('withdrawals through a custodian that misbehaves', () => {
   it('a clean path: acknowledged with our reference, then completed: CONFIRMED, one transfer', async () => {
     const op = await env.withdraw(50_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    await settle();
+    await settleUntil(op.operationId, 'CONFIRMED');
     const final = await env.operation(op.operationId);
     expect(final.state).toBe('CONFIRMED');
     expect(final.providerRef).toBeTruthy();
@@ -101,7 +93,7 @@ describe('withdrawals through a custodian that misbehaves', () => {
 
   it('I15 a custodian-routed withdrawal shows where the money went: the transfer id and the hash the custodian reports', async () => {
     const op = await env.withdraw(51_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    await settle();
+    await settleUntil(op.operationId, 'CONFIRMED');
     const final = await env.operation(op.operationId);
     expect(final.state).toBe('CONFIRMED');
     const reported = await createCustodianAdapter({ baseUrl: simulator.url }).lookupByReference(
@@ -127,7 +119,7 @@ describe('withdrawals through a custodian that misbehaves', () => {
       settlement: { outcome: 'complete', afterMs: 3_000 },
     });
     const op = await env.withdraw(60_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    // Passes until the custodian's record settles it: on a loaded machine three rounds can end first.
+    // Passes until the custodian's record settles it, three seconds on.
     await settleUntil(op.operationId, 'CONFIRMED');
     // The acknowledgment did not count: UNKNOWN first, then the custodian's record by our reference.
     expect(await history(op.operationId)).toEqual(
@@ -144,7 +136,7 @@ describe('withdrawals through a custodian that misbehaves', () => {
     it(`C13 ${fault}: UNKNOWN, reconciled by our reference, exactly one transfer`, async () => {
       await simulator.control({ fault, faultTimes: 1 });
       const op = await env.withdraw(70_000n + BigInt(index), { asset: 'BTC', destination: BTC_DESTINATION });
-      await settle();
+      await settleUntil(op.operationId, 'CONFIRMED');
       const states = await history(op.operationId);
       expect(states.slice(states.indexOf('SIGNED'), states.indexOf('SIGNED') + 2)).toEqual([
         'SIGNED',
@@ -159,7 +151,7 @@ describe('withdrawals through a custodian that misbehaves', () => {
   it('C14 a clean refusal is verified against the custodian before the hold is released', async () => {
     await simulator.control({ fault: 'reject', faultTimes: 1 });
     const op = await env.withdraw(80_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    await settle(1);
+    await settleUntil(op.operationId, 'VERIFIED_NOT_SENT');
     expect(await history(op.operationId)).toEqual(
       expect.arrayContaining(['SIGNED', 'UNKNOWN', 'VERIFIED_NOT_SENT']),
     );
@@ -172,7 +164,7 @@ describe('withdrawals through a custodian that misbehaves', () => {
   it('C14 a transfer the custodian reports failed ends VERIFIED_NOT_SENT', async () => {
     await simulator.control({ settlement: { outcome: 'fail', afterMs: 20 } });
     const op = await env.withdraw(90_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    await settle(4);
+    await settleUntil(op.operationId, 'VERIFIED_NOT_SENT');
     expect((await env.operation(op.operationId)).state).toBe('VERIFIED_NOT_SENT');
     expect(await transfersFor(op.operationId)).toBe(1);
   });

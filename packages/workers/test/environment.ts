@@ -11,13 +11,14 @@ import {
   registerDepositAddress,
   withTenant,
 } from '@idem/core';
-import { type AnvilInstance, anvilDevPrivateKeys, startAnvil } from '@idem/rails';
+import { type AnvilInstance, anvilDevPrivateKeys, createCustodianAdapter, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { provisionRiskPolicy } from '@idem/testing/tenants';
 import pino, { type Logger } from 'pino';
 import { createPublicClient, getAddress, type Hex, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { expect, vi } from 'vitest';
 import type { WorkerContext } from '../src/context.ts';
 import { RailRegistry, type RailsConfig } from '../src/rails.ts';
 import { createWorker, type WorkerOptions } from '../src/worker.ts';
@@ -229,4 +230,21 @@ export function reconcilerContext(db: TestDatabase['db'], rails: RailsConfig, lo
     escalationOwner: 'ops-oncall',
     now: Date.now,
   };
+}
+
+/**
+ * Until the custodian at `custodianUrl` reports each withdrawal's transfer (by our reference, the
+ * operation id) completed: a simulator told to settle `afterMs` after submission has done so.
+ */
+export async function completedAtCustodian(custodianUrl: string, ...operationIds: string[]): Promise<void> {
+  const custodian = createCustodianAdapter({ baseUrl: custodianUrl });
+  await vi.waitFor(
+    async () => {
+      for (const operationId of operationIds) {
+        const held = await custodian.lookupByReference(operationId);
+        expect(held.found === 'one' ? held.transfer.status : held.found, operationId).toBe('completed');
+      }
+    },
+    { timeout: 10_000, interval: 100 },
+  );
 }

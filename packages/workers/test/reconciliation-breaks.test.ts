@@ -17,7 +17,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerContext } from '../src/context.ts';
 import { reconcileTenant } from '../src/reconciliation.ts';
 import { processInbox } from '../src/steps/inbox.ts';
-import { type Environment, reconcilerContext, startEnvironment, testClock } from './environment.ts';
+import {
+  completedAtCustodian,
+  type Environment,
+  reconcilerContext,
+  startEnvironment,
+  testClock,
+} from './environment.ts';
 
 /**
  * Breaks that cannot hide (C21), against a real database, a real anvil and the
@@ -57,7 +63,6 @@ function contextFor(custodian: SimulatorProcess): WorkerContext {
   };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const worker = () => env.worker({ rails: ctx.rails.config });
 const btc = (amount: bigint) => env.withdraw(amount, { asset: 'BTC', destination: BTC_DESTINATION });
 
@@ -89,7 +94,7 @@ describe('I13-BRK breaks that cannot hide', () => {
     await worker().runOnce();
     expect((await env.operation(arrives.operationId)).state).toBe('BROADCAST');
     expect((await env.operation(stays.operationId)).state).toBe('BROADCAST');
-    await sleep(1_800);
+    await completedAtCustodian(simulator.url, arrives.operationId, stays.operationId);
 
     const first = await reconcileTenant(ctx, env.tenantId);
     const [arrivesTiming] = await breaksOf(env.tenantId, `operation:${arrives.operationId}`);

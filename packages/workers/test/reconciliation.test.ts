@@ -12,7 +12,7 @@ import {
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { WorkerContext } from '../src/context.ts';
 import { reconcileTenant } from '../src/reconciliation.ts';
 import { CHAIN_ID, type Environment, ETH, reconcilerContext, startEnvironment } from './environment.ts';
@@ -43,13 +43,19 @@ afterAll(async () => {
 
 const worker = () => env.worker({ rails: ctx.rails.config });
 
-async function settleAll(): Promise<void> {
+/** Worker passes, a block mined after each, until every one of the operations is CONFIRMED. */
+async function settleAll(...operationIds: string[]): Promise<void> {
   const w = worker();
-  for (let i = 0; i < 4; i++) {
-    await w.runOnce();
-    await env.mine(1);
-    await new Promise((resolve) => setTimeout(resolve, 60));
-  }
+  await vi.waitFor(
+    async () => {
+      await w.runOnce();
+      await env.mine(1);
+      for (const operationId of operationIds) {
+        expect((await env.operation(operationId)).state, operationId).toBe('CONFIRMED');
+      }
+    },
+    { timeout: 20_000, interval: 60 },
+  );
 }
 
 async function allBalances() {
@@ -69,7 +75,7 @@ describe('three-way reconciliation', () => {
   it('C21 ledger, custodian and chain in agreement: no break', async () => {
     const eth = await env.withdraw(ETH / 100n);
     const btc = await env.withdraw(21_000n, { asset: 'BTC', destination: BTC_DESTINATION });
-    await settleAll();
+    await settleAll(eth.operationId, btc.operationId);
     expect((await env.operation(eth.operationId)).state).toBe('CONFIRMED');
     expect((await env.operation(btc.operationId)).state).toBe('CONFIRMED');
     const report = await reconcileTenant(ctx, env.tenantId);

@@ -47,6 +47,7 @@ describe('a worker pass that never ends', () => {
       interval: 50,
     });
     // A few more watchdog ticks (one a second), an hour later: once per stalled pass, however long.
+    // Fixed: a second alert that does not come cannot be polled for, and the ticks show nowhere.
     clock.advance(3_600_000);
     await new Promise((r) => setTimeout(r, 2_500));
     const alerts = stalledAlerts();

@@ -11,7 +11,7 @@ import {
 } from '@idem/core';
 import { anvilDevPrivateKeys, createEvmRail } from '@idem/rails';
 import { GWEI } from '@idem/testing/chain';
-import { onPostgres } from '@idem/testing/database';
+import { expireLease, onPostgres } from '@idem/testing/database';
 import { staffMember } from '@idem/testing/tenants';
 import { and, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
@@ -189,7 +189,7 @@ describe.skipIf(!onPostgres)(
     it('I12-BUMP a worker killed (SIGKILL) between signing a replacement and recording it: nothing was sent, one nonce, one transfer', async () => {
       const amount = ETH / 40n;
       const { op, nonceBefore } = await stuckWithdrawal(amount);
-      await killWorkerAt('replacement-signed');
+      await killWorkerAt('replacement-signed', op.operationId);
       // Signed in memory only: the transaction that would have recorded it rolled back, and the node
       // has nothing of ours (the fee spike evicted the original).
       expect((await attemptsOf(op)).map((a) => a.kind)).toEqual(['original']);
@@ -207,7 +207,7 @@ describe.skipIf(!onPostgres)(
     it('I12-BUMP a worker killed (SIGKILL) after recording a replacement, before broadcasting it: the recorded bytes are sent', async () => {
       const amount = ETH / 50n;
       const { op, nonceBefore } = await stuckWithdrawal(amount);
-      await killWorkerAt('replacement-recorded');
+      await killWorkerAt('replacement-recorded', op.operationId);
       const recorded = await attemptsOf(op);
       expect(recorded.map((a) => a.kind)).toEqual(['original', 'replacement']);
       expect(await poolHashes()).toEqual([]);
@@ -327,7 +327,10 @@ async function poolHashes(): Promise<string[]> {
 }
 
 /** A real worker process (low fees, bump at once) stopped at `step`, then killed with SIGKILL. */
-async function killWorkerAt(step: 'replacement-signed' | 'replacement-recorded'): Promise<void> {
+async function killWorkerAt(
+  step: 'replacement-signed' | 'replacement-recorded',
+  operationId: string,
+): Promise<void> {
   await killWorker({
     databaseUrl: env.t.url ?? '',
     rpcUrl: env.rpcUrl,
@@ -339,6 +342,7 @@ async function killWorkerAt(step: 'replacement-signed' | 'replacement-recorded')
       replacePolicies: { ethereum: { bumpAfterMs: 0, maxBumps: 3 } },
     },
   });
-  // Its lease (if it recorded one) lapses before anyone else may replace.
-  await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+  // Its lease (if it recorded one) lapses before anyone else may replace: moved back on the
+  // database's clock rather than waited for.
+  await expireLease(env.t.db, operationId);
 }

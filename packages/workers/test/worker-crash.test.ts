@@ -1,4 +1,4 @@
-import { onPostgres } from '@idem/testing/database';
+import { expireLease, onPostgres } from '@idem/testing/database';
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SendStep } from '../src/context.ts';
@@ -39,8 +39,9 @@ describe.skipIf(!onPostgres)(
       expect(signed.state).toBe('SIGNED');
       expect(await env.balanceOf(op.destination ?? '')).toBe(0n);
 
-      // Fixed: the crashed worker's lease must lapse on the database's clock before a rescuer may take it.
-      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+      // The crashed worker's lease lapses before a rescuer may take it: moved back on the database's
+      // clock rather than waited for.
+      await expireLease(env.t.db, op.operationId);
       const rescuer = env.worker();
       await rescuer.runOnce();
       const resumed = await env.operation(op.operationId);
@@ -59,8 +60,9 @@ describe.skipIf(!onPostgres)(
       expect(signed.state).toBe('SIGNED');
       expect(await env.balanceOf(op.destination ?? '')).toBe(ETH / 9n);
 
-      // Fixed: the crashed worker's lease must lapse on the database's clock before a rescuer may take it.
-      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+      // The crashed worker's lease lapses before a rescuer may take it: moved back on the database's
+      // clock rather than waited for.
+      await expireLease(env.t.db, op.operationId);
       const rescuer = env.worker();
       await rescuer.runOnce();
       await env.mine(2);

@@ -82,4 +82,5 @@ export async function scratchPostgresDatabase(
   };
 }
 
+export { ageOperations, expireLease, makeControlChangeDue } from './aging.ts';
 export { migratedPgliteDataDir } from './pglite.ts';
