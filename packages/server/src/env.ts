@@ -108,6 +108,12 @@ const envSchema = z.object({
   /** Staff password checks (argon2id, 19 MiB each) running at once; sign-ins beyond are RATE_LIMITED. */
   IDEM_PASSWORD_CHECKS_MAX: z.coerce.number().int().min(1).max(256).default(4),
   /**
+   * The longest a verified TOTP code counts as fresh for step-up on this server, in seconds: a
+   * tenant's window (mfa_fresh_seconds, 30 to 3600) applies when shorter. It only shortens windows.
+   * Unset (the default): each tenant's own window.
+   */
+  IDEM_MFA_FRESH_SECONDS_MAX: z.coerce.number().int().min(1).max(3_600).optional(),
+  /**
    * Reverse proxies in front of the server that append to X-Forwarded-For. 0 (the default): the
    * TCP peer is the client address and the header is ignored, since any client can write it.
    */

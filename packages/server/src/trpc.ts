@@ -45,6 +45,8 @@ export interface Context {
   passwordChecks: PasswordCheckCap;
   /** The keys that seal and open staff TOTP secrets (null or absent: TOTP is MFA_KEY_UNAVAILABLE). */
   mfaKeys?: MfaKeyRing | null;
+  /** IDEM_MFA_FRESH_SECONDS_MAX: a step-up window no tenant's exceeds on this server (absent: none). */
+  mfaFreshSecondsMax?: number;
   /** The client address the sign-in budget per address counts against (http/client-address.ts). */
   clientAddress: string;
   /** Recently authenticated API keys (absent: every request looks its key up). */

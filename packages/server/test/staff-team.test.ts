@@ -399,6 +399,31 @@ describe('I14-MFA TOTP enrolment, sign-in codes, recovery codes and step-up', ()
     expect((await http.call('branding.set', { mutation: true, session, input: BRANDING })).status).toBe(200);
   });
 
+  it('I14-MFA IDEM_MFA_FRESH_SECONDS_MAX shortens the tenant step-up window on its server, and never lengthens it', async () => {
+    // Two more servers on the same database, so the same session: one caps the window at a minute,
+    // one at an hour (the tenant's window is the default five minutes).
+    const capped = await startSilentServer(database, { IDEM_MFA_FRESH_SECONDS_MAX: '60' });
+    const lax = await startSilentServer(database, { IDEM_MFA_FRESH_SECONDS_MAX: '3600' });
+    try {
+      await addStaff(orgs.north.tenantId, 'admin3@north.invalid', 'admin');
+      const session = await signIn(orgs.north.slug, 'admin3@north.invalid');
+      await enrol(session);
+      const setBranding = (on: { base: string }) =>
+        staffHttp(() => on.base).call('branding.set', { mutation: true, session, input: BRANDING });
+      await ageLastCode(session, 2);
+      // Two minutes old: fresh within the tenant's five, stale past the capped server's one.
+      expect((await setBranding({ base })).status).toBe(200);
+      expect(errorCode(await setBranding(capped))).toBe('STEP_UP_REQUIRED');
+      // Six minutes old: stale everywhere, the hour-long cap included.
+      await ageLastCode(session, 6);
+      expect(errorCode(await setBranding({ base }))).toBe('STEP_UP_REQUIRED');
+      expect(errorCode(await setBranding(lax))).toBe('STEP_UP_REQUIRED');
+    } finally {
+      await capped.server.close();
+      await lax.server.close();
+    }
+  });
+
   it('I14-MFA a tenant with MFA off lets an approver work without a code, as before', async () => {
     const session = await signIn(orgs.relaxed.slug, 'approver@relaxed.invalid');
     expect(dataOf<{ mfa: { state: string } }>(await http.call('staffAuth.me', { session })).mfa.state).toBe(

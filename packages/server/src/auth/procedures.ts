@@ -41,7 +41,12 @@ export const staffSessionProcedure = publicProcedure.use(async ({ ctx, type, pat
   const token = web.cookies[STAFF_COOKIE];
   const parsed = token ? parseWebToken(token) : null;
   if (!token || !parsed) throw signedOut();
-  const staff = await withTenant(ctx.db, parsed.tenantId, (tx) => authenticateStaffSession(tx, parsed));
+  const session = await withTenant(ctx.db, parsed.tenantId, (tx) => authenticateStaffSession(tx, parsed));
+  // This server's cap on the step-up window (IDEM_MFA_FRESH_SECONDS_MAX) shortens the tenant's, never lengthens it.
+  const staff =
+    ctx.mfaFreshSecondsMax === undefined
+      ? session
+      : { ...session, mfaFreshSeconds: Math.min(session.mfaFreshSeconds, ctx.mfaFreshSecondsMax) };
   ctx.state.tenantId = staff.tenantId;
   if (type === 'mutation') assertCsrf(web, token);
   const db = ctx.db;

@@ -180,6 +180,9 @@ function contextFactory(deps: ServerDeps, info: WeakMap<IncomingMessage, Request
       apiKeyCache,
       passwordChecks,
       mfaKeys: deps.mfaKeys,
+      ...(env.IDEM_MFA_FRESH_SECONDS_MAX === undefined
+        ? {}
+        : { mfaFreshSecondsMax: env.IDEM_MFA_FRESH_SECONDS_MAX }),
       clientAddress: clientAddressOf(req, env.IDEM_TRUSTED_PROXY_HOPS),
       requestId: request.requestId,
       apiKey: bearer(req.headers.authorization),
