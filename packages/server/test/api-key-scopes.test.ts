@@ -1,15 +1,10 @@
-import { createStaffUser, setTenantGovernance, withTenant } from '@idem/core';
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
-import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { provisionRiskPolicy } from '@idem/testing/tenants';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../src/app.ts';
-import { hashPassword } from '../src/auth/password.ts';
+import { describe, expect, it } from 'vitest';
 import { restRoutes } from '../src/rest/routes.ts';
 import { approveAndApply } from './support/control-changes.ts';
-import { startSilentServer } from './support/in-process.ts';
-import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { ETH, evmAddress, uniqueId } from './support/provision.ts';
+import { dataOf } from './support/staff-http.ts';
+import { type TwoAdminsMember, twoAdminsTenant } from './support/two-admins.ts';
 
 /**
  * API keys with scopes, owners and expiry, over real HTTP. The insider path first: an admin mints a
@@ -20,23 +15,16 @@ import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-
  * key past its expiry is refused like a revoked one, even while this server's key cache (one
  * minute here) still holds it.
  */
-const STAFF = ['admin', 'admin2', 'approver'] as const;
-type Who = (typeof STAFF)[number];
-
-let database: TestDatabase;
-let server: RunningServer;
-let base: string;
-let tenant: TenantFixture;
-const { call, signIn } = staffHttp(() => base);
-const sessions = new Map<Who, StaffSession>();
-
-async function session(who: Who): Promise<StaffSession> {
-  const known = sessions.get(who);
-  if (known) return known;
-  const made = await signIn({ tenantId: tenant.tenantId, email: `${who}@keys.invalid`, password: PASSWORD });
-  sessions.set(who, made);
-  return made;
-}
+// A new key or an added scope is a control change (I31-QUORUM); here it applies once approved.
+// A one-minute key cache, so only an expiry the cache itself honours refuses an expired key in time.
+const setup = twoAdminsTenant({
+  name: 'Keys',
+  domain: 'keys.invalid',
+  looseningDelaySeconds: 0,
+  env: { IDEM_API_KEY_CACHE_MS: '60000' },
+});
+const { call, session } = setup;
+type Who = TwoAdminsMember;
 
 interface KeyView {
   keyId: string;
@@ -55,7 +43,7 @@ async function mintKey(
     await call('staffConfig.createApiKey', { mutation: true, session: await session(who), input }),
   );
   const other = await session(who === 'admin' ? 'admin2' : 'admin');
-  await approveAndApply(database.db, tenant.tenantId, call, other, minted.proposalId);
+  await approveAndApply(setup.database.db, setup.tenant.tenantId, call, other, minted.proposalId);
   return minted;
 }
 
@@ -65,7 +53,7 @@ async function listedKey(keyId: string): Promise<KeyView | undefined> {
 }
 
 async function rest(method: 'GET' | 'POST', path: string, apiKey: string, body?: unknown, key?: string) {
-  const response = await fetch(`${base}${path}`, {
+  const response = await fetch(`${setup.base}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${apiKey}`,
@@ -113,42 +101,6 @@ async function decide(who: Who, operationId: string) {
   return { answer, detail };
 }
 
-beforeAll(async () => {
-  database = await createTestDatabase({ maxConnections: 5 });
-  tenant = await provisionTenant(database.db, { name: 'Keys' });
-  const passwordHash = await hashPassword(PASSWORD);
-  await provisionRiskPolicy(database.db, {
-    tenantId: tenant.tenantId,
-    assetCode: 'ETH',
-    autoApproveMaxMinor: ETH.toString(),
-    fourEyesMinMinor: (5n * ETH).toString(),
-    velocityMaxPerHour: 1000,
-    actor: 'test:setup',
-  });
-  await withTenant(database.db, tenant.tenantId, async (tx) => {
-    // Above 1 ETH a person approves; one approval up to 5 ETH.
-    for (const who of STAFF) {
-      const role = who === 'approver' ? 'approver' : 'admin';
-      await createStaffUser(tx, {
-        tenantId: tenant.tenantId,
-        email: `${who}@keys.invalid`,
-        role,
-        passwordHash,
-      });
-    }
-  });
-  // A new key or an added scope is a control change (I31-QUORUM); here it applies once approved.
-  await setTenantGovernance(database.db, { tenantId: tenant.tenantId, looseningDelaySeconds: 0 });
-  // No worker: the withdrawal waits unreviewed, and the decision reviews it first. A one-minute key
-  // cache, so only an expiry the cache itself honours refuses an expired key in time.
-  ({ server, base } = await startSilentServer(database, { IDEM_API_KEY_CACHE_MS: '60000' }));
-});
-
-afterAll(async () => {
-  await server?.close();
-  await database?.dispose();
-});
-
 describe('I31-KEYS API keys with scopes, owners and expiry', () => {
   it('I31-KEYS the admin who minted a key cannot approve the withdrawal submitted with it over REST; another staff member can', async () => {
     const minted = await mintKey('admin', { label: 'insider', scopes: ['withdraw', 'read'] });
@@ -178,7 +130,7 @@ describe('I31-KEYS API keys with scopes, owners and expiry', () => {
     });
     expect(widened.status).toBe(200);
     const { proposalId } = dataOf<{ proposalId: string }>(widened);
-    await approveAndApply(database.db, tenant.tenantId, call, await session('admin'), proposalId);
+    await approveAndApply(setup.database.db, setup.tenant.tenantId, call, await session('admin'), proposalId);
     const listed = await listedKey(minted.keyId);
     expect(listed?.scopes.sort()).toEqual(['read', 'withdraw']);
     expect(listed?.widenedBy).toMatch(/^staff:/);
@@ -215,7 +167,7 @@ describe('I31-KEYS API keys with scopes, owners and expiry', () => {
       items: [{ request: body, idempotencyKey: `withdrawal-${withdrawalId}` }],
     });
     expect(bulk.status).toBe(403);
-    const trpc = await fetch(`${base}/trpc/withdrawals.submit`, {
+    const trpc = await fetch(`${setup.base}/trpc/withdrawals.submit`, {
       method: 'POST',
       headers: { authorization: `Bearer ${readOnly.apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ request: body, idempotencyKey: `withdrawal-${withdrawalId}` }),
@@ -232,7 +184,7 @@ describe('I31-KEYS API keys with scopes, owners and expiry', () => {
     expect(session.body).not.toHaveProperty('url');
 
     // Through the SDK: a typed refusal naming the scope, not retried.
-    const sdk = createIdemClient({ baseUrl: base, apiKey: readOnly.apiKey });
+    const sdk = createIdemClient({ baseUrl: setup.base, apiKey: readOnly.apiKey });
     const typed = await sdk.withdrawals
       .submit(body, withdrawalKey(withdrawalId))
       .catch((error: unknown) => error);

@@ -1,14 +1,12 @@
-import { activeOutboundEndpoints, createStaffUser, setTenantGovernance, withTenant } from '@idem/core';
-import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
-import { provisionRiskPolicy } from '@idem/testing/tenants';
+import { activeOutboundEndpoints, createStaffUser, withTenant } from '@idem/core';
+import { makeControlChangeDue } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { RunningServer } from '../src/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/auth/password.ts';
 import { applyDue, approveControlChange } from './support/control-changes.ts';
-import { startSilentServer } from './support/in-process.ts';
 import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
-import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-http.ts';
+import { dataOf, PASSWORD } from './support/staff-http.ts';
+import { type TwoAdminsMember, twoAdminsTenant } from './support/two-admins.ts';
 
 /**
  * Admin quorum: an API key, a widening of its scopes and an outbound webhook endpoint are loosenings.
@@ -18,25 +16,30 @@ import { dataOf, PASSWORD, type StaffSession, staffHttp } from './support/staff-
  * authenticates nothing, the widening grants nothing, and the endpoint receives nothing. Revoking,
  * narrowing and disabling act at once. A tenant with one admin creates neither (FORBIDDEN).
  */
-const STAFF = ['admin', 'admin2', 'approver'] as const;
-type Who = (typeof STAFF)[number];
 const DELAY_SECONDS = 2;
 
-let database: TestDatabase;
-let server: RunningServer;
-let base: string;
-let tenant: TenantFixture;
+const setup = twoAdminsTenant({
+  name: 'Key quorum',
+  domain: 'kq.invalid',
+  looseningDelaySeconds: DELAY_SECONDS,
+  env: {
+    // A one-second key cache: an applied widening reaches the server's cache within it (the worker
+    // that applies it cannot tell the servers to forget the key; a late widening is the safe side).
+    IDEM_API_KEY_CACHE_MS: '1000',
+    IDEM_WEBHOOK_ALLOW_INTERNAL: '127.0.0.1',
+  },
+});
+const { call, signIn, session } = setup;
+type Who = TwoAdminsMember;
 let lone: TenantFixture;
-const { call, signIn } = staffHttp(() => base);
-const sessions = new Map<Who, StaffSession>();
 
-async function session(who: Who): Promise<StaffSession> {
-  const known = sessions.get(who);
-  if (known) return known;
-  const made = await signIn({ tenantId: tenant.tenantId, email: `${who}@kq.invalid`, password: PASSWORD });
-  sessions.set(who, made);
-  return made;
-}
+beforeAll(async () => {
+  lone = await provisionTenant(setup.database.db, { name: 'Lone admin' });
+  const passwordHash = await hashPassword(PASSWORD);
+  await withTenant(setup.database.db, lone.tenantId, (tx) =>
+    createStaffUser(tx, { tenantId: lone.tenantId, email: 'lone@kq.invalid', role: 'admin', passwordHash }),
+  );
+});
 
 interface Proposed {
   outcome: 'APPLIED' | 'PROPOSED';
@@ -45,14 +48,14 @@ interface Proposed {
 }
 
 const useKey = async (apiKey: string, path = '/v1/assets') => {
-  const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+  const response = await fetch(`${setup.base}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
   await response.body?.cancel();
   return response.status;
 };
 
 async function submitWithdrawal(apiKey: string): Promise<number> {
   const withdrawalId = uniqueId('wd');
-  const response = await fetch(`${base}/v1/withdrawals`, {
+  const response = await fetch(`${setup.base}/v1/withdrawals`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${apiKey}`,
@@ -82,15 +85,14 @@ async function decideAs(who: Who, proposalId: string) {
   });
 }
 
-/** Waits out the tenant's delay: the executor applies the change once it is due. */
-async function appliedAfterDelay(): Promise<void> {
-  await vi.waitFor(
-    async () => {
-      const ran = await applyDue(database.db, tenant.tenantId);
-      expect(ran.applied).toBeGreaterThanOrEqual(1);
-    },
-    { timeout: 15_000, interval: 250 },
-  );
+/**
+ * The tenant's delay passes (moved back on the database's clock rather than waited for), and the
+ * executor applies the now due change.
+ */
+async function appliedAfterDelay(proposalId: string): Promise<void> {
+  await makeControlChangeDue(setup.database.db, proposalId);
+  const ran = await applyDue(setup.database.db, setup.tenant.tenantId);
+  expect(ran.applied).toBeGreaterThanOrEqual(1);
 }
 
 async function mintActiveKey(scopes: string[]): Promise<{ keyId: string; apiKey: string }> {
@@ -102,50 +104,10 @@ async function mintActiveKey(scopes: string[]): Promise<{ keyId: string; apiKey:
     }),
   );
   await approveControlChange(call, await session('admin2'), created.proposalId ?? '');
-  await appliedAfterDelay();
+  await appliedAfterDelay(created.proposalId ?? '');
   expect(await useKey(created.apiKey)).toBe(scopes.includes('read') ? 200 : 403);
   return created;
 }
-
-beforeAll(async () => {
-  database = await createTestDatabase({ maxConnections: 5 });
-  tenant = await provisionTenant(database.db, { name: 'Key quorum' });
-  lone = await provisionTenant(database.db, { name: 'Lone admin' });
-  const passwordHash = await hashPassword(PASSWORD);
-  await provisionRiskPolicy(database.db, {
-    tenantId: tenant.tenantId,
-    assetCode: 'ETH',
-    autoApproveMaxMinor: ETH.toString(),
-    fourEyesMinMinor: (5n * ETH).toString(),
-    velocityMaxPerHour: 1000,
-    actor: 'test:setup',
-  });
-  await withTenant(database.db, tenant.tenantId, async (tx) => {
-    for (const who of STAFF) {
-      await createStaffUser(tx, {
-        tenantId: tenant.tenantId,
-        email: `${who}@kq.invalid`,
-        role: who === 'approver' ? 'approver' : 'admin',
-        passwordHash,
-      });
-    }
-  });
-  await withTenant(database.db, lone.tenantId, (tx) =>
-    createStaffUser(tx, { tenantId: lone.tenantId, email: 'lone@kq.invalid', role: 'admin', passwordHash }),
-  );
-  await setTenantGovernance(database.db, { tenantId: tenant.tenantId, looseningDelaySeconds: DELAY_SECONDS });
-  ({ server, base } = await startSilentServer(database, {
-    // A one-second key cache: an applied widening reaches the server's cache within it (the worker
-    // that applies it cannot tell the servers to forget the key; a late widening is the safe side).
-    IDEM_API_KEY_CACHE_MS: '1000',
-    IDEM_WEBHOOK_ALLOW_INTERNAL: '127.0.0.1',
-  }));
-});
-
-afterAll(async () => {
-  await server?.close();
-  await database?.dispose();
-});
 
 describe('I31-QUORUM API keys and outbound endpoints need another admin', () => {
   it('I31-QUORUM a key minted by one admin authenticates nothing until another admin approves and the delay passes; its minter cannot approve it', async () => {
@@ -174,8 +136,8 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
     await approveControlChange(call, await session('admin2'), created.proposalId ?? '');
     // Approved, but the delay has not passed: still refused, and the executor has nothing due.
     expect(await useKey(created.apiKey)).toBe(401);
-    expect((await applyDue(database.db, tenant.tenantId)).applied).toBe(0);
-    await appliedAfterDelay();
+    expect((await applyDue(setup.database.db, setup.tenant.tenantId)).applied).toBe(0);
+    await appliedAfterDelay(created.proposalId ?? '');
     expect(await useKey(created.apiKey)).toBe(200);
     expect(await submitWithdrawal(created.apiKey)).toBe(201);
   });
@@ -188,7 +150,7 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
         input: { label: 'by hand', scopes: ['read'] },
       }),
     );
-    const byHand = withTenant(database.db, tenant.tenantId, (tx) =>
+    const byHand = withTenant(setup.database.db, setup.tenant.tenantId, (tx) =>
       tx.execute(sql`update api_keys set activated_at = now() where key_id = ${created.keyId}`),
     );
     const refused = await byHand.then(
@@ -214,7 +176,7 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
     expect((await decideAs('admin', widened.proposalId ?? '')).body.error?.data.code).toBe('FORBIDDEN');
     await approveControlChange(call, await session('admin2'), widened.proposalId ?? '');
     expect(await submitWithdrawal(key.apiKey)).toBe(403);
-    await appliedAfterDelay();
+    await appliedAfterDelay(widened.proposalId ?? '');
     await expect.poll(() => submitWithdrawal(key.apiKey), { timeout: 5_000 }).toBe(201);
     const listed = dataOf<{ keyId: string; scopes: string[]; widenedBy: string | null; createdBy: string }[]>(
       await call('staffConfig.apiKeys', { session: await session('admin') }),
@@ -258,13 +220,10 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
       input: { keyId: created.keyId },
     });
     expect(revoked.status).toBe(200);
-    await vi.waitFor(
-      async () => {
-        const ran = await applyDue(database.db, tenant.tenantId);
-        expect(ran.refused).toBeGreaterThanOrEqual(1);
-      },
-      { timeout: 15_000, interval: 250 },
-    );
+    // The delay passes (moved back on the database's clock): the executor refuses the creation.
+    await makeControlChangeDue(setup.database.db, created.proposalId ?? '');
+    const ran = await applyDue(setup.database.db, setup.tenant.tenantId);
+    expect(ran.refused).toBeGreaterThanOrEqual(1);
     expect(await useKey(created.apiKey)).toBe(401);
   });
 
@@ -280,7 +239,9 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
     expect(created).toMatchObject({ outcome: 'PROPOSED', approvalsRequired: 1 });
     const delivered = async () =>
       (
-        await withTenant(database.db, tenant.tenantId, (tx) => activeOutboundEndpoints(tx, tenant.tenantId))
+        await withTenant(setup.database.db, setup.tenant.tenantId, (tx) =>
+          activeOutboundEndpoints(tx, setup.tenant.tenantId),
+        )
       ).map((endpoint) => endpoint.endpointId);
     expect(await delivered()).not.toContain(created.endpointId);
     const listed = dataOf<{ outbound: { endpointId: string; activatedAt: string | null }[] }>(
@@ -291,7 +252,7 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
     expect((await decideAs('admin', created.proposalId ?? '')).body.error?.data.code).toBe('FORBIDDEN');
     await approveControlChange(call, await session('admin2'), created.proposalId ?? '');
     expect(await delivered()).not.toContain(created.endpointId);
-    await appliedAfterDelay();
+    await appliedAfterDelay(created.proposalId ?? '');
     expect(await delivered()).toContain(created.endpointId);
 
     const disabled = await call('staffConfig.disableEndpoint', {
@@ -311,7 +272,7 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
         input: { url: 'http://127.0.0.1:9/by-hand' },
       }),
     );
-    const refused = await withTenant(database.db, tenant.tenantId, (tx) =>
+    const refused = await withTenant(setup.database.db, setup.tenant.tenantId, (tx) =>
       tx.execute(
         sql`update outbound_endpoints set activated_at = now() where endpoint_id = ${created.endpointId}`,
       ),
@@ -320,8 +281,8 @@ describe('I31-QUORUM API keys and outbound endpoints need another admin', () => 
       (error: unknown) => String((error as { cause?: unknown }).cause ?? error),
     );
     expect(refused).toContain('activated only by an approved, due control change');
-    const active = await withTenant(database.db, tenant.tenantId, (tx) =>
-      activeOutboundEndpoints(tx, tenant.tenantId),
+    const active = await withTenant(setup.database.db, setup.tenant.tenantId, (tx) =>
+      activeOutboundEndpoints(tx, setup.tenant.tenantId),
     );
     expect(active.map((endpoint) => endpoint.endpointId)).not.toContain(created.endpointId);
   });
