@@ -16,8 +16,8 @@ import { createWorker, RailRegistry } from '@idem/workers';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
-import { readEnv } from '../src/env.ts';
+import type { RunningServer } from '../src/app.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { provisionTenant, uniqueId } from './support/provision.ts';
 
 /**
@@ -71,11 +71,11 @@ beforeAll(async () => {
       done();
     },
   });
-  server = await startServer(
-    readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'info', IDEM_WORKER_IN_PROCESS: 'false' }),
-    { database, logDestination, announce: () => {} },
-  );
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startSilentServer(
+    database,
+    { LOG_LEVEL: 'info', IDEM_WORKER_IN_PROCESS: 'false' },
+    { logDestination },
+  ));
 });
 afterAll(async () => {
   await server?.close();

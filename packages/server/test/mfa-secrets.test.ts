@@ -9,16 +9,14 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { IdemError } from '@idem/contracts';
 import { createStaffUser, createTenant, rowsOf, withTenant } from '@idem/core';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { newMfaKeyLine, openSecret, readMfaKeyFile, sealSecret } from '../src/auth/totp-secrets.ts';
-import { readEnv } from '../src/env.ts';
 import { startSilentServer } from './support/in-process.ts';
 import { dataOf, PASSWORD, type StaffSession, staffHttp, type TrpcAnswer } from './support/staff-http.ts';
 import { totpDevice } from './support/totp-device.ts';
@@ -218,15 +216,12 @@ describe('I31-MFA TOTP secrets are sealed at rest by a key outside the database'
 
   it('I31-MFA development makes its key file in the data directory and says so; production without one refuses TOTP', async () => {
     const dataDir = join(keyDir, 'data');
-    const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
     const start = async (settings: Record<string, string>) => {
       const lines: string[] = [];
-      const started = await startServer(readEnv({ PORT: '0', LOG_LEVEL: 'silent', ...settings }), {
-        database,
-        logDestination: silent,
+      const { server: started, base: startedBase } = await startSilentServer(database, settings, {
         announce: (line) => lines.push(line),
       });
-      return { started, lines };
+      return { started, base: startedBase, lines };
     };
     const first = await start({ NODE_ENV: 'development', IDEM_DATA_DIR: dataDir });
     await first.started.close();
@@ -249,7 +244,7 @@ describe('I31-MFA TOTP secrets are sealed at rest by a key outside the database'
       IDEM_COOKIE_SECURE: 'false',
     });
     try {
-      const prodHttp = staffHttp(() => `http://127.0.0.1:${production.started.port}`);
+      const prodHttp = staffHttp(() => production.base);
       const session = await prodHttp.signIn({ tenantId, email: 'no-key@sealed.invalid', password: PASSWORD });
       const refused = await prodHttp.call('staffAuth.mfaEnrolStart', { mutation: true, session });
       expect([refused.status, errorCode(refused)]).toEqual([503, 'MFA_KEY_UNAVAILABLE']);

@@ -1,13 +1,13 @@
-import { Writable } from 'node:stream';
 import { createStaffUser, withTenant } from '@idem/core';
 import { createIdemClient } from '@idem/sdk';
 import { createTestDatabase, type TestDatabase } from '@idem/testing/database';
 import { DEFAULT_REPLACE_POLICIES } from '@idem/workers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningServer, startServer } from '../src/app.ts';
+import type { RunningServer } from '../src/app.ts';
 import { hashPassword } from '../src/auth/password.ts';
 import { readEnv } from '../src/env.ts';
 import { workerSettingsFrom } from '../src/worker-settings.ts';
+import { startSilentServer } from './support/in-process.ts';
 import { provisionTenant, type TenantFixture } from './support/provision.ts';
 import { PASSWORD } from './support/staff-http.ts';
 
@@ -22,14 +22,11 @@ let tenant: TenantFixture;
 const running: RunningServer[] = [];
 
 async function serve(env: Record<string, string>, announced: string[] = []): Promise<string> {
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const server = await startServer(readEnv({ PORT: '0', LOG_LEVEL: 'silent', ...env }), {
-    database,
-    logDestination: silent,
+  const { server, base } = await startSilentServer(database, env, {
     announce: (line) => announced.push(line),
   });
   running.push(server);
-  return `http://127.0.0.1:${server.port}`;
+  return base;
 }
 
 async function post(base: string, path: string, input: unknown, cookie?: string) {

@@ -5,18 +5,25 @@ import type { TestDatabase } from '@idem/testing/database';
 import { type RunningServer, startServer } from '../../src/app.ts';
 import { readEnv } from '../../src/env.ts';
 
-/** The real server in this process on a free port, logging nowhere, over the test's database (`settings`: extra environment). */
+/**
+ * The real server in this process on a free port over the test's database (`settings`: extra
+ * environment, NODE_ENV test and LOG_LEVEL silent unless they say otherwise). It logs nowhere and
+ * its start-up lines go nowhere, unless `capture` names where: a test that reads the log gives a
+ * `logDestination` (and a LOG_LEVEL in `settings`), one that reads what the server says at start
+ * gives `announce`.
+ */
 export async function startSilentServer(
   database: TestDatabase,
   settings: Record<string, string> = {},
+  capture: { logDestination?: Writable; announce?: (line: string) => void } = {},
 ): Promise<{ server: RunningServer; base: string }> {
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
   const server = await startServer(
     readEnv({ PORT: '0', NODE_ENV: 'test', LOG_LEVEL: 'silent', ...settings }),
     {
       database,
-      logDestination: silent,
-      announce: () => {},
+      logDestination: capture.logDestination ?? silent,
+      announce: capture.announce ?? (() => {}),
     },
   );
   return { server, base: `http://127.0.0.1:${server.port}` };
