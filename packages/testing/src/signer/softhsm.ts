@@ -4,11 +4,12 @@
  * the module is initialised: the harness sets it in this process before any PKCS#11 call, and
  * `env` carries it to child processes (a worker the test starts and kills).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createPkcs11Key } from '@idem/rails';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { Address } from 'viem';
 
 export interface SoftHsmToken {
@@ -59,12 +60,20 @@ export function initSoftHsmToken(label = 'idem-test'): SoftHsmToken {
   };
 }
 
-/** Generates a hot-wallet key in the token, its PIN read through the token's variable. */
-export function tokenKey(token: SoftHsmToken, label: string): Promise<{ keyRef: string; address: Address }> {
-  return createPkcs11Key({
-    modulePath: token.modulePath,
-    tokenLabel: token.tokenLabel,
-    pinRef: `env:${token.pinVariable}`,
-    label,
-  });
+/**
+ * Generates a hot-wallet key in the token, its PIN read through the token's variable. In a child
+ * process (create-key.ts): this process may already have initialised PKCS#11 with another file's
+ * token, and SoftHSM reads its configuration once per process.
+ */
+export async function tokenKey(
+  token: SoftHsmToken,
+  label: string,
+): Promise<{ keyRef: string; address: Address }> {
+  const script = fileURLToPath(new URL('./create-key.ts', import.meta.url));
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', script, token.modulePath, token.tokenLabel, token.pinVariable, label],
+    { cwd: dirname(script), env: { PATH: process.env.PATH ?? '', ...token.env } },
+  );
+  return JSON.parse(stdout) as { keyRef: string; address: Address };
 }
