@@ -321,18 +321,20 @@ describe.skipIf(!onPostgres)('I17 a bulk call costs one rate-limit token per ite
       trpc: await provisionTenant(db, { name: 'Bulk budget tRPC' }),
       rest: await provisionTenant(db, { name: 'Bulk budget REST' }),
     }),
-    // Bursts of 20: one batch of 15 items fits, a second one at once does not.
-    env: { IDEM_RATE_LIMIT_PER_SECOND: '10' },
+    // Bursts of 16: one batch of 15 items fits and leaves 1; a second of 16 is refused unless the
+    // first call took nearly 2 s (8 tokens a second refill), so a slow machine does not refill it.
+    env: { IDEM_RATE_LIMIT_PER_SECOND: '8' },
   });
 
   it.each([trpcFace, restFace])(
     'I17 on the $name face: 429 RATE_LIMITED for a batch over the tenant budget',
     async (face) => {
       const { apiKey } = served.fixtures[face === restFace ? 'rest' : 'trpc'];
-      const batch = () => Array.from({ length: 15 }, () => item(request({ amountMinor: '1' })));
-      const first = await face.submitMany(served.server.baseUrl, apiKey, batch());
+      const batch = (items: number) =>
+        Array.from({ length: items }, () => item(request({ amountMinor: '1' })));
+      const first = await face.submitMany(served.server.baseUrl, apiKey, batch(15));
       expect(first.status, JSON.stringify(first.problem)).toBe(200);
-      const second = await face.submitMany(served.server.baseUrl, apiKey, batch());
+      const second = await face.submitMany(served.server.baseUrl, apiKey, batch(16));
       expect(second.status).toBe(429);
       expect(second.problem).toMatchObject({ code: 'RATE_LIMITED' });
       expect(second.problem?.retryAfterMs).toBeGreaterThan(0);

@@ -189,7 +189,9 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
     const forger = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
     const posts = 1_000;
     let metricsText = '';
+    let minutesSpanned = 0;
     await withServer({ IDEM_METRICS_TOKEN: METRICS_TOKEN }, async ({ baseUrl }) => {
+      const started = Date.now();
       let next = 0;
       const statuses: number[] = [];
       // Twenty connections at a time, as an attacker with a small botnet would.
@@ -204,6 +206,8 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
         }),
       );
       expect(statuses.filter((status) => status === 401)).toHaveLength(posts);
+      // Buckets are per minute: a slow machine whose burst crosses more minute boundaries may keep more.
+      minutesSpanned = Math.floor(Date.now() / 60_000) - Math.floor(started / 60_000) + 1;
       metricsText = await scrape(baseUrl);
     });
     const count = async (query: string) =>
@@ -218,7 +222,7 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
       `select count(*) as n from inbox_rejections where endpoint_id = '${endpointId}'`,
     );
     expect(Number(individual[0]?.n)).toBe(0);
-    // ...the buckets do not grow with it either (one a minute, two across a minute boundary)...
+    // ...the buckets do not grow with it either (one a minute, whatever the number of posts)...
     const buckets = await withDirectDatabase(backend, (db) =>
       withTenant(db, tenant.tenantId, (tx) =>
         tx
@@ -228,7 +232,7 @@ describe.each(backendKinds)('webhook intake (%s)', (kind) => {
       ),
     );
     expect(buckets.length).toBeGreaterThanOrEqual(1);
-    expect(buckets.length).toBeLessThanOrEqual(2);
+    expect(buckets.length).toBeLessThanOrEqual(minutesSpanned);
     // ...and every refusal is still counted, for staff in the table and in the metrics.
     expect(buckets.reduce((sum, bucket) => sum + bucket.rejections, 0)).toBe(posts);
     expect(buckets.every((bucket) => bucket.reason === 'BAD_SIGNATURE')).toBe(true);
