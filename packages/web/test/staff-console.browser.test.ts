@@ -24,6 +24,8 @@ const READ = [
   'Wallet nonces',
   'Reconciliation breaks',
   'Balance reconciliation',
+  // Every role reads the freezes in force; only operate freezes (I33-FREEZE).
+  'Freeze',
   'Webhook inbox',
   'Outbound webhooks',
   'Risk rules',
