@@ -308,6 +308,8 @@ export {
   approvalAssertionOptions,
   approvalChallenge,
   checkDecisionAssertion,
+  type ExpectedRelyingParties,
+  expectedRelyingParties,
   listPasskeys,
   passkeyRegistrationOptions,
   passkeyRequiredFor,

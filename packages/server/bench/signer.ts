@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   approvalChallenge,
   createStaffUser,
@@ -27,7 +26,8 @@ import { SoftPasskey } from '@idem/testing/passkeys';
 import { initSoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
 import { sql } from 'drizzle-orm';
 import { getAddress, type Hex, serializeTransaction } from 'viem';
-import { bundle, CLI_BUNDLE } from '../scripts/bundle.ts';
+import { bundle } from '../scripts/bundle.ts';
+import { startSignerProcess, stopSignerProcess } from '../scripts/signer-process.ts';
 import { pinTenant, tenantTrustAtBootstrap } from '../src/signer-service/trust-file.ts';
 import { scratchDatabase } from './support.ts';
 
@@ -224,26 +224,22 @@ async function main(): Promise<void> {
     signerUrl.username = login;
     signerUrl.password = '';
     const workerToken = randomBytes(24).toString('hex');
-    signer = spawn(process.execPath, [CLI_BUNDLE, 'signer'], {
-      cwd: fileURLToPath(new URL('../', import.meta.url)),
-      env: {
-        PATH: process.env.PATH ?? '',
-        ...token.env,
-        IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
-        IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
-        IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
-        IDEM_SIGNER_PKCS11_PIN: token.pin,
-        IDEM_SIGNER_LISTEN: '127.0.0.1:0',
-        IDEM_SIGNER_WORKERS: `bench=${createHash('sha256').update(workerToken).digest('hex')}`,
-        IDEM_SIGNER_DATABASE_URL: signerUrl.toString(),
-        IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
-        IDEM_SIGNER_LOG: join(dir, 'signer-log.jsonl'),
-        IDEM_SIGNER_TRUST_FILE: trustFile,
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const started = await startSignerProcess({
+      ...token.env,
+      IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
+      IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
+      IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
+      IDEM_SIGNER_PKCS11_PIN: token.pin,
+      IDEM_SIGNER_LISTEN: '127.0.0.1:0',
+      IDEM_SIGNER_WORKERS: `bench=${createHash('sha256').update(workerToken).digest('hex')}`,
+      IDEM_SIGNER_DATABASE_URL: signerUrl.toString(),
+      IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
+      IDEM_SIGNER_LOG: join(dir, 'signer-log.jsonl'),
+      IDEM_SIGNER_TRUST_FILE: trustFile,
+      LOG_LEVEL: 'warn',
     });
-    const url = await listening(signer);
+    signer = started.child;
+    const url = started.url;
     const [first] = tenants as [BenchTenant];
     // Warm-up: the HSM key opens and the login's first reads happen outside the figures.
     await signAll(db.db, url, workerToken, [{ tenant: first, ops: [await approved(db.db, first, false)] }]);
@@ -273,11 +269,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    if (signer && signer.exitCode === null) {
-      const exited = new Promise((resolve) => signer?.once('exit', resolve));
-      signer.kill('SIGTERM');
-      await exited;
-    }
+    await stopSignerProcess(signer);
     await db.close();
     await scratch.drop();
     const admin = await openDatabase({
@@ -289,28 +281,6 @@ async function main(): Promise<void> {
     token.dispose();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** The service's URL, once it printed that it listens. */
-function listening(child: ChildProcess): Promise<string> {
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`signer did not start: ${output}`)), 30_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((l) => l.includes('"signer-started"'));
-      if (line) {
-        clearTimeout(timer);
-        resolve((JSON.parse(line) as { url: string }).url);
-      }
-    };
-    child.stdout?.on('data', read);
-    child.stderr?.on('data', read);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`signer exited with ${code}: ${output}`));
-    });
-  });
 }
 
 await main();

@@ -47,6 +47,7 @@ import {
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLI_BUNDLE } from '../scripts/bundle.ts';
+import { type SignerProcess, startSignerProcess } from '../scripts/signer-process.ts';
 import { pinTenant, tenantTrustAtBootstrap } from '../src/signer-service/trust-file.ts';
 
 const serverRoot = fileURLToPath(new URL('../', import.meta.url));
@@ -55,38 +56,6 @@ const CHAIN_ID = 31337;
 interface Answer {
   signature?: { r: Hex; s: Hex; yParity: 0 | 1 };
   error?: { code: string };
-}
-
-interface Started {
-  child: ChildProcess;
-  url: string;
-}
-
-/** Starts `idem signer` as its own process; resolves with its URL once it listens. */
-function startSigner(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [CLI_BUNDLE, 'signer'], {
-    cwd: serverRoot,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`signer did not start: ${output}`)), 30_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((l) => l.includes('"signer-started"'));
-      if (line) {
-        clearTimeout(timer);
-        resolve({ child, url: (JSON.parse(line) as { url: string }).url });
-      }
-    };
-    child.stdout.on('data', read);
-    child.stderr.on('data', read);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`signer exited with ${code}: ${output}`));
-    });
-  });
 }
 
 /** Runs a CLI process to its end (or until `stopWhen` says so), with only PATH and `env`. */
@@ -137,7 +106,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     let keyRef: string;
     let dir: string;
     let logPath: string;
-    let signer: Started;
+    let signer: SignerProcess;
     const workerToken = randomBytes(24).toString('hex');
     let signerEnv: Record<string, string>;
     /** The service's own login: a member of the read-only role idem_signer. */
@@ -201,7 +170,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         IDEM_SIGNER_TRUST_FILE: trustFile,
         LOG_LEVEL: 'warn',
       };
-      signer = await startSigner(signerEnv);
+      signer = await startSignerProcess(signerEnv);
     });
     afterAll(async () => {
       await stop(signer?.child);
@@ -659,7 +628,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       expect(await chain.getTransactionCount({ address: wallet, blockTag: 'pending' })).toBe(pendingBefore);
 
       // Back on the same address, with the same log: the next pass signs and sends it, once.
-      signer = await startSigner({ ...signerEnv, IDEM_SIGNER_LISTEN: new URL(signer.url).host });
+      signer = await startSignerProcess({ ...signerEnv, IDEM_SIGNER_LISTEN: new URL(signer.url).host });
       await worker.runOnce();
       const sent = await operation(op.operationId);
       expect(sent.state).toMatch(/BROADCAST|CONFIRMED/);

@@ -7,12 +7,11 @@
  * public key: the service refuses each, and signs a withdrawal approved on a trusted device. Every
  * test here was seen failing first (the service signed what the database said was APPROVED).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   applyDueControlChanges,
   approvalChallenge,
@@ -43,10 +42,9 @@ import { provisionRiskPolicy, staffMember } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { getAddress, type Hex, serializeTransaction } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_BUNDLE } from '../scripts/bundle.ts';
+import { startSignerProcess, stopSignerProcess } from '../scripts/signer-process.ts';
 import { idem } from './support/cli-process.ts';
 
-const serverRoot = fileURLToPath(new URL('../', import.meta.url));
 const CHAIN_ID = 31337;
 const ORIGIN = 'https://staff.idem.test';
 const rp = relyingPartyOf(ORIGIN);
@@ -173,19 +171,10 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         IDEM_SIGNER_TRUST_FILE: trustFile,
         LOG_LEVEL: 'warn',
       };
-      signer = spawn(process.execPath, [CLI_BUNDLE, 'signer'], {
-        cwd: serverRoot,
-        env: { PATH: process.env.PATH ?? '', ...signerEnv },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      signerUrl = await startedUrl(signer);
+      ({ child: signer, url: signerUrl } = await startSignerProcess(signerEnv));
     });
     afterAll(async () => {
-      if (signer && signer.exitCode === null) {
-        const exited = new Promise((resolve) => signer?.once('exit', resolve));
-        signer.kill('SIGTERM');
-        await exited;
-      }
+      await stopSignerProcess(signer);
       await t?.dispose();
       const admin = await openDatabase({ url: serverUrl() ?? '', maxConnections: 1 });
       await admin.db.execute(sql.raw(`drop role if exists ${signerLogin}`));
@@ -468,25 +457,3 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     }
   },
 );
-
-/** Resolves with the service's URL once it printed that it listens. */
-function startedUrl(child: ChildProcess): Promise<string> {
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`signer did not start: ${output}`)), 30_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((l) => l.includes('"signer-started"'));
-      if (line) {
-        clearTimeout(timer);
-        resolve((JSON.parse(line) as { url: string }).url);
-      }
-    };
-    child.stdout?.on('data', read);
-    child.stderr?.on('data', read);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`signer exited with ${code}: ${output}`));
-    });
-  });
-}

@@ -1,17 +1,18 @@
 import { verifyAuthenticationResponse } from '@simplewebauthn/server';
-import type { StoredAssertion } from './passkeys.ts';
+import type { ExpectedRelyingParties, StoredAssertion } from './passkeys.ts';
 
 /**
- * Checks a stored WebAuthn assertion against a public key the caller chose to trust, not against
- * whatever key the database holds for the credential: the signer service passes the key from its
- * own chain of trust (a pinned anchor, or the key an approved registration was bound to), so a
- * key swapped in the database does not verify. Answers null when the assertion is valid, or why
+ * Checks a stored WebAuthn assertion against the public key the caller passes: the one place a
+ * stored decision's signature is verified again. Core's re-checks pass the key of the approver's
+ * registered passkey (passkeys.ts storedAssertionCheck); the signer service passes the key from its
+ * own chain of trust (a pinned anchor, or the key an approved registration was bound to), so a key
+ * swapped in the database does not verify there. Answers null when the assertion is valid, or why
  * not. User verification is required; the signature counter is not checked here (its order was
  * checked when the decision was made, and a later check only re-verifies the signature).
  */
 export async function storedAssertionRefusal(
   stored: unknown,
-  input: { challenge: string; publicKey: string; origins: string[] },
+  input: { challenge: string; publicKey: string; rp: ExpectedRelyingParties },
 ): Promise<string | null> {
   if (!isStoredAssertion(stored)) return 'no passkey assertion';
   try {
@@ -29,8 +30,8 @@ export async function storedAssertionRefusal(
         clientExtensionResults: {},
       },
       expectedChallenge: input.challenge,
-      expectedOrigin: input.origins.map((origin) => new URL(origin).origin),
-      expectedRPID: input.origins.map((origin) => new URL(origin).hostname),
+      expectedOrigin: input.rp.origins,
+      expectedRPID: input.rp.rpIds,
       credential: {
         id: stored.credentialId,
         publicKey: new Uint8Array(Buffer.from(input.publicKey, 'base64url')),
@@ -44,7 +45,7 @@ export async function storedAssertionRefusal(
   }
 }
 
-function isStoredAssertion(value: unknown): value is StoredAssertion {
+export function isStoredAssertion(value: unknown): value is StoredAssertion {
   const v = value as Partial<StoredAssertion> | null;
   return (
     typeof v === 'object' &&

@@ -17,6 +17,7 @@ import type { Executor, Tx } from '../db/connect.ts';
 import { approvals, operations, staffPasskeys, staffUsers } from '../db/schema/index.ts';
 import { proposeControlChange } from '../proposals/control.ts';
 import { activeAdminCount } from '../tenants/governance.ts';
+import { isStoredAssertion, storedAssertionRefusal } from './assertion-check.ts';
 import { staffActor } from './users.ts';
 
 /**
@@ -509,8 +510,8 @@ export async function storedAssertionCheck(
   rp: ExpectedRelyingParties,
   trusted?: (credentialId: string, userId: string) => boolean,
 ): Promise<{ credentialId: string } | { reason: string }> {
-  const stored = passkeyAssertion as StoredAssertion | null;
-  if (!stored || typeof stored.credentialId !== 'string') return { reason: 'no passkey assertion' };
+  if (!isStoredAssertion(passkeyAssertion)) return { reason: 'no passkey assertion' };
+  const stored = passkeyAssertion;
   const userId = userIdOf(approver);
   if (!userId) return { reason: 'the approver is not a staff member' };
   const [key] = await db
@@ -527,28 +528,6 @@ export async function storedAssertionCheck(
     );
   if (!key) return { reason: 'not signed with an active passkey of the approver' };
   if (trusted && !trusted(key.credentialId, userId)) return { reason: 'not signed with a trusted passkey' };
-  try {
-    await verifyAgainst(
-      key,
-      {
-        id: stored.credentialId,
-        rawId: stored.credentialId,
-        type: 'public-key',
-        response: {
-          authenticatorData: stored.authenticatorData,
-          clientDataJSON: stored.clientDataJSON,
-          signature: stored.signature,
-          ...(stored.userHandle ? { userHandle: stored.userHandle } : {}),
-        },
-        clientExtensionResults: {},
-      },
-      challenge,
-      rp,
-      // Counter order was checked when the decision was made; a later check verifies the signature.
-      0,
-    );
-    return { credentialId: key.credentialId };
-  } catch (error) {
-    return { reason: `the assertion does not verify: ${(error as Error).message}` };
-  }
+  const reason = await storedAssertionRefusal(stored, { challenge, publicKey: key.publicKey, rp });
+  return reason === null ? { credentialId: key.credentialId } : { reason };
 }

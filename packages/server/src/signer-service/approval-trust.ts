@@ -19,6 +19,8 @@ import { IdemError } from '@idem/contracts';
 import {
   approvalChallenge,
   type Executor,
+  type ExpectedRelyingParties,
+  expectedRelyingParties,
   type Operation,
   proposalChallenge,
   proposalHash,
@@ -45,13 +47,16 @@ interface Decision {
 /** One signing request's view of the chain: keys resolved once, cycles refused. */
 class ChainOfTrust {
   private readonly resolved = new Map<string, Promise<KeyTrust>>();
+  private readonly rp: ExpectedRelyingParties;
 
   constructor(
     private readonly db: Executor,
     private readonly tenantId: string,
     private readonly trust: TenantTrust,
-    private readonly origins: string[],
-  ) {}
+    origins: string[],
+  ) {
+    this.rp = expectedRelyingParties(origins);
+  }
 
   /** The key `userId`'s credential is trusted with, or why it is not. */
   keyOf(credentialId: string, userId: string, visiting: ReadonlySet<string> = new Set()): Promise<KeyTrust> {
@@ -155,7 +160,7 @@ class ChainOfTrust {
             : await storedAssertionRefusal(decision.assertion, {
                 challenge,
                 publicKey: key.publicKey,
-                origins: this.origins,
+                rp: this.rp,
               });
       }
       if (reason === null && userId) approvers.add(userId);
