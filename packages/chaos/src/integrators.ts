@@ -16,6 +16,8 @@ export interface SeenWithdrawal {
   operationIds: Set<string>;
   request: WithdrawalRequest;
   firstSeenAtMs: number;
+  /** Every answer that acknowledged it: outcome, state and ms since the run began (for a failed check). */
+  acks: string[];
 }
 
 export interface SecondClientAttempt {
@@ -208,8 +210,10 @@ function record(
   bump(log, a.outcome === 'CREATED' ? 'created' : 'replayed');
   if (a.outcome === 'CREATED') log.createdAtMs.push(Date.now() - setup.startedAt);
   const id = `${setup.tenantIndex}:${request.withdrawalId}`;
+  const ack = `${a.outcome} ${a.state} at ${Date.now() - setup.startedAt} ms`;
   const existing = log.seen.get(id);
   if (existing) {
+    existing.acks.push(ack);
     existing.operationIds.add(a.operationId);
     if (existing.operationIds.size > 1)
       log.violations.push(
@@ -224,6 +228,7 @@ function record(
     operationIds: new Set([a.operationId]),
     request,
     firstSeenAtMs: Date.now() - setup.startedAt,
+    acks: [ack],
   });
 }
 

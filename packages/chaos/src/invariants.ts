@@ -542,7 +542,10 @@ function everyAcknowledgedExistsOnce(
   for (const seen of input.integrators.seen.values()) {
     const found = byReference.get(`${tenantId(seen.tenantIndex)}:${seen.withdrawalId}`) ?? [];
     if (found.length !== 1) {
-      violations.push(`withdrawal ${seen.withdrawalId} was acknowledged; ${found.length} operations hold it`);
+      const byId = withdrawals.filter((op) => seen.operationIds.has(op.operation_id));
+      violations.push(
+        `withdrawal ${seen.withdrawalId} was acknowledged; ${found.length} operations hold it (answers: ${seen.acks.join('; ')}; as ${[...seen.operationIds].join(',')}, ${byId.length} stored under that id)`,
+      );
       continue;
     }
     const op = found[0] as OpRow;

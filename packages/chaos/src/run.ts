@@ -157,6 +157,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             checks,
           })
         : null;
+    // The monitor's events and the nodes' logs explain a failover; the formation deletes them on stop.
+    if (options.failover) await options.failover.formation.collectLogs(join(outDir, 'formation'));
     const report = await buildReport({
       options,
       quietMsMax,

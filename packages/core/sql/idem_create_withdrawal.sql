@@ -49,6 +49,11 @@ BEGIN
   IF NOT FOUND THEN
     -- Taken: the holder has committed (the INSERT waited for it), and this statement's fresh
     -- snapshot sees it. The key's holder first: that is the replay or the changed payload.
+    -- A WAL record makes this commit wait for the synchronous standby, as a creation's does (a
+    -- transaction that wrote none does not wait): the holder may be a commit the standby never
+    -- confirmed, visible after the primary's crash recovery, and an answer read from it must not
+    -- outlive a failover (docs/OPERATIONS.md).
+    PERFORM pg_logical_emit_message(true, 'idem', 'answer once replicated');
     RETURN QUERY SELECT * FROM public.operations
       WHERE tenant_id = p_tenant_id AND idempotency_key = p_idempotency_key;
     IF NOT FOUND THEN

@@ -132,6 +132,11 @@ BEGIN
             jsonb_build_object('operationId', v_id, 'from', 'REQUESTED', 'to', 'REJECTED', 'version', v_operation.version));
   END LOOP;
 
+  -- A WAL record makes this commit wait for the synchronous standby even when every item was a
+  -- replay (a transaction that wrote none does not wait): an answer read from a holder the standby
+  -- never confirmed must not outlive a failover.
+  PERFORM pg_logical_emit_message(true, 'idem', 'answer once replicated');
+
   -- One row per item, in item order: its own operation (as rejected, if it was); else, for an item
   -- that was claimable, the committed holder of its key, else of its withdrawal id (a replay or a
   -- conflict), looked up only for those; NULLs for an item hashed with a stale context. An unmatched

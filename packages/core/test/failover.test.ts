@@ -13,12 +13,17 @@
  * Skipped, and says why, where pg_auto_failover is not installed (.ci/run installs it).
  */
 
+import { withdrawalKey } from '@idem/contracts';
+import { migratedTemplate, scratchPostgresDatabase } from '@idem/testing/database';
 import { type Formation, formationAvailable, startFormation } from '@idem/testing/formation';
+import { ETH, fund, newTenant, withdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/connect.ts';
 import { rowsOf } from '../src/db/rows.ts';
+import { submitWithdrawals } from '../src/operations/batched-creation.ts';
+import { submitWithdrawal } from '../src/operations/create-withdrawal.ts';
 
 const available = formationAvailable();
 if (!available)
@@ -124,6 +129,13 @@ async function activityOnPrimary(): Promise<unknown[]> {
   }
 }
 
+/** Sessions of the primary whose commit waits for the synchronous standby's confirmation. */
+async function waitingForStandby(onPrimary: postgres.Sql): Promise<number> {
+  const [row] = await onPrimary<{ n: number }[]>`
+    select count(*)::int as n from pg_stat_activity where wait_event = 'SyncRep'`;
+  return row?.n ?? 0;
+}
+
 /** Reads the table straight from the current primary, through a fresh connection. */
 async function rowsOnPrimary(table: string): Promise<Set<number>> {
   const client = postgres(await formation.url('postgres', 'primary-first'), { max: 1, onnotice: () => {} });
@@ -149,6 +161,89 @@ describe.skipIf(!available)('the connection layer on a pg_auto_failover formatio
       await handle.db.execute(sql`create table if not exists i16_probe (n int)`);
     } finally {
       await handle.close();
+    }
+  });
+
+  it('I16 C03 C25 a replay is answered only once the synchronous standby holds what it repeats: a commit the primary made but the standby never confirmed is not acknowledged a second time', async () => {
+    // A commit the primary made but the standby never confirmed: after the primary's postgres is
+    // SIGKILLed and its keeper restarts it, crash recovery makes such a commit visible there, and
+    // the standby that is promoted next never had it. A replay answered from it (a transaction that
+    // writes nothing does not wait for the standby) acknowledges a withdrawal the failover then
+    // loses: the failover drill saw an acknowledged withdrawal with no operation. Here the same state
+    // is made without a crash: the standby's WAL receiver is paused, and the creators' waits for it
+    // are cancelled (PostgreSQL then keeps the commit locally, as its warning says).
+    const primary = await formation.primary();
+    const standby = formation.nodes.find((node) => node.name !== primary.name);
+    if (!standby) throw new Error('no standby');
+    const base = await formation.url('postgres', 'primary-first');
+    const scratch = await scratchPostgresDatabase(base, 'idem_replay', await migratedTemplate(base));
+    const creator = await openDatabase({ url: scratch.url, batching: false });
+    const replayer = await openDatabase({ url: scratch.url, batching: false });
+    const onStandby = postgres(`postgres://postgres@127.0.0.1:${standby.port}/postgres`, {
+      max: 1,
+      onnotice: () => {},
+    });
+    const onPrimary = postgres(base, { max: 1, onnotice: () => {} });
+    let receiver: number | null = null;
+    try {
+      const tenantId = await newTenant(creator.db);
+      // One account each: a creation holds its account's row lock until its commit is confirmed.
+      for (const account of ['acct-1', 'acct-2', 'acct-3'])
+        await fund(creator.db, tenantId, account, 'ETH', ETH);
+      const single = withdrawal({ accountId: 'acct-1' });
+      const batch = [withdrawal({ accountId: 'acct-2' }), withdrawal({ accountId: 'acct-3' })];
+      // The standby stops confirming: its WAL receiver is paused (SIGSTOP), so commits wait.
+      const [row] = await onStandby<{ pid: number }[]>`select pid from pg_stat_wal_receiver`;
+      if (!row) throw new Error('the standby has no WAL receiver');
+      receiver = row.pid;
+      process.kill(receiver, 'SIGSTOP');
+      const created = [single, ...batch].map((request) =>
+        submitWithdrawal(creator.db, {
+          tenantId,
+          request,
+          idempotencyKey: withdrawalKey(request.withdrawalId),
+        }),
+      );
+      await vi.waitFor(async () => expect(await waitingForStandby(onPrimary)).toBe(3), {
+        timeout: 30_000,
+        interval: 50,
+      });
+      await onPrimary`select pg_cancel_backend(pid) from pg_stat_activity where wait_event = 'SyncRep'`;
+      const claims = await Promise.all(created);
+      expect(claims.map((claim) => claim.outcome)).toEqual(['CREATED', 'CREATED', 'CREATED']);
+      const answered: string[] = [];
+      const replays = [
+        submitWithdrawal(replayer.db, {
+          tenantId,
+          request: single,
+          idempotencyKey: withdrawalKey(single.withdrawalId),
+        }).then((claim) => answered.push(`alone ${claim.outcome}`)),
+        submitWithdrawals(replayer.db, {
+          tenantId,
+          items: batch.map((request) => ({ request, idempotencyKey: withdrawalKey(request.withdrawalId) })),
+        }).then((outcomes) =>
+          answered.push(`batch ${outcomes.map((o) => (o.ok ? o.claim.outcome : 'error')).join(',')}`),
+        ),
+      ];
+      // Until the standby confirms, each replay is either waiting for it or (wrongly) answered.
+      await vi.waitFor(
+        async () => {
+          if (answered.length < 2) expect(await waitingForStandby(onPrimary)).toBe(2);
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+      expect(answered).toEqual([]);
+      process.kill(receiver, 'SIGCONT');
+      receiver = null;
+      await Promise.all(replays);
+      expect(answered.sort()).toEqual(['alone REPLAYED', 'batch REPLAYED,REPLAYED']);
+    } finally {
+      if (receiver !== null) process.kill(receiver, 'SIGCONT');
+      await onStandby.end();
+      await onPrimary.end();
+      await creator.close();
+      await replayer.close();
+      await scratch.drop();
     }
   });
 

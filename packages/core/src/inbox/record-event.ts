@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { inboundEnvelopeSchema, inboundEventDataSchemas, isKnownInboundType } from '@idem/contracts';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Tx } from '../db/connect.ts';
+import { answerOnceReplicated } from '../db/replicated-answer.ts';
 import {
   type InboxRejectionReason,
   inboxEvents,
@@ -78,6 +79,8 @@ export async function recordInboxEvent(
   }
 
   // The id is taken; the conflicting row is committed (PostgreSQL waited for it) and immutable.
+  // The sender stops retrying on our answer, so the answer waits until the standby holds that row.
+  await answerOnceReplicated(tx);
   const existing = await tx
     .select({ bodySha256: inboxEvents.bodySha256 })
     .from(inboxEvents)

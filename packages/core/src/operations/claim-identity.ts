@@ -3,6 +3,7 @@ import type { OperationKind } from '@idem/contracts';
 import { IdemError } from '@idem/contracts';
 import { type ApprovedPayload, payloadHash } from '@idem/contracts/payload';
 import type { Tx } from '../db/connect.ts';
+import { answerOnceReplicated } from '../db/replicated-answer.ts';
 import { operations } from '../db/schema/index.ts';
 import { IN_FLIGHT_STATES } from '../state-machine/transitions.ts';
 import { findByKey, findByReference, type Operation } from './operation-record.ts';
@@ -64,6 +65,7 @@ export async function explainTakenIdentity(
   idempotencyKey: string,
   hash: string,
 ): Promise<IdentityClaim> {
+  await answerOnceReplicated(tx);
   const holder =
     (await findByKey(tx, payload.tenantId, idempotencyKey)) ??
     (await findByReference(tx, payload.tenantId, payload.kind as OperationKind, payload.reference));

@@ -9,7 +9,16 @@
  * system user (runuser) in a directory that user owns. Trust authentication on 127.0.0.1 only.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +74,11 @@ export interface Formation {
    * again (synchronous replication restored), or throws after `timeoutMs`.
    */
   waitForPromotion(formerPrimary: FormationNode, timeoutMs?: number): Promise<FormationNode>;
+  /**
+   * Copies what explains a failover into `intoDir`: the monitor's event log (`pg_autoctl show
+   * events`) and every node's PostgreSQL log, which stop() would delete with the formation.
+   */
+  collectLogs(intoDir: string): Promise<void>;
   /** Stops every process and deletes the directory. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -312,6 +326,22 @@ function formationHandle(parts: {
       }, timeoutMs);
       if (!promoted) throw new Error('no promotion');
       return promoted;
+    },
+    async collectLogs(intoDir) {
+      mkdirSync(intoDir, { recursive: true });
+      const events = await autoctl
+        .run(['show', 'events', '--count', '200', '--pgdata', monitorData])
+        .catch((error: Error) => `pg_autoctl show events failed: ${error.message}`);
+      writeFileSync(join(intoDir, 'monitor-events.txt'), events);
+      for (const node of nodes) {
+        const logDir = join(node.pgdata, 'log');
+        if (!existsSync(logDir)) continue;
+        const files = readdirSync(logDir).sort();
+        writeFileSync(
+          join(intoDir, `${node.name}-postgres.log`),
+          files.map((file) => readFileSync(join(logDir, file), 'utf8')).join(''),
+        );
+      }
     },
     stop,
   };

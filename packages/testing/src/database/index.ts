@@ -84,3 +84,4 @@ export async function scratchPostgresDatabase(
 
 export { ageOperations, expireLease, makeControlChangeDue } from './aging.ts';
 export { migratedPgliteDataDir } from './pglite.ts';
+export { migratedTemplate } from './template.ts';
