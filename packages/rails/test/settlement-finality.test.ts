@@ -198,6 +198,41 @@ describe('I32-FINAL not sent is proven only once the transaction that took the n
     }
   });
 
+  it('I32-FINAL PAID by a named transaction that took our nonce waits for that transaction to be final: a deeper reorganisation could drop it and mine our stored bytes, paying twice', async () => {
+    const rail = railFor(6);
+    const ours = await signedNeverSent(rail);
+    // The key holder pays the customer by hand with our nonce: the same terms, other bytes.
+    const account = privateKeyToAccount(devKey(6));
+    const wallet = createWalletClient({ account, transport: http(anvil.rpcUrl, { retryCount: 0 }) });
+    const named = await wallet.sendTransaction({
+      chain: null,
+      to: nativeTransfer.to,
+      value: nativeTransfer.amountMinor,
+      nonce: ours.nonce,
+    });
+    const { blockNumber } = await reader().waitForTransactionReceipt({ hash: named });
+    const request: EvmSettlementRequest = {
+      ...notSentRequest(rail, { txHash: ours.txHash, nonce: ours.nonce }),
+      namedTxHash: named,
+      intent: 'paid',
+    };
+
+    await mineUntil(blockNumber - 1n);
+    expect(await rail.settlement(request)).toMatchObject({
+      verdict: 'unproven',
+      reason: 'not_final',
+      txHash: named,
+      finalizedBlockNumber: blockNumber - 1n,
+    });
+
+    await mineUntil(blockNumber);
+    expect(await rail.settlement(request)).toMatchObject({
+      verdict: 'paid',
+      reason: 'named_transaction_mined',
+      txHash: named,
+    });
+  });
+
   it('I32-FINAL PAID stays at the confirmation depth: our payment mined at depth is paid before it is final', async () => {
     const rail = railFor(5);
     const ours = await signedNeverSent(rail);

@@ -131,6 +131,13 @@ export async function settlement(
     if (!isOurs && !oursSpent) {
       return answer('unproven', 'our_transaction_still_mineable', named, receipt.blockNumber);
     }
+    // ...and for good: when what spent our nonce is another transaction (the named one, or a
+    // third), a reorganisation deeper than the depth could drop it and mine our stored bytes, a
+    // second payment. Only our own mined bytes, or none signed, need no finality.
+    if (!isOurs && ours !== null && !ourDeep && consumer !== null) {
+      const pending = await notFinal(consumer.blockNumber);
+      if (pending) return answer('unproven', pending, named, receipt.blockNumber);
+    }
     return answer(
       'paid',
       isOurs ? 'our_transaction_mined' : 'named_transaction_mined',
