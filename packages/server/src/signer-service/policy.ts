@@ -16,6 +16,18 @@ export interface SigningFacts {
   tokenContract: string | null;
   /** The fee cap in force (a total in wei), raised only by an executed raise_fee_cap proposal. */
   feeCapWei: bigint | null;
+  /** The freezes in force over the operation: its tenant's, its asset's or its account's. */
+  freezes: { freezeId: string; scope: string }[];
+}
+
+/**
+ * A refusal of the signer's own, outside the API's error codes: no caller of the API ever meets it,
+ * the worker sees it as a refusal (nothing signed) and the log keeps it under this stable code.
+ */
+export class SigningFrozen extends Error {
+  readonly code = 'FROZEN' as const;
+  /** 423 Locked: the request may be sound, and is asked again once the freeze is lifted. */
+  static readonly status = 423;
 }
 
 export interface SigningLimits {
@@ -117,6 +129,13 @@ export function checkSigning(
   assertPayloadIntact(op);
   withinFeeLimits(tx, facts, limits);
   if (kind === 'payment') {
+    // A freeze in force stops anything new being signed (docs/GOVERNANCE.md "Freeze"): checked
+    // here as well as in the claim, so a claim made behind the claim's back signs nothing either.
+    // A fee bump or a cancel below is not held: it settles what is already on chain.
+    if (facts.freezes.length > 0) {
+      const held = facts.freezes.map((f) => `${f.scope} freeze ${f.freezeId}`).join(', ');
+      throw new SigningFrozen(`a freeze in force holds this withdrawal: ${held}; nothing new is signed`);
+    }
     const first = op.state === 'APPROVED' || (op.state === 'SIGNING' && op.signedArtifact === null);
     if (!first) refuse('INVALID_TRANSITION', `operation is ${op.state}, not APPROVED: no first signature`);
     if (tx.nonce !== facts.wallet.nextNonce) {

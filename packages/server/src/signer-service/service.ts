@@ -11,7 +11,15 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ErrorCode, errorStatus, IdemError } from '@idem/contracts';
-import { type Database, feeCapInForce, getHotWallet, getOperation, openDatabase, schema } from '@idem/core';
+import {
+  type Database,
+  feeCapInForce,
+  getHotWallet,
+  getOperation,
+  openDatabase,
+  rowsOf,
+  schema,
+} from '@idem/core';
 import {
   type DigestSigner,
   isPkcs11KeyRef,
@@ -26,7 +34,7 @@ import { getAddress, type Hex, keccak256, parseTransaction, serializeTransaction
 import { assertApprovalTrusted } from './approval-trust.ts';
 import type { SignerConfig } from './config.ts';
 import { SignerLog, type SignerLogEvent, type SignerLogLine } from './log.ts';
-import { checkSigning, type SignedIndex, type SigningFacts } from './policy.ts';
+import { checkSigning, type SignedIndex, type SigningFacts, SigningFrozen } from './policy.ts';
 import { loadReportKey, publishedReportKey, signReportRequestSchema, signRun } from './report.ts';
 import type { TrustFile } from './trust-file.ts';
 
@@ -76,7 +84,17 @@ async function readFacts(db: Database, request: SignRequest, trust: TrustFile): 
       .where(and(eq(schema.assets.tenantId, request.tenantId), eq(schema.assets.code, operation.assetCode)));
     if (!asset) throw new IdemError('NOT_FOUND', `asset ${operation.assetCode} not found`);
     const cap = await feeCapInForce(tx, operation);
-    return { operation, wallet, tokenContract: asset.contractAddress, feeCapWei: cap.capMinor };
+    // In the same snapshot as the approval: a freeze committed before it is seen, one after it
+    // finds the signature already logged (the claim's own check stops what comes after).
+    const freezes = rowsOf<{ freeze_id: string; scope: string }>(
+      await tx.execute(sql`select f.freeze_id::text as freeze_id, f.scope from freezes f
+         where f.tenant_id = ${request.tenantId}::uuid and f.lifted_at is null
+           and (f.scope = 'tenant'
+             or (f.scope = 'asset' and f.asset_code = ${operation.assetCode})
+             or (f.scope = 'account' and f.account_ref = ${operation.accountRef}))
+         order by f.frozen_at`),
+    ).map((row) => ({ freezeId: row.freeze_id, scope: row.scope }));
+    return { operation, wallet, tokenContract: asset.contractAddress, feeCapWei: cap.capMinor, freezes };
   });
 }
 
@@ -190,10 +208,16 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
     return { signature };
   }
 
-  function refuse(res: ServerResponse, code: ErrorCode, message: string, event: Partial<SignerLogEvent>) {
+  function refuse(
+    res: ServerResponse,
+    code: ErrorCode | SigningFrozen['code'],
+    message: string,
+    event: Partial<SignerLogEvent>,
+  ) {
     signerLog.append({ outcome: 'refused', worker: null, ...event, code, reason: message.slice(0, 300) });
     log.warn({ code, message, operationId: event.operationId, worker: event.worker }, 'signing refused');
-    answer(res, errorStatus[code], { error: { code, message } });
+    const status = code === 'FROZEN' ? SigningFrozen.status : errorStatus[code];
+    answer(res, status, { error: { code, message } });
   }
 
   let queue: Promise<unknown> = Promise.resolve();
@@ -251,7 +275,7 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
       request = current;
       answer(res, 200, await inTurn(() => sign(worker, current)));
     } catch (error) {
-      const code: ErrorCode = error instanceof IdemError ? error.code : 'VALIDATION';
+      const code = error instanceof IdemError || error instanceof SigningFrozen ? error.code : 'VALIDATION';
       const message = error instanceof Error ? error.message : String(error);
       refuse(res, code, message, {
         worker,
