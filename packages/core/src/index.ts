@@ -132,6 +132,7 @@ export {
 } from './deposits/watch.ts';
 export {
   freeze,
+  freezeAsOperator,
   freezeInForce,
   heldWithdrawals,
   liftFreeze,

@@ -43,6 +43,33 @@ export async function freeze(
   if (!counts(await activeMembers(tx, input.tenantId), input.actor, 'operate')) {
     throw new IdemError('FORBIDDEN', 'only an active member with the operate permission freezes');
   }
+  return recordFreeze(tx, input.tenantId, input.actor, request);
+}
+
+/**
+ * Freezes as the deployment's operator (`idem freeze`): whoever runs the CLI against the database
+ * is not a member of the tenant's staff, and needs no member to stop everything in an incident.
+ * The actor is recorded as `cli:<who>`, so a freeze always says whether staff or the deployment
+ * made it. Lifting stays a staff control change.
+ */
+export async function freezeAsOperator(
+  tx: Tx,
+  input: { tenantId: string; operator: string; request: FreezeInput },
+): Promise<FreezeView> {
+  const request = parseOrThrow(freezeInputSchema, input.request);
+  if (!/^[A-Za-z0-9._@-]{1,64}$/.test(input.operator)) {
+    throw new IdemError('VALIDATION', 'the operator is 1..64 of letters, digits and . _ @ -');
+  }
+  return recordFreeze(tx, input.tenantId, `cli:${input.operator}`, request);
+}
+
+async function recordFreeze(
+  tx: Tx,
+  tenantId: string,
+  actor: string,
+  request: FreezeInput,
+): Promise<FreezeView> {
+  const input = { tenantId, actor };
   if (request.scope === 'asset') {
     const [asset] = await tx
       .select({ code: assets.code })

@@ -46,6 +46,7 @@ import { createLogger } from '../logger.ts';
 import { startMoneyMovers } from '../money-movers.ts';
 import { workerSettingsFrom } from '../worker-settings.ts';
 import { AUDIT_USAGE, auditCommand } from './audit.ts';
+import { FREEZE_USAGE, freezeCommand } from './freeze.ts';
 import { resealTenantSecrets } from './mfa.ts';
 import { proposalCommands } from './proposals.ts';
 import { readPassword } from './read-password.ts';
@@ -108,6 +109,7 @@ const USAGE = `Usage: pnpm idem <command> [options]
                                                   limit needs the owner's DATABASE_URL
   risk-policy history --tenant ID [--json]        every policy change: who, when, version from -> to,
                                                   the rules before and after
+${FREEZE_USAGE}
   explorer set --tenant ID --network bitcoin|ethereum (--template URL|--none) [--by WHO] [--json]
                                                   the block explorer customers' transaction hashes link
                                                   to: an https URL with {txHash}; --none removes the link
@@ -312,6 +314,8 @@ const commands: Record<string, (db: Database, flags: Flags) => Promise<Record<st
     );
     return { ...policy, changed, policyVersion };
   },
+  freeze: (db, flags) => freezeCommand(db, [], flags),
+  'freeze list': (db, flags) => freezeCommand(db, ['list'], flags),
   'risk-policy history': async (db, flags) => {
     const tenantId = required(flags, 'tenant');
     const changes = await withTenant(db, tenantId, (tx) => policyHistory(tx, tenantId));
@@ -446,6 +450,7 @@ function parseFlags(argv: string[]) {
         password: { type: 'string' },
         as: { type: 'string' },
         reason: { type: 'string' },
+        scope: { type: 'string' },
         hash: { type: 'string' },
         code: { type: 'string' },
         state: { type: 'string' },
