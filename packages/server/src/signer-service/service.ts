@@ -98,6 +98,13 @@ async function readFacts(db: Database, request: SignRequest, trust: TrustFile): 
   });
 }
 
+/** The API's error codes, and the signer's own FROZEN (policy.ts SigningFrozen). */
+type RefusalCode = ErrorCode | SigningFrozen['code'];
+
+function refusalCode(error: unknown): RefusalCode {
+  return error instanceof IdemError || error instanceof SigningFrozen ? error.code : 'VALIDATION';
+}
+
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     let size = 0;
@@ -208,16 +215,10 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
     return { signature };
   }
 
-  function refuse(
-    res: ServerResponse,
-    code: ErrorCode | SigningFrozen['code'],
-    message: string,
-    event: Partial<SignerLogEvent>,
-  ) {
+  function refuse(res: ServerResponse, code: RefusalCode, message: string, event: Partial<SignerLogEvent>) {
     signerLog.append({ outcome: 'refused', worker: null, ...event, code, reason: message.slice(0, 300) });
     log.warn({ code, message, operationId: event.operationId, worker: event.worker }, 'signing refused');
-    const status = code === 'FROZEN' ? SigningFrozen.status : errorStatus[code];
-    answer(res, status, { error: { code, message } });
+    answer(res, code === 'FROZEN' ? SigningFrozen.status : errorStatus[code], { error: { code, message } });
   }
 
   let queue: Promise<unknown> = Promise.resolve();
@@ -275,7 +276,7 @@ export async function startSignerService(config: SignerConfig, log: Logger): Pro
       request = current;
       answer(res, 200, await inTurn(() => sign(worker, current)));
     } catch (error) {
-      const code = error instanceof IdemError || error instanceof SigningFrozen ? error.code : 'VALIDATION';
+      const code = refusalCode(error);
       const message = error instanceof Error ? error.message : String(error);
       refuse(res, code, message, {
         worker,
