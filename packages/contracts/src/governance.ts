@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { apiKeyScopeSetSchema, setRiskRuleInputSchema } from './config.ts';
+import { freezeTripSettingsSchema } from './freeze-trips.ts';
 import { staffRoleSchema } from './staff-roles.ts';
 
 /**
@@ -60,6 +61,12 @@ export const controlChangeSchema = z.discriminatedUnion('control', [
    * froze is released only when other admins agree. Applying records the lift; the freeze stays.
    */
   z.strictObject({ control: z.literal('freeze_lift'), freezeId: z.uuid() }),
+  /**
+   * Turning off or loosening automatic freeze trips (docs/GOVERNANCE.md "Automatic trips"): names
+   * the whole row as it will be, so an approval of one value writes no other (the database checks
+   * the row against it).
+   */
+  z.strictObject({ control: z.literal('freeze_trip_loosen'), trip: freezeTripSettingsSchema }),
 ]);
 export type ControlChange = z.infer<typeof controlChangeSchema>;
 

@@ -11,6 +11,7 @@ export * from './customer-session.ts';
 export * from './customer-withdrawals.ts';
 export * from './errors.ts';
 export * from './freeze.ts';
+export * from './freeze-trips.ts';
 export * from './governance.ts';
 export * from './inbox.ts';
 export * from './key.ts';

@@ -141,6 +141,14 @@ export {
 } from './freeze/freeze.ts';
 export { heldByFreeze, notHeldByFreeze } from './freeze/hold.ts';
 export {
+  applyFreezeTrip,
+  checkFreezeTrips,
+  freezeTripLoosens,
+  listFreezeTrips,
+  setFreezeTrip,
+  TRIP_ACTOR_PREFIX,
+} from './freeze/trips.ts';
+export {
   changeApiKeyScopes,
   proposeApiKey,
   proposeOutboundEndpoint,

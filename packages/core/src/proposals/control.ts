@@ -197,5 +197,19 @@ export function describe(change: ControlChange): string {
       return `a new passkey for member ${change.userId}, which will sign their approvals`;
     case 'freeze_lift':
       return `freeze ${change.freezeId}, lifted: what it holds is signed and sent again`;
+    case 'freeze_trip_loosen':
+      return `the automatic freeze trips ${change.trip.assetCode === null ? 'of the tenant' : `of ${change.trip.assetCode}`} to ${describeTrips(change.trip)}`;
   }
+}
+
+function describeTrips(trip: Extract<ControlChange, { control: 'freeze_trip_loosen' }>['trip']): string {
+  const failures =
+    trip.failuresMax === null
+      ? 'failures trip off'
+      : `more than ${trip.failuresMax} UNKNOWN or FAILED_TERMINAL within ${trip.failuresWindowSeconds} s`;
+  const outflow =
+    trip.outflowShareMaxPercent === null
+      ? 'outflow trip off'
+      : `outflow above ${trip.outflowShareMaxPercent}% of custody in an hour`;
+  return `${failures}; ${outflow}`;
 }

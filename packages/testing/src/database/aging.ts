@@ -57,3 +57,19 @@ export function ageOperations(db: Database, where: SQL, seconds: number): Promis
     sql`update operations set updated_at = updated_at - make_interval(secs => ${seconds}) where ${where}`,
   );
 }
+
+/**
+ * Operations' history looks `seconds` older: the state changes they recorded (operation_transitions,
+ * what "became UNKNOWN within the window" counts, core/src/freeze/trips.ts) and their last change
+ * (as ageOperations) move back by that much. `where` picks operations (columns of `operations`);
+ * returns how many operations moved.
+ */
+export async function ageOperationHistory(db: Database, where: SQL, seconds: number): Promise<number> {
+  await backdate(
+    db,
+    sql`update operation_transitions tr set created_at = tr.created_at - make_interval(secs => ${seconds})
+          from operations where operations.tenant_id = tr.tenant_id
+           and operations.operation_id = tr.operation_id and ${where}`,
+  );
+  return ageOperations(db, where, seconds);
+}

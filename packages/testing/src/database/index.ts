@@ -82,6 +82,6 @@ export async function scratchPostgresDatabase(
   };
 }
 
-export { ageOperations, expireLease, makeControlChangeDue } from './aging.ts';
+export { ageOperationHistory, ageOperations, expireLease, makeControlChangeDue } from './aging.ts';
 export { migratedPgliteDataDir } from './pglite.ts';
 export { migratedTemplate } from './template.ts';

@@ -167,6 +167,11 @@ export const operationTransitions = pgTable(
     index('operation_transitions_confirmed')
       .on(t.tenantId, t.createdAt)
       .where(sql`${t.toState} = 'CONFIRMED'`),
+    // The automatic freeze trips count what became UNKNOWN or FAILED_TERMINAL, and what was sent,
+    // within a window (core/src/freeze/trips.ts).
+    index('operation_transitions_trips')
+      .on(t.tenantId, t.createdAt)
+      .where(sql`${t.toState} in ('UNKNOWN', 'FAILED_TERMINAL', 'BROADCAST')`),
     tenantPolicy(),
   ],
 );

@@ -16,6 +16,7 @@ import {
 } from '../../db/schema/index.ts';
 import { activateOutboundEndpoint } from '../../delivery/outbound-endpoints.ts';
 import { freezeInForce, liftFreeze } from '../../freeze/freeze.ts';
+import { applyFreezeTrip, freezeTripInForce } from '../../freeze/trips.ts';
 import { changeRiskRuleNow } from '../../risk/rules.ts';
 import { activatePasskey } from '../../staff/passkeys.ts';
 import { inviteStaff, setStaffRole } from '../../staff/team.ts';
@@ -173,6 +174,9 @@ async function inForce(tx: Tx, tenantId: string, change: ControlChange): Promise
       const { pendingLiftProposalId: _, ...frozen } = await freezeInForce(tx, tenantId, change.freezeId);
       return frozen;
     }
+    case 'freeze_trip_loosen':
+      // The trips the approvers loosen, as they stand (null: none set for that asset yet).
+      return freezeTripInForce(tx, tenantId, change.trip.assetCode);
   }
 }
 
@@ -228,5 +232,7 @@ async function apply(
       return { ...(await activatePasskey(tx, tenantId, change)), activated: true };
     case 'freeze_lift':
       return liftFreeze(tx, { tenantId, freezeId: change.freezeId, proposalId, actor });
+    case 'freeze_trip_loosen':
+      return { trip: await applyFreezeTrip(tx, tenantId, change.trip, actor) };
   }
 }
