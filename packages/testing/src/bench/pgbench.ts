@@ -8,6 +8,9 @@ import { createScratchDatabase } from './scratch.ts';
 
 const run = promisify(execFile);
 
+/** The discarded pgbench run before each measured one (BENCH_PGBENCH_WARMUP_SECONDS, 0 to skip). */
+const WARMUP_SECONDS = Number(process.env.BENCH_PGBENCH_WARMUP_SECONDS ?? 5);
+
 export interface PgbenchResult {
   tps: number;
   latency: LatencySummary;
@@ -44,6 +47,12 @@ async function runScript(seconds: number, clients: number, logArgs: string[]): P
   const scratch = await createScratchDatabase('idem_bench_pgbench');
   try {
     await run(binary, ['-i', '-s', '10', '-q', scratch.url], { maxBuffer: 16 << 20 });
+    // A discarded run first: a freshly initialised database's first seconds (cold cache, WAL files
+    // created for the first time) ran a third slower than the same run a minute later.
+    if (WARMUP_SECONDS > 0)
+      await run(binary, ['-c', String(clients), '-j', '2', '-T', String(WARMUP_SECONDS), scratch.url], {
+        maxBuffer: 16 << 20,
+      });
     const { stdout } = await run(
       binary,
       ['-c', String(clients), '-j', '2', '-T', String(seconds), ...logArgs, scratch.url],
