@@ -126,4 +126,42 @@ describe('I33-FREEZE the freeze switch over HTTP', () => {
     const lifted = dataOf<{ freezes: FreezeView[] }>(await call('staffFreeze.list', { session: admin }));
     expect(lifted.freezes[0]?.liftedAt).not.toBeNull();
   });
+
+  it('I33-TRIP support reads the trips but cannot set them; an admin tightens at once; turning one off is proposed and applies after another admin approves', async () => {
+    const support = await session('support');
+    const operator = await session('operator');
+    const admin = await session('admin');
+    const admin2 = await session('admin2');
+    const trip = { assetCode: null, failuresMax: 3, failuresWindowSeconds: 600, outflowShareMaxPercent: 50 };
+    for (const member of [support, operator]) {
+      const refused = await call('staffFreeze.setTrip', { mutation: true, session: member, input: trip });
+      expect(refused.body.error?.data.code).toBe('FORBIDDEN');
+    }
+    expect(dataOf<{ trips: unknown[] }>(await call('staffFreeze.trips', { session: support })).trips).toEqual(
+      [],
+    );
+    const set = dataOf<{ outcome: string; trip: { failuresMax: number } }>(
+      await call('staffFreeze.setTrip', { mutation: true, session: admin, input: trip }),
+    );
+    expect(set).toMatchObject({ outcome: 'APPLIED', trip: { failuresMax: 3 } });
+    const off = dataOf<{ outcome: string; proposalId: string }>(
+      await call('staffFreeze.setTrip', {
+        mutation: true,
+        session: admin,
+        input: { ...trip, outflowShareMaxPercent: null },
+      }),
+    );
+    expect(off.outcome).toBe('PROPOSED');
+    const waiting = dataOf<{
+      trips: { outflowShareMaxPercent: number | null; pendingLoosenProposalId: string | null }[];
+    }>(await call('staffFreeze.trips', { session: support }));
+    expect(waiting.trips).toMatchObject([
+      { outflowShareMaxPercent: 50, pendingLoosenProposalId: off.proposalId },
+    ]);
+    await approveAndApply(database.db, tenant.tenantId, call, admin2, off.proposalId);
+    const applied = dataOf<{ trips: { outflowShareMaxPercent: number | null }[] }>(
+      await call('staffFreeze.trips', { session: support }),
+    );
+    expect(applied.trips).toMatchObject([{ outflowShareMaxPercent: null }]);
+  });
 });

@@ -11,6 +11,7 @@ import { CUSTODIAN_POLL_EVERY_MS_DEFAULT, pollCustodian } from './steps/custodia
 import { deliverNotifications } from './steps/deliver.ts';
 import { watchDeposits } from './steps/deposits.ts';
 import { dispatchApproved, resumeSigned } from './steps/dispatch.ts';
+import { checkTrips, FREEZE_TRIPS_RUN_EVERY_MS } from './steps/freeze-trips.ts';
 import { applyGovernance, GOVERNANCE_RUN_EVERY_MS } from './steps/governance.ts';
 import { processInbox } from './steps/inbox.ts';
 import { DEFAULT_REPLACE_POLICIES, type ReplacePolicy, replaceStuck } from './steps/replace.ts';
@@ -41,6 +42,8 @@ export interface WorkerOptions {
   expireKeysEveryMs?: number;
   /** Apply due control changes and expire proposals per tenant at most this often (default 1 minute). */
   governanceEveryMs?: number;
+  /** Measure every tenant's automatic freeze trips at most this often, work or not (default 1 minute). */
+  freezeTripsEveryMs?: number;
   /** Automatic fee bumps of stuck withdrawals, per network (defaults: DEFAULT_REPLACE_POLICIES). */
   replacePolicies?: Record<string, ReplacePolicy>;
   /**
@@ -76,6 +79,8 @@ export interface TickReport {
   keysExpired: number;
   /** Approved control changes whose delay had passed, applied. */
   controlChangesApplied: number;
+  /** Freezes the automatic trips made (docs/GOVERNANCE.md "Automatic trips"). */
+  tripsFired: number;
 }
 
 export interface Worker {
@@ -138,6 +143,7 @@ function emptyReport(): TickReport {
     breaksOpened: 0,
     keysExpired: 0,
     controlChangesApplied: 0,
+    tripsFired: 0,
   };
 }
 
@@ -232,11 +238,15 @@ class WorkerLoop {
       );
     }
     report.inbound += await this.stage('inbox', tenantId, () => processInbox(ctx, tenantId));
+    // Before anything is sent: a threshold crossed since the last pass freezes first.
+    report.tripsFired += await this.stage('trips', tenantId, () => checkTrips(ctx, tenantId));
     report.resumed += await this.stage('resume', tenantId, () => resumeSigned(ctx, tenantId));
     report.dispatched += await this.stage('dispatch', tenantId, () => dispatchApproved(ctx, tenantId));
     report.watched += await this.stage('watch', tenantId, () => watchBroadcast(ctx, tenantId));
     report.replaced += await this.stage('replace', tenantId, () => replaceStuck(ctx, tenantId));
     report.reconciled += await this.stage('reconcile', tenantId, () => reconcileUnknown(ctx, tenantId));
+    // Right after the stages that move withdrawals to UNKNOWN or FAILED_TERMINAL.
+    report.tripsFired += await this.stage('trips', tenantId, () => checkTrips(ctx, tenantId));
     report.rechecked += await this.stage('reorg', tenantId, () => recheckConfirmed(ctx, tenantId));
     report.delivered += await this.stage('deliver', tenantId, () => deliverNotifications(ctx, tenantId));
     report.depositsObserved += await this.stage('deposits', tenantId, () => watchDeposits(ctx, tenantId));
@@ -261,6 +271,9 @@ class WorkerLoop {
       if (this.due('balance-reconciliation', tenantId, options.reconcileEveryMs)) balanceDue.push(tenantId);
       if (this.due('retention', tenantId, options.expireKeysEveryMs ?? KEY_RETENTION_RUN_EVERY_MS)) {
         report.keysExpired += await this.stage('retention', tenantId, () => expireSettledKeys(ctx, tenantId));
+      }
+      if (this.due('freeze-trips', tenantId, options.freezeTripsEveryMs ?? FREEZE_TRIPS_RUN_EVERY_MS)) {
+        report.tripsFired += await this.stage('trips', tenantId, () => checkTrips(ctx, tenantId));
       }
       if (this.due('governance', tenantId, options.governanceEveryMs ?? GOVERNANCE_RUN_EVERY_MS)) {
         report.controlChangesApplied += await this.stage('governance', tenantId, () =>

@@ -2,10 +2,13 @@ import {
   controlChangeOutcomeSchema,
   freezeInputSchema,
   freezesViewSchema,
+  freezeTripSettingsSchema,
+  freezeTripsViewSchema,
+  freezeTripViewSchema,
   freezeViewSchema,
   proposeUnfreezeInputSchema,
 } from '@idem/contracts';
-import { freeze, listFreezes, proposeUnfreeze } from '@idem/core';
+import { freeze, listFreezes, listFreezeTrips, proposeUnfreeze, setFreezeTrip } from '@idem/core';
 import { staffWith, staffWithFresh } from '../auth/procedures.ts';
 import { router } from '../trpc.ts';
 
@@ -35,5 +38,22 @@ export const staffFreezeRouter = router({
       ctx.inTenant((tx) =>
         proposeUnfreeze(tx, { tenantId: ctx.tenantId, actor: ctx.actor, freezeId: input.freezeId }),
       ),
+    ),
+
+  /** The automatic trips (docs/GOVERNANCE.md "Automatic trips"), with any loosening waiting. */
+  trips: staffWith('read')
+    .output(freezeTripsViewSchema)
+    .query(({ ctx }) => ctx.inTenant((tx) => listFreezeTrips(tx, ctx.tenantId))),
+
+  /**
+   * One row of trips (the tenant's, or one asset's), by an admin with step-up: a trip turned on or
+   * made stricter applies at once; off or looser is proposed to the other admins (PROPOSED, with
+   * the proposal to approve) and applies after the tenant's delay.
+   */
+  setTrip: staffWithFresh('administer')
+    .input(freezeTripSettingsSchema)
+    .output(controlChangeOutcomeSchema.extend({ trip: freezeTripViewSchema.nullable() }))
+    .mutation(({ ctx, input }) =>
+      ctx.inTenant((tx) => setFreezeTrip(tx, { tenantId: ctx.tenantId, actor: ctx.actor, settings: input })),
     ),
 });
