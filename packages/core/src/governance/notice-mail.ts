@@ -27,6 +27,8 @@ const HEADLINES: Record<string, string> = {
   control_change_approved: 'a control change was approved and waits out its delay',
   control_change_applied: 'a control change is now in force',
   control_change_refused: 'a control change was not applied',
+  // An automatic trip froze the tenant or an asset (docs/GOVERNANCE.md "Automatic trips").
+  freeze_tripped: 'an automatic trip froze withdrawals',
 };
 
 /**

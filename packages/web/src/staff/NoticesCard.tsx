@@ -14,6 +14,7 @@ const TOPIC_LABELS: Record<string, { label: string; color: string }> = {
   control_change_approved: { label: 'Approved', color: 'yellow.9' },
   control_change_applied: { label: 'In force', color: 'teal.9' },
   control_change_refused: { label: 'Not applied', color: 'gray.7' },
+  freeze_tripped: { label: 'Frozen', color: 'red.8' },
 };
 
 /**
