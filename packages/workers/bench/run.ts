@@ -157,12 +157,11 @@ async function timeoutToReconciled(): Promise<number> {
   try {
     const [operationId] = await submitBatch(1);
     const tenantId = tenants[0] as string;
-    const worker = createWorker({
-      db: t.db,
-      rails: new RailRegistry({ evm: { rpcUrl: proxy.url, chainId: 31337, requestTimeoutMs: 2_000 } }),
-      log,
-      workerId: 'bench-timeout',
-    });
+    const rails = new RailRegistry({ evm: { rpcUrl: proxy.url, chainId: 31337, requestTimeoutMs: 2_000 } });
+    // Only the send's answer is lost: the worker asks the node's chain id and the fees before it
+    // signs, and with those refused too the pass would stop there and leave the withdrawal APPROVED.
+    proxy.spareMethods = ['eth_chainId', 'eth_feeHistory'];
+    const worker = createWorker({ db: t.db, rails, log, workerId: 'bench-timeout' });
     proxy.fault = 'forward-then-502';
     await worker.runOnce();
     proxy.fault = 'none';
