@@ -69,4 +69,33 @@ describe('I33-FREEZE the freeze switch', () => {
     await expect(support.getByRole('button', { name: 'Freeze now' }).count()).resolves.toBe(0);
     await support.context().close();
   });
+
+  it('I33-TRIP an admin sets automatic trips at once; turning one off is not done at once; support sees them without the form', async () => {
+    const page = await newPage(stack);
+    await signInStaff(page, stack.a.tenantId, stack.a.staff.admin.email);
+    await openFreeze(page);
+    await page.getByText('No trips set.').waitFor();
+    await page.getByRole('textbox', { name: 'Failures allowed' }).fill('3');
+    await page.getByRole('textbox', { name: 'Within (seconds)' }).fill('600');
+    await page.getByRole('textbox', { name: 'Outflow share allowed (%)' }).fill('50');
+    await page.getByRole('button', { name: 'Set trips' }).click();
+    await page.getByTestId('trip-outcome').getByText('Trips in force').waitFor();
+    await page.getByTestId('trip-tenant').getByText('more than 3 within 600 s').waitFor();
+    await page.getByTestId('trip-tenant').getByText('above 50% of custody').waitFor();
+    // Turning the outflow trip off loosens it: this tenant has one admin, so it is refused, and
+    // the trip stays as it was.
+    await page.getByRole('textbox', { name: 'Outflow share allowed (%)' }).fill('');
+    await page.getByRole('button', { name: 'Set trips' }).click();
+    await page.getByText(/one admin loosens no control/).waitFor();
+    await page.getByTestId('trip-tenant').getByText('above 50% of custody').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.context().close();
+
+    const support = await newPage(stack);
+    await signInStaff(support, stack.a.tenantId, stack.a.staff.support.email);
+    await openFreeze(support);
+    await support.getByTestId('trip-tenant').getByText('more than 3 within 600 s').waitFor();
+    await expect(support.getByRole('button', { name: 'Set trips' }).count()).resolves.toBe(0);
+    await support.context().close();
+  });
 });

@@ -1,4 +1,4 @@
-import { type FreezeInput, roleAllows } from '@idem/contracts';
+import { type FreezeInput, type FreezeTripSettings, roleAllows } from '@idem/contracts';
 import { Alert, Badge, Button, Group, Loader, Select, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -48,7 +48,151 @@ export function Freeze() {
       </Title>
       {freezes.data && freezes.data.held.length === 0 ? <Text>None held.</Text> : null}
       {freezes.data && freezes.data.held.length > 0 ? <HeldTable held={freezes.data.held} /> : null}
+      <Trips admin={roleAllows(me.role, 'administer')} />
     </>
+  );
+}
+
+type TripRow = Awaited<ReturnType<typeof api.staffFreeze.trips.query>>['trips'][number];
+
+/**
+ * The automatic trips (docs/GOVERNANCE.md "Automatic trips"): every member sees them; an admin sets
+ * one row. Turning a trip on or making it stricter applies at once; off or looser goes to the other
+ * admins, and the row shows the loosening waiting.
+ */
+function Trips({ admin }: { admin: boolean }) {
+  const trips = useQuery({
+    queryKey: ['staff', 'freeze-trips'],
+    queryFn: () => api.staffFreeze.trips.query(),
+  });
+  return (
+    <>
+      <Title order={2} size="h3">
+        Automatic trips
+      </Title>
+      <Text size="sm">
+        A trip freezes by itself, once, when more withdrawals than allowed become UNKNOWN or FAILED_TERMINAL
+        within its window (the whole tenant, or one asset), or when an asset's withdrawals sent within an hour
+        exceed a share of its custody balance (that asset). Lifting its freeze needs another admin's approval,
+        like any freeze.
+      </Text>
+      <ProblemAlert error={trips.error} />
+      {trips.data && trips.data.trips.length === 0 ? <Text>No trips set.</Text> : null}
+      {trips.data && trips.data.trips.length > 0 ? <TripsTable rows={trips.data.trips} /> : null}
+      {admin ? <TripForm /> : null}
+    </>
+  );
+}
+
+function TripsTable({ rows }: { rows: TripRow[] }) {
+  return (
+    <Table striped data-testid="freeze-trips">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Applies to</Table.Th>
+          <Table.Th>Failures</Table.Th>
+          <Table.Th>Outflow in an hour</Table.Th>
+          <Table.Th>Set by</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {rows.map((row) => (
+          <Table.Tr key={row.assetCode ?? ''} data-testid={`trip-${row.assetCode ?? 'tenant'}`}>
+            <Table.Td>{row.assetCode ?? 'Every asset'}</Table.Td>
+            <Table.Td>
+              {row.failuresMax === null
+                ? 'off'
+                : `more than ${row.failuresMax} within ${row.failuresWindowSeconds} s`}
+            </Table.Td>
+            <Table.Td>
+              {row.outflowShareMaxPercent === null
+                ? 'off'
+                : `above ${row.outflowShareMaxPercent}% of custody`}
+              {row.pendingLoosenProposalId ? (
+                <Badge color="orange" ml="xs">
+                  loosening awaiting approval
+                </Badge>
+              ) : null}
+            </Table.Td>
+            <Table.Td>
+              {row.updatedBy} at {formatTime(row.updatedAt)}
+            </Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+/** A whole number from a field, or null when it is left empty (that trip off). */
+function wholeOrNull(value: string): number | null {
+  const trimmed = value.trim();
+  return trimmed === '' ? null : Number(trimmed);
+}
+
+function TripForm() {
+  const queryClient = useQueryClient();
+  const [assetCode, setAssetCode] = useState('');
+  const [failuresMax, setFailuresMax] = useState('');
+  const [windowSeconds, setWindowSeconds] = useState('');
+  const [sharePercent, setSharePercent] = useState('');
+  const settings = (): FreezeTripSettings => ({
+    assetCode: assetCode.trim() === '' ? null : assetCode.trim(),
+    failuresMax: wholeOrNull(failuresMax),
+    failuresWindowSeconds: wholeOrNull(windowSeconds),
+    outflowShareMaxPercent: wholeOrNull(sharePercent),
+  });
+  const set = useMutation({
+    mutationFn: () => api.staffFreeze.setTrip.mutate(settings()),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['staff', 'freeze-trips'] }),
+  });
+  return (
+    <form
+      aria-label="Set trips"
+      onSubmit={(event) => {
+        event.preventDefault();
+        set.mutate();
+      }}
+    >
+      <Group align="end">
+        <TextInput
+          label="Asset code (empty: every asset)"
+          value={assetCode}
+          onChange={(event) => setAssetCode(event.currentTarget.value)}
+        />
+        <TextInput
+          label="Failures allowed"
+          inputMode="numeric"
+          value={failuresMax}
+          onChange={(event) => setFailuresMax(event.currentTarget.value)}
+        />
+        <TextInput
+          label="Within (seconds)"
+          inputMode="numeric"
+          value={windowSeconds}
+          onChange={(event) => setWindowSeconds(event.currentTarget.value)}
+        />
+        <TextInput
+          label="Outflow share allowed (%)"
+          inputMode="numeric"
+          value={sharePercent}
+          onChange={(event) => setSharePercent(event.currentTarget.value)}
+        />
+        <Button type="submit" loading={set.isPending}>
+          Set trips
+        </Button>
+      </Group>
+      <Text size="xs">An empty field turns that trip off, which another admin must approve.</Text>
+      {set.data?.outcome === 'APPLIED' ? (
+        <Alert color="green" title="Trips in force" data-testid="trip-outcome" />
+      ) : null}
+      {set.data?.outcome === 'PROPOSED' ? (
+        <Alert color="orange" title="Proposed to the other admins" data-testid="trip-outcome">
+          It loosens a trip: it applies once another admin approves it and the tenant's delay has passed.
+        </Alert>
+      ) : null}
+      <ProblemAlert error={set.error} title="Trips not set" />
+    </form>
   );
 }
 
