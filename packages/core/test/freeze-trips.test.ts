@@ -315,4 +315,57 @@ describe('I33-TRIP trip settings: stricter at once, looser only by a control cha
       { failuresMax: 2, failuresWindowSeconds: 600, outflowShareMaxPercent: 30 },
     ]);
   });
+
+  it('I33-TRIP an approved loosening writes exactly the row it names, once', async () => {
+    const { tenantId, alice, bob, setTrip, asTenant } = await tenantWithTrips('Trip Exact');
+    await setTrip(alice, { failuresMax: 3, failuresWindowSeconds: 600, outflowShareMaxPercent: 40 });
+    const loosen = await setTrip(alice, { failuresMax: 3, failuresWindowSeconds: 600 });
+    // Asked again while it waits: the same proposal.
+    expect((await setTrip(alice, { failuresMax: 3, failuresWindowSeconds: 600 })).proposalId).toBe(
+      loosen.proposalId,
+    );
+    const [hash] = rowsOf<{ payload_hash: string }>(
+      await asTenant((tx) =>
+        tx.execute(sql`select payload_hash from proposals where proposal_id = ${loosen.proposalId}::uuid`),
+      ),
+    );
+    await asTenant((tx) =>
+      core.decideProposal(tx, {
+        tenantId,
+        proposalId: loosen.proposalId as string,
+        staffId: bob,
+        payloadHash: hash?.payload_hash as string,
+        decision: 'approve',
+      }),
+    );
+    const statement = (query: ReturnType<typeof sql>) => asTenant((tx) => tx.execute(query));
+    const LOOSER = /loosened only by an approved, due control change/;
+    // Approved and due, but for another row: refused.
+    await refusedWith(
+      statement(sql`update freeze_trips set failures_max = 9, outflow_share_max_percent = null`),
+      LOOSER,
+    );
+    await refusedWith(statement(sql`update freeze_trips set outflow_share_max_percent = 90`), LOOSER);
+    // The row it names: written (this is what the apply step does).
+    await statement(sql`update freeze_trips set outflow_share_max_percent = null`);
+    await asTenant((tx) => core.applyDueControlChanges(tx, tenantId));
+    // Executed, it loosens nothing more.
+    await statement(sql`update freeze_trips set outflow_share_max_percent = 10`);
+    await refusedWith(statement(sql`update freeze_trips set outflow_share_max_percent = null`), LOOSER);
+  });
+
+  it('I33-TRIP an asset row trips that asset alone; a failures trip needs its window; an asset the tenant lacks is refused', async () => {
+    const { tenantId, alice, setTrip, strand, check } = await tenantWithTrips('Trip Asset Row');
+    await refusedWith(setTrip(alice, { failuresMax: 1 }), /both a count and a window/);
+    await refusedWith(
+      setTrip(alice, { assetCode: 'DOGE', failuresMax: 1, failuresWindowSeconds: 600 }),
+      /no asset DOGE/,
+    );
+    await setTrip(alice, { assetCode: 'ETH', failuresMax: 0, failuresWindowSeconds: 600 });
+    await strand('UNKNOWN');
+    expect(await check()).toMatchObject([{ trip: 'failures:ETH', scope: 'asset', assetCode: 'ETH' }]);
+    expect(await freezesInForce(tenantId)).toMatchObject([
+      { scope: 'asset', asset_code: 'ETH', frozen_by: 'system:trip:failures:ETH' },
+    ]);
+  });
 });
