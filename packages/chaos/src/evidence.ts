@@ -20,6 +20,8 @@ import type { createPublicClient, Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { scanChain } from './chain.ts';
 import { btcTheCustodianHolds, DEPOSIT_FUNDER_KEY, type DepositLog } from './deposits.ts';
+import { nothingSignedWhileFrozen } from './freeze-check.ts';
+import type { FreezeWindow } from './freeze-fault.ts';
 import type { IntegratorLog } from './integrators.ts';
 import { type CheckResult, checkInvariants, type Landed, type TenantInfo } from './invariants.ts';
 import { CHAIN_ID, type RunWorld } from './setup.ts';
@@ -40,6 +42,9 @@ export async function checkTheRun(input: {
   deposits: DepositLog;
   landed: Landed;
   outDir: string;
+  /** The freezes the run made (freeze-fault.ts); judged only when the schedule had one. */
+  freezes: readonly FreezeWindow[];
+  freezeScheduled: boolean;
 }): Promise<CheckResult[]> {
   const { sql, world, system, deposits } = input;
   const chainView = await scanChain(
@@ -74,6 +79,9 @@ export async function checkTheRun(input: {
     broadcast: system.nodeFaults.rawTransactions,
     broadcastAt: system.nodeFaults.rawTransactionsAt,
   });
+  // A scheduled freeze that was never made leaves the check not checkable, which fails the run.
+  if (input.freezeScheduled)
+    checks.push(await nothingSignedWhileFrozen(sql, input.freezes, system.signerLog ?? undefined));
   // An unstored transaction is traced further in what the workers logged about the withdrawals
   // stored for its nonce (a signer that did not answer, a send, a lease taken over).
   const unstored = checks.find((check) => check.id === 'sent-only-persisted' && check.status === 'fail');

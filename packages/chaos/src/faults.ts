@@ -8,6 +8,7 @@ import type { AnvilInstance } from '@idem/rails';
 import type { ActiveRule } from '@idem/testing/chain';
 import type { Sql } from 'postgres';
 import type { createPublicClient, Hex } from 'viem';
+import type { FreezeDrill } from './freeze-fault.ts';
 import { sleep } from './integrators.ts';
 import type { Prng } from './prng.ts';
 import type { ManagedProcess } from './processes.ts';
@@ -47,6 +48,8 @@ export class FaultInjector {
       targets: Prng;
       /** Which calls reach a lagging node. */
       lagCoin: Prng;
+      /** Freezes and their lifts through the real approval path. */
+      freezes: FreezeDrill;
     },
   ) {}
 
@@ -112,6 +115,8 @@ export class FaultInjector {
         return this.killSigner(event);
       case 'fee-spike':
         return this.feeSpike(event);
+      case 'freeze':
+        return this.context.freezes.freeze(event).then((window) => this.count(`freeze ${window.scope}`));
     }
   }
 
@@ -123,6 +128,8 @@ export class FaultInjector {
     const { servers, workers, serverProxies, custodianProxy, chainProxy, nodeFaults, simulator } =
       this.system;
     await Promise.all(this.restarts);
+    // What a freeze held must move before convergence is judged: its lift has run, or runs now.
+    await this.context.freezes.liftAll();
     for (const proxy of [...serverProxies, custodianProxy, chainProxy]) proxy.clearFaults();
     nodeFaults.clearRules();
     // Fees return to where they were before the first spike (or lower, if they decayed below it):

@@ -24,6 +24,7 @@ import {
   type UnknownRetries,
 } from './failover-drill.ts';
 import { FaultInjector } from './faults.ts';
+import { FreezeDrill } from './freeze-fault.ts';
 import { type IntegratorLog, newIntegratorLog, sleep } from './integrators.ts';
 import type { CheckResult, Landed, TenantInfo } from './invariants.ts';
 import { runLoad } from './load.ts';
@@ -145,6 +146,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       deposits: phase.deposits,
       landed: quiet.landed,
       outDir,
+      freezes: run.freezes.windows,
+      freezeScheduled: schedule.some((event) => event.kind === 'freeze'),
     });
     const failover =
       quiet.failoverEnded && phase.drill
@@ -190,6 +193,8 @@ interface RunSetup {
   hotWallets: Set<string>;
   token: SoftHsmToken | null;
   signerFaultFile: string;
+  /** The freeze fault's hand, and the windows the freeze check judges. */
+  freezes: FreezeDrill;
 }
 
 async function setUpRun(
@@ -243,7 +248,21 @@ async function setUpRun(
     `started ${system.servers.length} servers, ${system.workers.length} workers, anvil, custodian simulator`,
   );
   const hotWallets = new Set(world.tenants.map((t) => t.hotWallet.toLowerCase()));
-  return { databaseName, databaseUrl, anvil, chain, world, system, sql, hotWallets, token, signerFaultFile };
+  const freezes = new FreezeDrill(sql, databaseUrl, world);
+  cleanups.push(() => freezes.close());
+  return {
+    databaseName,
+    databaseUrl,
+    anvil,
+    chain,
+    world,
+    system,
+    sql,
+    hotWallets,
+    token,
+    signerFaultFile,
+    freezes,
+  };
 }
 
 /** With --signer pkcs11 or service, each hot wallet's key is generated in a SoftHSM2 token made for this run. */
@@ -278,7 +297,7 @@ async function runFaultPhase(
   const startedAt = Date.now();
   const stopAt = startedAt + options.durationMs;
   const targets = prng.fork('fault-targets');
-  const injector = new FaultInjector(run.system, {
+  const injector: FaultInjector = new FaultInjector(run.system, {
     sql: run.sql,
     databaseName: run.databaseName,
     anvil: run.anvil,
@@ -287,6 +306,7 @@ async function runFaultPhase(
     signerFaultFile: run.signerFaultFile,
     targets,
     lagCoin: prng.fork('node-lag'),
+    freezes: run.freezes,
   });
   injector.superviseUnplannedExits(startedAt);
   injector.schedule(schedule);
@@ -423,7 +443,7 @@ async function buildReport(input: {
       ...nodeRuleHits(injector.nodeRules),
       ...(run.token ? { 'signer-timeout calls hit': signerTimeoutsLogged(input.outDir) } : {}),
     },
-    faultErrors: injector.faultErrors,
+    faultErrors: [...injector.faultErrors, ...run.freezes.errors],
     unplannedExits: injector.unplannedExits,
     ...(system.signerLog
       ? {

@@ -56,7 +56,22 @@ export type FaultEvent =
   /** The HSM signs, then its answers arrive after the workers' deadline for a while (`--signer pkcs11`). */
   | { atMs: number; kind: 'signer-timeout'; forMs: number; holdMs: number }
   /** The signer service is SIGKILLed (mid-request when one is in flight) and restarted (`--signer service`). */
-  | { atMs: number; kind: 'kill-signer'; restartAfterMs: number };
+  | { atMs: number; kind: 'kill-signer'; restartAfterMs: number }
+  /**
+   * An operator freezes one tenant's account (or its ETH) through the core freeze function; after
+   * `forMs` two of its admins lift it through the real path (a `freeze_lift` proposed by one,
+   * approved by the other, applied by the governance step). Nothing under it may be signed meanwhile.
+   */
+  | {
+      atMs: number;
+      kind: 'freeze';
+      /** The tenant, by index (modulo the run's tenants). */
+      tenant: number;
+      scope: 'account' | 'asset';
+      /** With `account`: which of the tenant's client accounts (modulo their number). */
+      account: number;
+      forMs: number;
+    };
 
 export type FaultKind = FaultEvent['kind'];
 
@@ -74,6 +89,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'fee-spike',
   'signer-timeout',
   'kill-signer',
+  'freeze',
 ];
 
 /** Node faults come in three modes; the first pass has one of each, so every run exercises all three. */
@@ -124,9 +140,10 @@ const firstPassGapMsMax = 1_700;
 export function buildSchedule(prng: Prng, shape: ScheduleShape): FaultEvent[] {
   const events: FaultEvent[] = [];
   // One of each kind (and each node mode) first, in a seeded order, so even a short run exercises every fault.
+  // The freeze is not drawn: it is placed once, below, from its own stream.
   const firstPass: [FaultKind, NodeFaultMode | null][] = [
     ...faultKindsOf(shape)
-      .filter((kind) => kind !== 'node')
+      .filter((kind) => kind !== 'node' && kind !== 'freeze')
       .map((kind) => [kind, null] as [FaultKind, null]),
     ...NODE_MODES.map((mode) => ['node', mode] as [FaultKind, NodeFaultMode]),
   ];
@@ -145,8 +162,32 @@ export function buildSchedule(prng: Prng, shape: ScheduleShape): FaultEvent[] {
     events.push(eventOf(prng, kind, atMs, shape, first?.[1] ?? null));
     atMs += prng.int(gapMsMin, first && firstPass.length > 0 ? firstPassGapMsMax : gapMsMax);
   }
+  const freeze = freezeOf(prng.fork('freeze'), shape.faultPhaseMs);
+  const at = events.findIndex((event) => event.atMs > freeze.atMs);
+  events.splice(at === -1 ? events.length : at, 0, freeze);
   return events;
 }
+
+/**
+ * One freeze per run, from its own stream (so the other faults of a seed stay where they were):
+ * from 30-40% of the fault phase for 35% of it, so what it held is released, and moves, while the
+ * other faults still strike.
+ */
+function freezeOf(prng: Prng, faultPhaseMs: number): EventOf<'freeze'> {
+  return {
+    atMs: Math.round(faultPhaseMs * 0.3) + prng.int(0, Math.round(faultPhaseMs * 0.1)),
+    kind: 'freeze',
+    tenant: prng.int(0, 15),
+    scope: prng.weighted<'account' | 'asset'>([
+      ['account', 2],
+      ['asset', 1],
+    ]),
+    account: prng.int(0, 15),
+    forMs: Math.round(faultPhaseMs * 0.35),
+  };
+}
+
+type EventOf<K extends FaultKind> = Extract<FaultEvent, { kind: K }>;
 
 function eventOf(
   prng: Prng,
@@ -242,6 +283,8 @@ function eventOf(
     case 'signer-timeout':
       // Held past the workers' signer deadline (IDEM_SIGN_TIMEOUT_MS in the run: 1,000 ms).
       return { atMs, kind, forMs: prng.int(1_000, 4_000), holdMs: prng.int(1_500, 3_000) };
+    case 'freeze':
+      return freezeOf(prng, shape.faultPhaseMs);
   }
 }
 
@@ -276,5 +319,7 @@ export function describeEvent(event: FaultEvent): string {
       return `${at} base fee spike to ${event.baseFeeGwei} gwei for ${event.holdBlocks} block(s) (anvil evicts pending transactions priced below it)`;
     case 'signer-timeout':
       return `${at} HSM answers held ${event.holdMs} ms (past the signer deadline) for ${event.forMs} ms`;
+    case 'freeze':
+      return `${at} freeze tenant #${event.tenant}'s ${event.scope === 'asset' ? 'ETH' : `account #${event.account}`} for ${event.forMs} ms, lifted by two admins`;
   }
 }

@@ -7,13 +7,17 @@ import { randomBytes } from 'node:crypto';
 import {
   ALL_API_KEY_SCOPES,
   createApiKey,
+  createStaffUser,
   createTenant,
   createWebhookEndpoint,
   creditAsOperator,
   openDatabase,
   provisionHotWallet,
   setRiskPolicyAsOperator,
+  setTenantGovernance,
+  staffActor,
   withDatabase,
+  withTenant,
 } from '@idem/core';
 import { anvilDevPrivateKeys } from '@idem/rails';
 import { rpc } from '@idem/testing/chain';
@@ -54,6 +58,11 @@ export interface RunWorld {
   /** The custodian tenant's accounts' bitcoin deposit addresses (at the custodian), one each. */
   custodianDepositAddresses: { accountRef: string; address: string }[];
   endpoint: { endpointId: string; secret: string };
+  /**
+   * Two admins of each tenant (by index; actor strings), for the freeze fault: one proposes its
+   * lift, the other approves it. Nobody signs in as them.
+   */
+  tenantAdmins: [string, string][];
 }
 
 /** Creates the run's own database on the server and registers its drop; answers its URL. */
@@ -93,10 +102,12 @@ export async function setUpWorld(input: {
   await setupDb.migrate();
   const tenants: TenantInfo[] = [];
   const apiKeys: string[] = [];
+  const tenantAdmins: [string, string][] = [];
   for (let index = 0; index < TENANTS; index += 1) {
     const { tenant, apiKey } = await setUpTenant(setupDb.db, index, input);
     tenants.push(tenant);
     apiKeys.push(apiKey);
+    tenantAdmins.push(await twoAdmins(setupDb.db, tenant.tenantId));
   }
   const custodianTenant = tenants[0] as TenantInfo;
   const endpoint = await createWebhookEndpoint(setupDb.db, custodianTenant.tenantId, {
@@ -137,7 +148,34 @@ export async function setUpWorld(input: {
     depositAddresses,
     custodianDepositAddresses,
     endpoint,
+    tenantAdmins,
   };
+}
+
+/**
+ * Two admins, and no delay before an approved loosening applies: a freeze's lift, approved during
+ * the fault phase, applies at the governance step's next pass instead of a day later.
+ */
+async function twoAdmins(db: SetupDatabase, tenantId: string): Promise<[string, string]> {
+  const admins: string[] = [];
+  for (const who of ['alice', 'bob'])
+    admins.push(
+      staffActor(
+        (
+          await withTenant(db, tenantId, (tx) =>
+            createStaffUser(tx, {
+              tenantId,
+              email: `${who}@chaos.test`,
+              role: 'admin',
+              // A hash no password verifies: the run acts as them through core, never signs in.
+              passwordHash: 'chaos-member-without-password',
+            }),
+          )
+        ).userId,
+      ),
+    );
+  await setTenantGovernance(db, { tenantId, looseningDelaySeconds: 0 });
+  return admins as [string, string];
 }
 
 type SetupDatabase = Awaited<ReturnType<typeof openDatabase>>['db'];

@@ -91,7 +91,8 @@ export function remoteSigner(options: RemoteSignerOptions): DigestSigner {
       const { code, message } = refusal.data.error;
       // The stored payload no longer hashes to its approval: the worker hands it to a person.
       if (code === 'PAYLOAD_MISMATCH') throw new IdemError('PAYLOAD_MISMATCH', `signer service: ${message}`);
-      // Any other refusal (UNAUTHORIZED, CONFLICT over a nonce, a state that is not approved):
+      // Any other refusal (UNAUTHORIZED, CONFLICT over a nonce, a state that is not approved, FROZEN
+      // under a freeze in force):
       // nothing is signed, the withdrawal stays where it is and the worker alerts.
       throw new IdemError('VALIDATION', `signer service refused (${code}): ${message}`);
     },
