@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { minorUnitsSchema } from './amount.ts';
+import { minorUnitsSchema, signedAmountMinorSchema } from './amount.ts';
 import { apiKeyScopeSchema } from './config.ts';
 import { errorCodeList } from './errors.ts';
 import { idempotencyKeySchema, referenceSchema } from './key.ts';
@@ -164,3 +164,34 @@ export type Problem = z.infer<typeof problemSchema>;
 export function problemType(code: string): string {
   return `https://idem.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`;
 }
+
+/**
+ * The dry run (`withdrawals.preview`, `POST /v1/withdrawals/preview`): a withdrawal request, and
+ * optionally the key it would be sent with, answered without writing anything.
+ */
+export const previewWithdrawalInputSchema = z.strictObject({
+  request: withdrawalRequestSchema,
+  idempotencyKey: idempotencyKeySchema.optional(),
+});
+export type PreviewWithdrawalInput = z.infer<typeof previewWithdrawalInputSchema>;
+
+/** ALLOW: approved by the policy alone; REVIEW: needs `approvalsRequired` staff; DENY: refused. */
+export const previewDecisionSchema = z.enum(['ALLOW', 'REVIEW', 'DENY']);
+export type PreviewDecision = z.infer<typeof previewDecisionSchema>;
+
+export const previewWithdrawalOutputSchema = z.object({
+  decision: previewDecisionSchema,
+  approvalsRequired: z.number().int().min(0),
+  /** The rules that matched (the review's flags), or the code a DENY refuses with. */
+  reasons: z.array(z.string()),
+  /** The account's available balance of the asset now, and what it would be after the hold. */
+  availableMinor: minorUnitsSchema,
+  balanceAfterMinor: signedAmountMinorSchema,
+  /** A freeze in force would hold it: created and reviewed, but not signed until lifted. */
+  heldByFreeze: z.boolean(),
+  /** The withdrawal id (or the key) is taken: a submit would answer with this one, not create another. */
+  alreadySubmitted: z
+    .object({ operationId: z.string(), state: operationStateSchema, idempotencyKey: z.string() })
+    .nullable(),
+});
+export type PreviewWithdrawalOutput = z.infer<typeof previewWithdrawalOutputSchema>;

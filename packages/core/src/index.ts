@@ -205,6 +205,7 @@ export {
   recomputeHash,
   toView,
 } from './operations/operation-record.ts';
+export { previewWithdrawal } from './operations/preview-withdrawal.ts';
 export { creditAsOperator, recordAdjustment, recordDeposit } from './operations/record-credit.ts';
 export { reverseDeposit } from './operations/reverse-deposit.ts';
 export { type BatchingOptions, DEFAULT_BATCHING } from './operations/withdrawal-batcher.ts';

@@ -13,6 +13,8 @@ import {
   listWithdrawalsOutputSchema,
   type OperationView,
   operationViewSchema,
+  type PreviewWithdrawalOutput,
+  previewWithdrawalOutputSchema,
   problemSchema,
   type SubmitWithdrawalOutput,
   type SubmitWithdrawalsOutput,
@@ -34,6 +36,7 @@ import { type Procedure, ProcedureError, procedureCaller } from './wire.ts';
 export const PROCEDURES = {
   submitWithdrawal: { path: 'withdrawals.submit', type: 'mutation' },
   submitWithdrawals: { path: 'withdrawals.submitMany', type: 'mutation' },
+  previewWithdrawal: { path: 'withdrawals.preview', type: 'mutation' },
   getWithdrawal: { path: 'withdrawals.get', type: 'query' },
   listWithdrawals: { path: 'withdrawals.list', type: 'query' },
   getWithdrawalByKey: { path: 'withdrawals.getByKey', type: 'query' },
@@ -80,6 +83,13 @@ export interface IdemClient {
     submitMany(
       items: { request: WithdrawalRequest; idempotencyKey?: string }[],
     ): Promise<SubmitWithdrawalsOutput>;
+    /**
+     * The dry run: what the policy would decide for this request now (ALLOW, REVIEW with N
+     * approvers, DENY with a code), the balance after, whether a freeze would hold it, and whether
+     * its withdrawal id (or `idempotencyKey`, when given) is taken. Writes nothing: the key and the
+     * withdrawal id stay free for `submit`. Not a reservation: `submit` judges anew.
+     */
+    preview(request: WithdrawalRequest, idempotencyKey?: string): Promise<PreviewWithdrawalOutput>;
     get(withdrawalId: string): Promise<OperationView>;
     list(filter?: ListWithdrawalsInput): Promise<ListWithdrawalsOutput>;
     /**
@@ -192,6 +202,12 @@ export function createIdemClient(options: IdemClientOptions): IdemClient {
       submit: (request, idempotencyKey) =>
         call(PROCEDURES.submitWithdrawal, { request, idempotencyKey }, submitWithdrawalOutputSchema),
       submitMany: (items) => submitMany(items),
+      preview: (request, idempotencyKey) =>
+        call(
+          PROCEDURES.previewWithdrawal,
+          idempotencyKey === undefined ? { request } : { request, idempotencyKey },
+          previewWithdrawalOutputSchema,
+        ),
       get: (withdrawalId) => call(PROCEDURES.getWithdrawal, { withdrawalId }, operationViewSchema),
       list: (filter = {}) => call(PROCEDURES.listWithdrawals, filter, listWithdrawalsOutputSchema),
       getByKey: (idempotencyKey) =>

@@ -8,6 +8,8 @@ export type {
   ListWithdrawalsOutput,
   OperationState,
   OperationView,
+  PreviewDecision,
+  PreviewWithdrawalOutput,
   Problem,
   SubmitOutcome,
   SubmitWithdrawalsOutput,

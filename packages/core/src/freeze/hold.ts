@@ -21,3 +21,17 @@ export function heldByFreeze(): SQL {
 export function notHeldByFreeze(): SQL {
   return sql`not ${heldByFreeze()}`;
 }
+
+/**
+ * The same rule for a withdrawal not stored yet (the dry run): whether a freeze in force covers
+ * this tenant, asset or account. One boolean column, `frozen`.
+ */
+export function freezeCovers(tenantId: string, assetCode: string, accountRef: string): SQL {
+  return sql`select exists (
+    select 1 from freezes f
+     where f.tenant_id = ${tenantId}
+       and f.lifted_at is null
+       and (f.scope = 'tenant'
+         or (f.scope = 'asset' and f.asset_code = ${assetCode})
+         or (f.scope = 'account' and f.account_ref = ${accountRef}))) as frozen`;
+}

@@ -47,7 +47,29 @@ export function reachesFourEyes(amountMinor: bigint, policy: { fourEyesMinMinor:
   return size >= BigInt(policy.fourEyesMinMinor);
 }
 
-async function assessRules(tx: Tx, op: Operation): Promise<RiskAssessment> {
+/**
+ * The assessment a withdrawal not stored yet would get (the dry run): the same rules, counting it
+ * in the hour's velocity as its own review will, since it is then one of the account's rows.
+ * Requested by an integrator, never by staff, so the staff-initiated rule does not apply.
+ */
+export function assessPendingWithdrawal(
+  tx: Tx,
+  op: Pick<
+    Operation,
+    'tenantId' | 'operationId' | 'assetCode' | 'amountMinor' | 'accountRef' | 'destination'
+  >,
+): Promise<RiskAssessment> {
+  return assessRules(tx, op, { pending: true });
+}
+
+async function assessRules(
+  tx: Tx,
+  op: Pick<
+    Operation,
+    'tenantId' | 'operationId' | 'assetCode' | 'amountMinor' | 'accountRef' | 'destination'
+  >,
+  { pending }: { pending: boolean } = { pending: false },
+): Promise<RiskAssessment> {
   const policies = await tx
     .select()
     .from(riskPolicies)
@@ -72,7 +94,7 @@ async function assessRules(tx: Tx, op: Operation): Promise<RiskAssessment> {
         gt(operations.createdAt, sql`now() - interval '1 hour'`),
       ),
     );
-  if ((recent[0]?.n ?? 0) > policy.velocityMaxPerHour) flags.push('velocity');
+  if ((recent[0]?.n ?? 0) + (pending ? 1 : 0) > policy.velocityMaxPerHour) flags.push('velocity');
 
   if (op.destination !== null) {
     const similar = await tx

@@ -7,6 +7,7 @@ import {
   operationPageSchema,
   operationViewSchema,
   operationWebhookSchema,
+  previewWithdrawalOutputSchema,
   problemSchema,
   submitWithdrawalOutputSchema,
   submitWithdrawalsOutputSchema,
@@ -123,6 +124,7 @@ function webhookHeader(name: string, description: string) {
 const outputs = z.registry<{ id: string }>();
 outputs.add(operationViewSchema, { id: 'Operation' });
 outputs.add(submitWithdrawalOutputSchema, { id: 'SubmitWithdrawalResult' });
+outputs.add(previewWithdrawalOutputSchema, { id: 'WithdrawalPreview' });
 outputs.add(withdrawalBatchItemErrorSchema, { id: 'WithdrawalBatchItemError' });
 outputs.add(withdrawalBatchResultSchema, { id: 'WithdrawalBatchItemResult' });
 outputs.add(submitWithdrawalsOutputSchema, { id: 'WithdrawalBatchResult' });

@@ -6,6 +6,8 @@ import {
   listWithdrawalsInputSchema,
   listWithdrawalsOutputSchema,
   operationViewSchema,
+  previewWithdrawalInputSchema,
+  previewWithdrawalOutputSchema,
   type SubmitWithdrawalOutput,
   scrubMessage,
   submitWithdrawalApiInputSchema,
@@ -22,6 +24,7 @@ import {
   type IdentityClaim,
   type ItemOutcome,
   listOperations,
+  previewWithdrawal,
   submitWithdrawal,
   submitWithdrawals,
   toView,
@@ -190,6 +193,23 @@ export const withdrawalsRouter = router({
       ctx.state.outcomes = counts;
       return { results };
     }),
+
+  /**
+   * The dry run: the decision the policy would make for this request now (ALLOW, REVIEW with N
+   * approvers, DENY with a code), the balance after, whether a freeze would hold it and whether its
+   * id is taken. Writes nothing: the key and the withdrawal id stay free. Needs the scope a
+   * submission needs, since it tells what a submission would get.
+   */
+  preview: apiProcedure('withdraw')
+    .input(previewWithdrawalInputSchema)
+    .output(previewWithdrawalOutputSchema)
+    .mutation(({ ctx, input }) =>
+      previewWithdrawal(ctx.db, {
+        tenantId: ctx.tenantId,
+        request: input.request,
+        idempotencyKey: input.idempotencyKey,
+      }),
+    ),
 
   /** By the integrator's withdrawal id. Another tenant's withdrawal is NOT_FOUND, like a missing one. */
   get: apiProcedure('read')

@@ -50,6 +50,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/withdrawals/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview a withdrawal (dry run)
+         * @description What the policy would decide for this withdrawal if it were submitted now: `ALLOW` (approved by the policy alone), `REVIEW` with `approvalsRequired` staff approvals, or `DENY` with its code in `reasons` (INSUFFICIENT_FUNDS); the rules that matched, the available balance and the balance after the hold, whether a freeze would hold it, and `alreadySubmitted` when its withdrawal id (or the key, if you send one in the body) is taken. The request is validated exactly as `POST /v1/withdrawals` validates it. Nothing is written: the key and the withdrawal id stay free, and the answer is not a reservation (a submission a moment later is judged anew).
+         *
+         *     Requires an API key with the `withdraw` scope.
+         */
+        post: operations["previewWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/withdrawals/{withdrawalId}": {
         parameters: {
             query?: never;
@@ -225,6 +247,10 @@ export interface components {
         WithdrawalBatchRequest: {
             items: components["schemas"]["WithdrawalBatchItem"][];
         };
+        PreviewWithdrawalRequest: {
+            request: components["schemas"]["WithdrawalRequest"];
+            idempotencyKey?: string;
+        };
         CustomerSessionRequest: {
             accountId: string;
             expiresInSeconds?: number;
@@ -256,6 +282,21 @@ export interface components {
             /** @enum {string} */
             outcome: "CREATED" | "REPLAYED";
             withdrawal: components["schemas"]["Operation"];
+        };
+        WithdrawalPreview: {
+            /** @enum {string} */
+            decision: "ALLOW" | "REVIEW" | "DENY";
+            approvalsRequired: number;
+            reasons: string[];
+            availableMinor: string;
+            balanceAfterMinor: string;
+            heldByFreeze: boolean;
+            alreadySubmitted: {
+                operationId: string;
+                /** @enum {string} */
+                state: "REQUESTED" | "APPROVED" | "REJECTED" | "SIGNING" | "SIGNED" | "BROADCAST" | "UNKNOWN" | "CONFIRMED" | "VERIFIED_NOT_SENT" | "FAILED_TERMINAL" | "REVERSED";
+                idempotencyKey: string;
+            } | null;
         };
         WithdrawalBatchItemError: {
             /** @enum {string} */
@@ -655,6 +696,92 @@ export interface operations {
                 };
             };
             /** @description UNAVAILABLE: the database was out of reach for every item; no outcome is known. Retry the same batch after `Retry-After`: every item replays by its key. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    previewWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewWithdrawalRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision; nothing was written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawalPreview"];
+                };
+            };
+            /** @description VALIDATION: a parameter is malformed. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAUTHORIZED: the API key is missing, unknown, revoked or expired. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description FORBIDDEN: the API key lacks the `withdraw` scope (`missingScope` names it). Nothing was read or written. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests for this tenant; retry after `Retry-After`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description INTERNAL: an unexpected fault. For a submission the outcome is unknown: retry with the same key. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is out of reach for now (a failover, a lost connection). For a submission the outcome is unknown: retry with the same key after `Retry-After`. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

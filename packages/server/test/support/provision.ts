@@ -9,7 +9,7 @@ import {
 } from '@idem/testing/database';
 
 export { evmAddress, provisionTenant, type TenantFixture, uniqueId } from '@idem/testing/tenants';
-export { createWebhookEndpoint, ETH };
+export { createWebhookEndpoint, ETH, onPostgres };
 
 /**
  * Where a contract test's server keeps its data. PostgreSQL: a fresh database the test can query
