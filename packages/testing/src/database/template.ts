@@ -15,11 +15,16 @@ import postgres, { type Sql } from 'postgres';
 /** Any fixed number: the advisory lock every test process takes while it makes or finds the template. */
 const templateLockKey = 7_302_026;
 
-let template: Promise<string> | null = null;
+/** Per server (its connection string): a test may use two, such as the failover formation's. */
+const templates = new Map<string, Promise<string>>();
 
-/** The template's name, made on first use in this process. */
+/** The template's name on the server at `base`, made on first use in this process. */
 export function migratedTemplate(base: string): Promise<string> {
-  template ??= makeTemplate(base);
+  let template = templates.get(base);
+  if (!template) {
+    template = makeTemplate(base);
+    templates.set(base, template);
+  }
   return template;
 }
 
