@@ -15,21 +15,12 @@ import { openConfiguredDatabase } from '../src/database.ts';
 import { readEnv } from '../src/env.ts';
 import { RateLimiter } from '../src/rate-limit.ts';
 import type { PgProxy } from './support/pg-proxy.ts';
-import { ETH, evmAddress, provisionTenant, type TenantFixture, uniqueId } from './support/provision.ts';
+import { ETH, provisionTenant, type TenantFixture, withdrawalBody } from './support/provision.ts';
 import { type ProxiedServer, startProxiedServer } from './support/proxied-server.ts';
 import { restClient } from './support/rest.ts';
 import { serveForTests } from './support/served.ts';
 
-function request(overrides: Record<string, unknown> = {}) {
-  return {
-    withdrawalId: uniqueId('wd'),
-    accountId: 'cust-7',
-    asset: 'ETH',
-    destination: evmAddress(),
-    amountMinor: (ETH / 100n).toString(),
-    ...overrides,
-  };
-}
+const request = withdrawalBody;
 type Request = ReturnType<typeof request>;
 const item = (body: Request, idempotencyKey = withdrawalKey(body.withdrawalId)) => ({
   idempotencyKey,

@@ -2,27 +2,11 @@ import { type Database, submitWithdrawal, withTenant } from '@idem/core';
 import { withdrawalKey } from '@idem/sdk';
 import { strandWithdrawal } from '@idem/testing/tenants';
 import { describe, expect, it } from 'vitest';
-import {
-  backendKinds,
-  ETH,
-  evmAddress,
-  provisionTenant,
-  type TenantFixture,
-  uniqueId,
-} from './support/provision.ts';
+import { backendKinds, provisionTenant, type TenantFixture, withdrawalBody } from './support/provision.ts';
 import { type RestAnswer, restClient } from './support/rest.ts';
 import { serveForTests } from './support/served.ts';
 
-function request(overrides: Record<string, unknown> = {}) {
-  return {
-    withdrawalId: uniqueId('wd'),
-    accountId: 'cust-7',
-    asset: 'ETH',
-    destination: evmAddress(),
-    amountMinor: (ETH / 100n).toString(),
-    ...overrides,
-  };
-}
+const request = withdrawalBody;
 
 /** A problem document as RFC 9457 and our contract say: the code, the status, the request id. */
 function expectProblem(answer: RestAnswer, status: number, code: string): void {

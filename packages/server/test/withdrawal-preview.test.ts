@@ -1,6 +1,6 @@
 import { createIdemClient, IdemApiError, withdrawalKey } from '@idem/sdk';
 import { describe, expect, it } from 'vitest';
-import { ETH, evmAddress, onPostgres, provisionTenant, uniqueId } from './support/provision.ts';
+import { ETH, onPostgres, provisionTenant, withdrawalBody } from './support/provision.ts';
 import { restClient } from './support/rest.ts';
 import { serveForTests } from './support/served.ts';
 
@@ -9,16 +9,7 @@ import { serveForTests } from './support/served.ts';
  * `withdrawals.preview` answer the decision the tenant's policy would make, and leave the key and
  * the withdrawal id free for the real submission.
  */
-function request(overrides: Record<string, unknown> = {}) {
-  return {
-    withdrawalId: uniqueId('wd'),
-    accountId: 'cust-7',
-    asset: 'ETH',
-    destination: evmAddress(),
-    amountMinor: (ETH / 100n).toString(),
-    ...overrides,
-  };
-}
+const request = withdrawalBody;
 
 describe('I33-PREVIEW the dry run over REST and the SDK', () => {
   const served = serveForTests({

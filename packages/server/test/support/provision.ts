@@ -8,8 +8,25 @@ import {
   type TestDatabase,
 } from '@idem/testing/database';
 
+import { evmAddress, uniqueId } from '@idem/testing/tenants';
+
 export { evmAddress, provisionTenant, type TenantFixture, uniqueId } from '@idem/testing/tenants';
 export { createWebhookEndpoint, ETH, onPostgres };
+
+/**
+ * A withdrawal request of `provisionTenant`'s customer (`cust-7`, funded with 100 ETH): 0.01 ETH
+ * to a fresh address under a fresh withdrawal id.
+ */
+export function withdrawalBody(overrides: Record<string, unknown> = {}) {
+  return {
+    withdrawalId: uniqueId('wd'),
+    accountId: 'cust-7',
+    asset: 'ETH',
+    destination: evmAddress(),
+    amountMinor: (ETH / 100n).toString(),
+    ...overrides,
+  };
+}
 
 /**
  * Where a contract test's server keeps its data. PostgreSQL: a fresh database the test can query
