@@ -94,6 +94,8 @@ describe('I31-QUORUM inviting a member needs another admin', () => {
     expect(await card.textContent()).toContain(DELTA.invitee);
     expect(await seriousViolations(adminB)).toEqual([]);
     await card.getByTestId('proposal-approve').click();
+    // The decision is recorded before the page reloads: a reload would cancel the request in flight.
+    await adminB.getByTestId('proposal-decision-result').waitFor();
     // Approved, then applied by the worker's governance step (delay 0, every second).
     await expect
       .poll(
@@ -104,7 +106,7 @@ describe('I31-QUORUM inviting a member needs another admin', () => {
             .textContent()
             .catch(() => '');
         },
-        { timeout: 30_000, interval: 1_000 },
+        { timeout: 60_000, interval: 1_000 },
       )
       .toContain('EXECUTED');
     await adminB.context().close();

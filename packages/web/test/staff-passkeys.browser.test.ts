@@ -120,6 +120,8 @@ describe('I32-PASSKEY approvals only the approver’s device can make', () => {
     await card.waitFor();
     expect(await card.textContent()).toContain('work laptop');
     await card.getByTestId('proposal-approve').click();
+    // The decision is recorded before the page reloads: a reload would cancel the request in flight.
+    await admin.page.getByTestId('proposal-decision-result').waitFor();
     await expect
       .poll(
         async () => {
@@ -129,7 +131,7 @@ describe('I32-PASSKEY approvals only the approver’s device can make', () => {
             .textContent()
             .catch(() => '');
         },
-        { timeout: 30_000, interval: 1_000 },
+        { timeout: 60_000, interval: 1_000 },
       )
       .toContain('EXECUTED');
     // The admin makes a passkey required for every approval in the tenant: a tightening, at once.
