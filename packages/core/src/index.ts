@@ -139,7 +139,7 @@ export {
   listFreezes,
   proposeUnfreeze,
 } from './freeze/freeze.ts';
-export { heldByFreeze, notHeldByFreeze } from './freeze/hold.ts';
+export { freezeCoversWhere, heldByFreeze, notHeldByFreeze } from './freeze/hold.ts';
 export {
   applyFreezeTrip,
   checkFreezeTrips,

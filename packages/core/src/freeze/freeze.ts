@@ -15,6 +15,7 @@ import { assets, freezes, proposals } from '../db/schema/index.ts';
 import { parseOrThrow } from '../operations/input-validation.ts';
 import { activeMembers, counts } from '../proposals/approvers.ts';
 import { proposeControlChange } from '../proposals/control.ts';
+import { freezeCoversWhere } from './hold.ts';
 
 /**
  * The freeze switch (docs/GOVERNANCE.md "Freeze"). Freezing is a tightening, so one member with
@@ -230,10 +231,7 @@ export async function heldWithdrawals(tx: Tx, tenantId: string): Promise<HeldWit
              o.created_at, array_agg(f.freeze_id::text order by f.frozen_at) as held_by
         from operations o
         join freezes f
-          on f.tenant_id = o.tenant_id and f.lifted_at is null
-         and (f.scope = 'tenant'
-           or (f.scope = 'asset' and f.asset_code = o.asset_code)
-           or (f.scope = 'account' and f.account_ref = o.account_ref))
+          on ${freezeCoversWhere({ tenantId: sql`o.tenant_id`, assetCode: sql`o.asset_code`, accountRef: sql`o.account_ref` })}
        where o.tenant_id = ${tenantId}::uuid and o.kind = 'withdrawal'
          and o.state in (${sql.join(
            HOLDABLE_STATES.map((state) => sql`${state}`),

@@ -9,13 +9,11 @@ import { type SQL, sql } from 'drizzle-orm';
  * are named in full: inside the sub-select an unqualified name would be the freeze's own.
  */
 export function heldByFreeze(): SQL {
-  return sql`exists (
-    select 1 from freezes f
-     where f.tenant_id = "operations"."tenant_id"
-       and f.lifted_at is null
-       and (f.scope = 'tenant'
-         or (f.scope = 'asset' and f.asset_code = "operations"."asset_code")
-         or (f.scope = 'account' and f.account_ref = "operations"."account_ref")))`;
+  return sql`exists (select 1 from freezes f where ${freezeCoversWhere({
+    tenantId: sql`"operations"."tenant_id"`,
+    assetCode: sql`"operations"."asset_code"`,
+    accountRef: sql`"operations"."account_ref"`,
+  })})`;
 }
 
 export function notHeldByFreeze(): SQL {
@@ -23,15 +21,23 @@ export function notHeldByFreeze(): SQL {
 }
 
 /**
- * The same rule for a withdrawal not stored yet (the dry run): whether a freeze in force covers
- * this tenant, asset or account. One boolean column, `frozen`.
+ * The one rule of what a freeze covers, on the freezes aliased `f`: in force, and of the tenant,
+ * of the asset, or of the account given (columns of the row being claimed, or a request's values).
+ * The claims, the dry run, the Freeze screen's held list and the signer service all ask it.
  */
-export function freezeCovers(tenantId: string, assetCode: string, accountRef: string): SQL {
-  return sql`select exists (
-    select 1 from freezes f
-     where f.tenant_id = ${tenantId}
+export function freezeCoversWhere(of: { tenantId: SQL; assetCode: SQL; accountRef: SQL }): SQL {
+  return sql`f.tenant_id = ${of.tenantId}
        and f.lifted_at is null
        and (f.scope = 'tenant'
-         or (f.scope = 'asset' and f.asset_code = ${assetCode})
-         or (f.scope = 'account' and f.account_ref = ${accountRef}))) as frozen`;
+         or (f.scope = 'asset' and f.asset_code = ${of.assetCode})
+         or (f.scope = 'account' and f.account_ref = ${of.accountRef}))`;
+}
+
+/** For a withdrawal not stored yet (the dry run): one boolean column, `frozen`. */
+export function freezeCovers(tenantId: string, assetCode: string, accountRef: string): SQL {
+  return sql`select exists (select 1 from freezes f where ${freezeCoversWhere({
+    tenantId: sql`${tenantId}::uuid`,
+    assetCode: sql`${assetCode}`,
+    accountRef: sql`${accountRef}`,
+  })}) as frozen`;
 }

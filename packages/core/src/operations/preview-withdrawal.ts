@@ -4,12 +4,12 @@ import {
   type WithdrawalRequest,
   withdrawalRequestSchema,
 } from '@idem/contracts';
-import { and, eq, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Database } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
-import { balances } from '../db/schema/index.ts';
 import { withTenant } from '../db/tenant-scope.ts';
 import { freezeCovers } from '../freeze/hold.ts';
+import { getBalances } from '../journal/balances.ts';
 import { assessPendingWithdrawal } from '../risk/review.ts';
 import { parseOrThrow } from './input-validation.ts';
 import { findByKey, findByReference } from './operation-record.ts';
@@ -37,16 +37,9 @@ export async function previewWithdrawal(
     const holder =
       (idempotencyKey ? await findByKey(tx, input.tenantId, idempotencyKey) : null) ??
       (await findByReference(tx, input.tenantId, 'withdrawal', request.withdrawalId));
-    const [balance] = await tx
-      .select({ available: balances.available })
-      .from(balances)
-      .where(
-        and(
-          eq(balances.tenantId, input.tenantId),
-          eq(balances.accountRef, request.accountId),
-          eq(balances.assetCode, request.asset),
-        ),
-      );
+    const balance = (await getBalances(tx, input.tenantId, request.accountId)).find(
+      (entry) => entry.asset === request.asset,
+    );
     const available = BigInt(balance?.available ?? '0');
     const after = available - BigInt(request.amountMinor);
     const [cover] = rowsOf<{ frozen: boolean }>(

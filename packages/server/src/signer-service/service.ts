@@ -14,6 +14,7 @@ import { type ErrorCode, errorStatus, IdemError } from '@idem/contracts';
 import {
   type Database,
   feeCapInForce,
+  freezeCoversWhere,
   getHotWallet,
   getOperation,
   openDatabase,
@@ -88,10 +89,11 @@ async function readFacts(db: Database, request: SignRequest, trust: TrustFile): 
     // finds the signature already logged (the claim's own check stops what comes after).
     const freezes = rowsOf<{ freeze_id: string; scope: string }>(
       await tx.execute(sql`select f.freeze_id::text as freeze_id, f.scope from freezes f
-         where f.tenant_id = ${request.tenantId}::uuid and f.lifted_at is null
-           and (f.scope = 'tenant'
-             or (f.scope = 'asset' and f.asset_code = ${operation.assetCode})
-             or (f.scope = 'account' and f.account_ref = ${operation.accountRef}))
+         where ${freezeCoversWhere({
+           tenantId: sql`${request.tenantId}::uuid`,
+           assetCode: sql`${operation.assetCode}`,
+           accountRef: sql`${operation.accountRef}`,
+         })}
          order by f.frozen_at`),
     ).map((row) => ({ freezeId: row.freeze_id, scope: row.scope }));
     return { operation, wallet, tokenContract: asset.contractAddress, feeCapWei: cap.capMinor, freezes };
