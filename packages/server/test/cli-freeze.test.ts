@@ -31,7 +31,8 @@ interface PrintedFreeze {
  * freezes in force and the withdrawals they hold. Lifting stays a staff control change: the CLI
  * has none. A refused request is typed and writes nothing. Through the real CLI process, on
  * PostgreSQL only (the PGlite half would add a minute and prove nothing more about the freeze).
- * Seen failing first: `idem freeze` was an unknown command.
+ * Seen failing first: `idem freeze` was an unknown command; later, its freezes were missing from
+ * the audit log.
  */
 describe.skipIf(!onPostgres)('I33-FREEZE idem freeze (PostgreSQL)', () => {
   let backend: Backend;
@@ -176,6 +177,47 @@ describe.skipIf(!onPostgres)('I33-FREEZE idem freeze (PostgreSQL)', () => {
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(frozen.freezeId);
     expect(text.stdout).toContain(heldId);
+  });
+
+  it("I33-FREEZE every idem freeze is in the tenant's audit log as the operator's action, a refused one with its code, and the chain holds", async () => {
+    const entriesOf = async () =>
+      rowsOf<{ actor: string; action: string; outcome: string; source_address: string; details: unknown }>(
+        await db.execute(
+          sql`select actor, action, outcome, source_address, details from audit_log
+               where tenant_id = ${tenantId}::uuid and action = 'cli:freeze' order by sequence`,
+        ),
+      );
+    const before = (await entriesOf()).length;
+    const frozen = await idem(
+      backend.env,
+      ...['freeze', '--tenant', tenantId, '--scope', 'account', '--account', 'cust-audit'],
+      ...['--reason', 'audited freeze', '--by', 'oncall-bo', '--json'],
+    );
+    expect(frozen.code, frozen.stderr).toBe(0);
+    const refused = await idem(
+      backend.env,
+      ...['freeze', '--tenant', tenantId, '--scope', 'asset', '--asset', 'DOGE'],
+      ...['--reason', 'audited refusal', '--by', 'oncall-bo'],
+    );
+    expect(refused.code).toBe(1);
+    expect((await entriesOf()).slice(before)).toEqual([
+      {
+        actor: 'cli:oncall-bo',
+        action: 'cli:freeze',
+        outcome: 'ok',
+        source_address: 'cli',
+        details: { scope: 'account', accountRef: 'cust-audit', reason: 'audited freeze' },
+      },
+      {
+        actor: 'cli:oncall-bo',
+        action: 'cli:freeze',
+        outcome: 'VALIDATION',
+        source_address: 'cli',
+        details: { scope: 'asset', assetCode: 'DOGE', reason: 'audited refusal' },
+      },
+    ]);
+    const verify = await idem(backend.env, 'audit', 'verify', '--tenant', tenantId, '--json');
+    expect(verify.code, verify.stderr).toBe(0);
   });
 
   it('I33-FREEZE the CLI lifts nothing: lifting is a staff control change, and the help says so', async () => {

@@ -1,6 +1,15 @@
 import { userInfo } from 'node:os';
 import { type FreezeInput, IdemError } from '@idem/contracts';
-import { type Database, freezeAsOperator, listFreezes, schema, tenantForSlug, withTenant } from '@idem/core';
+import {
+  type Database,
+  freezeAsOperator,
+  listFreezes,
+  runAudited,
+  schema,
+  settled,
+  tenantForSlug,
+  withTenant,
+} from '@idem/core';
 import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { required, UsageError } from './usage.ts';
@@ -85,5 +94,22 @@ export async function freezeCommand(
     ...(flags.reason === undefined ? {} : { reason: flags.reason }),
   } as FreezeInput;
   const operator = typeof flags.by === 'string' && flags.by !== '' ? flags.by : userInfo().username;
-  return withTenant(db, tenantId, (tx) => freezeAsOperator(tx, { tenantId, operator, request }));
+  // In the tenant's audit log like a staff member's freeze: the tenant's admins see who froze them
+  // from the deployment's side, and a refused attempt with its code (nothing else is written then).
+  const entry = (outcome: string) => ({
+    tenantId,
+    actor: OPERATOR_NAME.test(operator) ? `cli:${operator}` : 'cli:(unnamed)',
+    action: 'cli:freeze',
+    outcome,
+    sourceAddress: 'cli',
+    details: request,
+  });
+  return settled(
+    await runAudited(db, tenantId, { entry, okWhen: 'always' }, (tx) =>
+      freezeAsOperator(tx, { tenantId, operator, request }),
+    ),
+  );
 }
+
+/** The operator names freezeAsOperator accepts; any other is refused, and audited without it. */
+const OPERATOR_NAME = /^[A-Za-z0-9._@-]{1,64}$/;
