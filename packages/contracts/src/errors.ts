@@ -85,6 +85,8 @@ export interface IdemErrorDetails {
   issues?: { path: string; message: string }[];
   /** On FORBIDDEN for an API key: the scope the call needs and the key lacks. */
   missingScope?: 'withdraw' | 'customer-sessions' | 'read' | 'webhooks';
+  /** On a refusal by the signer service, inside the worker: the service's own code (e.g. FROZEN). */
+  signerRefusal?: string;
 }
 
 /** The one error type. Messages never include another tenant's data or a secret. */

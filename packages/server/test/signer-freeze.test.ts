@@ -23,13 +23,17 @@ import {
   openDatabase,
   provisionHotWallet,
   reviewWithdrawal,
+  rowsOf,
   withTenant,
 } from '@idem/core';
+import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH } from '@idem/testing/chain';
 import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
 import { provisionRiskPolicy, staffMember } from '@idem/testing/tenants';
+import { createWorker, RailRegistry } from '@idem/workers';
 import { sql } from 'drizzle-orm';
+import pino from 'pino';
 import { type Address, getAddress, type Hex, serializeTransaction } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSignerProcess, stopSignerProcess } from '../scripts/signer-process.ts';
@@ -276,6 +280,76 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
           where tenant_id = ${tenantId}::uuid and freeze_id = ${frozen.freezeId}::uuid`);
       });
       expect(await ask(op, 'payment')).toMatchObject({ status: 200 });
+    });
+
+    it('I33-FREEZE a freeze placed while the worker is signing: the signer refuses it (FROZEN), nothing is kept, and the worker logs the hold, not an alert', async () => {
+      const anvil: AnvilInstance = await startAnvil({ chainId: CHAIN_ID, mining: 'auto' });
+      const lines: { level: number; alert?: boolean; operationId?: string; msg: string }[] = [];
+      try {
+        await creditAsOperator(t.db, {
+          tenantId,
+          deposit: {
+            reference: 'seed-acct-race',
+            accountId: 'acct-race',
+            asset: 'ETH',
+            amountMinor: ETH.toString(),
+          },
+          idempotencyKey: 'seed-acct-race',
+          actor: 'test',
+        });
+        const op = await approved('acct-race');
+        const worker = createWorker({
+          db: t.db,
+          rails: new RailRegistry({
+            evm: { rpcUrl: anvil.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 5_000, signTimeoutMs: 30_000 },
+            signerService: { url: signerUrl, token: workerToken },
+          }),
+          log: pino(
+            { level: 'info' },
+            { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) },
+          ),
+          workerId: 'worker-a',
+          leaseMs: 30_000,
+          // The race: the freeze commits after the worker's claim and before the signer reads it.
+          probe: async (step, operationId) => {
+            if (step !== 'signing' || operationId !== op.operationId) return;
+            await inTenant((tx) =>
+              freeze(tx, {
+                tenantId,
+                actor: operator,
+                request: {
+                  scope: 'account',
+                  accountRef: 'acct-race',
+                  reason: 'incident 43: raced the claim',
+                },
+              }),
+            );
+          },
+        });
+        await worker.runOnce();
+        const after = await inTenant(async (tx) =>
+          rowsOf<{ state: string; signed_artifact: string | null }>(
+            await tx.execute(sql`select state, signed_artifact from operations
+              where tenant_id = ${tenantId}::uuid and operation_id = ${op.operationId}::uuid`),
+          ),
+        );
+        expect(after).toEqual([{ state: 'APPROVED', signed_artifact: null }]);
+        expect(
+          logLines()
+            .filter((l) => l.operationId === op.operationId)
+            .map((l) => l.code),
+        ).toEqual(['FROZEN']);
+        const mine = lines.filter((l) => l.operationId === op.operationId);
+        expect(mine.filter((l) => l.alert === true)).toEqual([]);
+        expect(mine).toContainEqual(
+          expect.objectContaining({ level: 40, msg: expect.stringMatching(/held by a freeze/) }),
+        );
+        // The next pass does not claim it while the freeze is in force: nothing more is asked.
+        await worker.runOnce();
+        expect(logLines().filter((l) => l.operationId === op.operationId)).toHaveLength(1);
+      } finally {
+        await anvil.stop();
+      }
     });
 
     it('I33-FREEZE a tenant freeze refuses the payment too', async () => {

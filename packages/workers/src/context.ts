@@ -6,8 +6,14 @@ import type { ReplacePolicy } from './steps/replace.ts';
 
 /** Points in the send path where a fault-injection probe may run (tests kill the process there). */
 export type SendStep =
+  /** The withdrawal is claimed and the signer is about to be asked (where a test races a freeze). */
+  | 'signing'
   /** The signer answered; its signature is not persisted yet (where the I18 C12 test kills the worker). */
-  'signer-answered' | 'signed' | 'broadcast-returned' | 'replacement-signed' | 'replacement-recorded';
+  | 'signer-answered'
+  | 'signed'
+  | 'broadcast-returned'
+  | 'replacement-signed'
+  | 'replacement-recorded';
 
 export interface WorkerContext {
   db: Database;

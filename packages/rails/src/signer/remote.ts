@@ -92,9 +92,11 @@ export function remoteSigner(options: RemoteSignerOptions): DigestSigner {
       // The stored payload no longer hashes to its approval: the worker hands it to a person.
       if (code === 'PAYLOAD_MISMATCH') throw new IdemError('PAYLOAD_MISMATCH', `signer service: ${message}`);
       // Any other refusal (UNAUTHORIZED, CONFLICT over a nonce, a state that is not approved, FROZEN
-      // under a freeze in force):
-      // nothing is signed, the withdrawal stays where it is and the worker alerts.
-      throw new IdemError('VALIDATION', `signer service refused (${code}): ${message}`);
+      // under a freeze in force): nothing is signed, the withdrawal stays where it is, and the
+      // worker alerts, unless a freeze it can see explains a FROZEN (steps/dispatch.ts).
+      throw new IdemError('VALIDATION', `signer service refused (${code}): ${message}`, {
+        signerRefusal: code,
+      });
     },
   };
 }

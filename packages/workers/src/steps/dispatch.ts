@@ -5,15 +5,18 @@ import {
   assertPayloadIntact,
   clearWaiting,
   findOperation,
+  heldByFreeze,
   leaseForSigning,
   markWaiting,
   type Operation,
   recordSigned,
+  rowsOf,
   takeOverSigned,
   transition,
   withTenant,
 } from '@idem/core';
 import { type FeeQuote, type Fees, feesWithinCap } from '@idem/rails';
+import { sql } from 'drizzle-orm';
 import { assetOf, candidateIds, lockOne } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
 import { NATIVE_ASSETS, routeFor } from '../rails.ts';
@@ -132,6 +135,7 @@ async function signOne(
       // key is used (C02). Its signature lives only in memory until this transaction commits: a
       // crash or a deadline here leaves nothing that could be broadcast, and the nonce and the
       // lease roll back with it.
+      await ctx.probe?.('signing', operationId);
       const signedTx = await ctx.rails.evmFor(wallet).sign(
         {
           transfer,
@@ -180,6 +184,23 @@ async function signOne(
       );
       return null;
     }
+    if (error instanceof IdemError && error.details.signerRefusal === 'FROZEN') {
+      if (await heldNow(ctx, tenantId, operationId)) {
+        // A freeze committed between our claim and the signer's read: the last line did its job.
+        // Nothing was signed; the claim skips the withdrawal until the freeze is lifted.
+        ctx.log.warn(
+          { tenantId, operationId },
+          'withdrawal held by a freeze placed while it was being signed; nothing signed',
+        );
+        return null;
+      }
+      // The signer sees a freeze this worker does not: the two disagree about the database.
+      ctx.log.error(
+        { alert: true, tenantId, operationId, message: scrubbedError(error) },
+        'ALERT the signer refuses a withdrawal as frozen that no freeze here covers',
+      );
+      return null;
+    }
     if (isIdemError(error, 'VALIDATION')) {
       // A configuration problem, not this withdrawal's: it stays APPROVED, funds held, and we alert.
       ctx.log.error(
@@ -190,6 +211,15 @@ async function signOne(
     }
     throw error;
   }
+}
+
+/** Whether a freeze in force covers the withdrawal now (the claim's own rule, core freeze/hold.ts). */
+async function heldNow(ctx: WorkerContext, tenantId: string, operationId: string): Promise<boolean> {
+  const rows = await withTenant(ctx.db, tenantId, (tx) =>
+    tx.execute(sql`select 1 from operations
+      where tenant_id = ${tenantId}::uuid and operation_id = ${operationId}::uuid and ${heldByFreeze()}`),
+  );
+  return rowsOf(rows).length > 0;
 }
 
 /** The stored payload does not hash to its approval: hold the funds, name an owner, alert. */
