@@ -1,8 +1,10 @@
-import { rowsOf, toView } from '@idem/core';
+import { rowsOf, toView, withTenant } from '@idem/core';
 import { createCustodianAdapter, generateWebhookSecret } from '@idem/rails';
 import { type SimulatorProcess, spawnSimulator } from '@idem/testing/custodian';
+import { strandWithdrawal } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { custodianInstruction } from '../src/steps/send.ts';
 import { CHAIN_ID, type Environment, startEnvironment } from './environment.ts';
 
 const BTC_DESTINATION = 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq';
@@ -147,6 +149,37 @@ describe('withdrawals through a custodian that misbehaves', () => {
       expect(await transfersFor(op.operationId)).toBe(1);
     });
   }
+
+  it('C13 a withdrawal whose stored instruction cannot be read holds up no other: the same pass resends the sound one and names the unreadable one', async () => {
+    // Two withdrawals that never reached the custodian, UNKNOWN: one stored instruction is sound,
+    // the other unreadable (damaged in storage). Reconciliation visits them in random order.
+    const strand = async (
+      amount: bigint,
+      artifact: (op: Awaited<ReturnType<typeof env.withdraw>>) => string,
+    ) => {
+      const requested = await env.withdraw(amount, { asset: 'BTC', destination: BTC_DESTINATION });
+      return withTenant(env.t.db, env.tenantId, (tx) =>
+        strandWithdrawal(tx, requested, 'UNKNOWN', { txHash: null, signedArtifact: artifact(requested) }),
+      );
+    };
+    const damaged = await strand(73_000n, () => '0xbytes');
+    const sound = await strand(74_000n, (op) => custodianInstruction(op));
+    const before = env.logLines.length;
+    await worker().runOnce();
+    const lines = env.logLines.slice(before);
+    expect(lines.filter((line) => line.includes('"stage skipped"') && line.includes('"reconcile"'))).toEqual(
+      [],
+    );
+    // Resent under our reference and accepted: one transfer, on its way.
+    expect((await env.operation(sound.operationId)).state).not.toBe('UNKNOWN');
+    expect(await transfersFor(sound.operationId)).toBe(1);
+    // The damaged one stays UNKNOWN, funds held, and the log names it.
+    expect((await env.operation(damaged.operationId)).state).toBe('UNKNOWN');
+    expect(
+      lines.some((line) => line.includes(damaged.operationId) && line.includes('could not be reconciled')),
+    ).toBe(true);
+    expect(await transfersFor(damaged.operationId)).toBe(0);
+  });
 
   it('C14 a clean refusal is verified against the custodian before the hold is released', async () => {
     await simulator.control({ fault: 'reject', faultTimes: 1 });

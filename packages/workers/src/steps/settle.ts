@@ -35,7 +35,17 @@ async function forEachCandidate(
       await WITHOUT_AN_ANSWER[stage]?.(ctx, op, { rail: 'no answer', message });
       continue;
     }
-    await decide(op, verdict);
+    try {
+      await decide(op, verdict);
+    } catch (error) {
+      // One withdrawal that cannot be settled (a stored artifact damaged, a database hiccup on its
+      // row) must not hold up the rest of the batch, pass after pass. It stays where it is, funds
+      // held; escalation by age names an owner (C15).
+      const message = scrubbedError(error, 200);
+      ctx.log.warn({ tenantId, operationId, stage, message }, 'withdrawal could not be reconciled this pass');
+      await WITHOUT_AN_ANSWER[stage]?.(ctx, op, { rail: verdict.kind, message });
+      continue;
+    }
     handled += 1;
   }
   return handled;
