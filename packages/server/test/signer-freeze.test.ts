@@ -9,7 +9,7 @@
  * frozen withdrawal.
  */
 import type { ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,6 @@ import {
   freeze,
   getHotWallet,
   type Operation,
-  openDatabase,
   provisionHotWallet,
   reviewWithdrawal,
   rowsOf,
@@ -28,7 +27,7 @@ import {
 } from '@idem/core';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH } from '@idem/testing/chain';
-import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
 import { provisionRiskPolicy, staffMember } from '@idem/testing/tenants';
 import { createWorker, RailRegistry } from '@idem/workers';
@@ -39,6 +38,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSignerProcess, stopSignerProcess } from '../scripts/signer-process.ts';
 import type { SignerLogLine } from '../src/signer-service/log.ts';
 import { idem } from './support/cli-process.ts';
+import { createSignerLogin, type SignerLogin, signerServiceEnv } from './support/signer-service.ts';
 
 const CHAIN_ID = 31337;
 const ORIGIN = 'https://staff.idem.test';
@@ -56,7 +56,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     let walletAddress: Address;
     let operator: string;
     const workerToken = randomBytes(24).toString('hex');
-    const signerLogin = `idem_signer_freeze_${randomBytes(4).toString('hex')}`;
+    let login: SignerLogin | undefined;
 
     const inTenant = <T>(work: Parameters<typeof withTenant<T>>[2]) => withTenant(t.db, tenantId, work);
 
@@ -114,32 +114,16 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       );
       expect(pinned.code, pinned.stderr).toBe(0);
 
-      await t.db.execute(sql.raw(`create role ${signerLogin} login in role idem_signer`));
-      const login = new URL(t.url ?? '');
-      login.username = signerLogin;
-      login.password = '';
+      login = await createSignerLogin(t, 'idem_signer_freeze');
       logPath = join(dir, 'signer-log.jsonl');
-      ({ child: signer, url: signerUrl } = await startSignerProcess({
-        SOFTHSM2_CONF: token.env.SOFTHSM2_CONF ?? '',
-        IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
-        IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
-        IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
-        IDEM_SIGNER_PKCS11_PIN: token.pin,
-        IDEM_SIGNER_LISTEN: '127.0.0.1:0',
-        IDEM_SIGNER_WORKERS: `worker-a=${createHash('sha256').update(workerToken).digest('hex')}`,
-        IDEM_SIGNER_DATABASE_URL: login.toString(),
-        IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
-        IDEM_SIGNER_LOG: logPath,
-        IDEM_SIGNER_TRUST_FILE: trustFile,
-        LOG_LEVEL: 'warn',
-      }));
+      ({ child: signer, url: signerUrl } = await startSignerProcess(
+        signerServiceEnv({ token, workerToken, login, chainId: CHAIN_ID, logPath, trustFile }),
+      ));
     });
     afterAll(async () => {
       await stopSignerProcess(signer);
       await t?.dispose();
-      const admin = await openDatabase({ url: serverUrl() ?? '', maxConnections: 1 });
-      await admin.db.execute(sql.raw(`drop role if exists ${signerLogin}`));
-      await admin.close();
+      await login?.drop();
       token?.dispose();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });

@@ -6,7 +6,7 @@
  * (the service signed whatever it was sent, or did not exist).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +29,7 @@ import {
 } from '@idem/core';
 import { type AnvilInstance, startAnvil } from '@idem/rails';
 import { ETH, rpc } from '@idem/testing/chain';
-import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
 import { provisionRiskPolicy } from '@idem/testing/tenants';
 import { createWorker, RailRegistry, signerFor, signRunReport, verifyRunReport } from '@idem/workers';
@@ -49,6 +49,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLI_BUNDLE } from '../scripts/bundle.ts';
 import { type SignerProcess, startSignerProcess } from '../scripts/signer-process.ts';
 import { pinTenant, tenantTrustAtBootstrap } from '../src/signer-service/trust-file.ts';
+import { createSignerLogin, type SignerLogin, signerServiceEnv } from './support/signer-service.ts';
 
 const serverRoot = fileURLToPath(new URL('../', import.meta.url));
 const CHAIN_ID = 31337;
@@ -110,8 +111,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     const workerToken = randomBytes(24).toString('hex');
     let signerEnv: Record<string, string>;
     /** The service's own login: a member of the read-only role idem_signer. */
-    const signerLogin = `idem_signer_test_${randomBytes(4).toString('hex')}`;
-    let signerUrl: string;
+    let login: SignerLogin | undefined;
 
     beforeAll(async () => {
       token = initSoftHsmToken();
@@ -144,40 +144,28 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         fourEyesMinMinor: (100n * ETH).toString(),
         actor: 'test',
       });
-      await t.db.execute(sql.raw(`create role ${signerLogin} login in role idem_signer`));
-      const login = new URL(t.url ?? '');
-      login.username = signerLogin;
-      login.password = '';
-      signerUrl = login.toString();
+      login = await createSignerLogin(t, 'idem_signer_test');
       dir = mkdtempSync(join(tmpdir(), 'idem-signer-'));
       logPath = join(dir, 'signer-log.jsonl');
       // Bootstrap: every withdrawal here is approved by the automatic review, within 10 ETH.
       const trustFile = join(dir, 'trust.json');
       const trust = await withTenant(t.db, tenantId, (tx) => tenantTrustAtBootstrap(tx, tenantId));
       pinTenant(trustFile, { tenantId, origin: 'http://localhost', trust }, null);
-      signerEnv = {
-        SOFTHSM2_CONF: token.env.SOFTHSM2_CONF ?? '',
-        IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
-        IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
-        IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
-        IDEM_SIGNER_PKCS11_PIN: token.pin,
-        IDEM_SIGNER_LISTEN: '127.0.0.1:0',
-        IDEM_SIGNER_WORKERS: `worker-a=${createHash('sha256').update(workerToken).digest('hex')}`,
-        IDEM_SIGNER_DATABASE_URL: signerUrl,
-        IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
-        IDEM_SIGNER_LOG: logPath,
-        IDEM_SIGNER_REPORT_KEY_FILE: join(dir, 'report-key.pem'),
-        IDEM_SIGNER_TRUST_FILE: trustFile,
-        LOG_LEVEL: 'warn',
-      };
+      signerEnv = signerServiceEnv({
+        token,
+        workerToken,
+        login,
+        chainId: CHAIN_ID,
+        logPath,
+        trustFile,
+        more: { IDEM_SIGNER_REPORT_KEY_FILE: join(dir, 'report-key.pem') },
+      });
       signer = await startSignerProcess(signerEnv);
     });
     afterAll(async () => {
       await stop(signer?.child);
       await t?.dispose();
-      const admin = await openDatabase({ url: serverUrl() ?? '', maxConnections: 1 });
-      await admin.db.execute(sql.raw(`drop role if exists ${signerLogin}`));
-      await admin.close();
+      await login?.drop();
       await anvil?.stop();
       token?.dispose();
       if (dir) rmSync(dir, { recursive: true, force: true });
@@ -461,7 +449,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     });
 
     it('I32-SIGNER the service reads with a login that can write nothing and cannot become the application role', async () => {
-      const asSigner = await openDatabase({ url: signerUrl, maxConnections: 1 });
+      const asSigner = await openDatabase({ url: login?.url ?? '', maxConnections: 1 });
       const refused = async (statement: string) => {
         const error = await asSigner.db.execute(sql.raw(statement)).then(
           () => null,
@@ -601,7 +589,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
         const signerWaitingOnLock = async () => {
           const [waiting] = rowsOf<{ n: number }>(
             await t.db.execute(
-              sql`select count(*)::int as n from pg_stat_activity where usename = ${signerLogin} and wait_event_type = 'Lock'`,
+              sql`select count(*)::int as n from pg_stat_activity where usename = ${login?.name ?? ''} and wait_event_type = 'Lock'`,
             ),
           );
           return waiting?.n ?? 0;

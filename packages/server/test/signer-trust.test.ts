@@ -8,7 +8,7 @@
  * test here was seen failing first (the service signed what the database said was APPROVED).
  */
 import type { ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +23,6 @@ import {
   getHotWallet,
   getProposal,
   type Operation,
-  openDatabase,
   proposalChallenge,
   provisionHotWallet,
   registerPasskey,
@@ -35,7 +34,7 @@ import {
   withTenant,
 } from '@idem/core';
 import { ETH } from '@idem/testing/chain';
-import { createTestDatabase, onPostgres, serverUrl, type TestDatabase } from '@idem/testing/database';
+import { createTestDatabase, onPostgres, type TestDatabase } from '@idem/testing/database';
 import { SoftPasskey } from '@idem/testing/passkeys';
 import { initSoftHsmToken, type SoftHsmToken, softHsmModulePath, tokenKey } from '@idem/testing/signer';
 import { provisionRiskPolicy, staffMember } from '@idem/testing/tenants';
@@ -44,6 +43,7 @@ import { getAddress, type Hex, serializeTransaction } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSignerProcess, stopSignerProcess } from '../scripts/signer-process.ts';
 import { idem } from './support/cli-process.ts';
+import { createSignerLogin, type SignerLogin, signerServiceEnv } from './support/signer-service.ts';
 
 const CHAIN_ID = 31337;
 const ORIGIN = 'https://staff.idem.test';
@@ -62,7 +62,7 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
     let trustFile: string;
     let signerEnv: Record<string, string>;
     const workerToken = randomBytes(24).toString('hex');
-    const signerLogin = `idem_signer_trust_${randomBytes(4).toString('hex')}`;
+    let login: SignerLogin | undefined;
     /** The first admin, whose passkey is the pinned anchor. */
     let anchorAdmin: string;
     let anchorKey: SoftPasskey;
@@ -153,32 +153,21 @@ describe.skipIf(!onPostgres || !softHsmModulePath())(
       secondAdmin = await staffMember(t.db, tenantId, 'admin');
       approver = await staffMember(t.db, tenantId, 'approver');
 
-      await t.db.execute(sql.raw(`create role ${signerLogin} login in role idem_signer`));
-      const login = new URL(t.url ?? '');
-      login.username = signerLogin;
-      login.password = '';
-      signerEnv = {
-        SOFTHSM2_CONF: token.env.SOFTHSM2_CONF ?? '',
-        IDEM_SIGNER_PKCS11_MODULE: token.modulePath,
-        IDEM_SIGNER_PKCS11_MODULES: token.modulePath,
-        IDEM_SIGNER_PKCS11_TOKEN: token.tokenLabel,
-        IDEM_SIGNER_PKCS11_PIN: token.pin,
-        IDEM_SIGNER_LISTEN: '127.0.0.1:0',
-        IDEM_SIGNER_WORKERS: `worker-a=${createHash('sha256').update(workerToken).digest('hex')}`,
-        IDEM_SIGNER_DATABASE_URL: login.toString(),
-        IDEM_SIGNER_CHAIN_ID: String(CHAIN_ID),
-        IDEM_SIGNER_LOG: join(dir, 'signer-log.jsonl'),
-        IDEM_SIGNER_TRUST_FILE: trustFile,
-        LOG_LEVEL: 'warn',
-      };
+      login = await createSignerLogin(t, 'idem_signer_trust');
+      signerEnv = signerServiceEnv({
+        token,
+        workerToken,
+        login,
+        chainId: CHAIN_ID,
+        logPath: join(dir, 'signer-log.jsonl'),
+        trustFile,
+      });
       ({ child: signer, url: signerUrl } = await startSignerProcess(signerEnv));
     });
     afterAll(async () => {
       await stopSignerProcess(signer);
       await t?.dispose();
-      const admin = await openDatabase({ url: serverUrl() ?? '', maxConnections: 1 });
-      await admin.db.execute(sql.raw(`drop role if exists ${signerLogin}`));
-      await admin.close();
+      await login?.drop();
       token?.dispose();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
