@@ -171,46 +171,60 @@ async function signOne(
       return { operation, leaseGeneration: leased.leaseGeneration };
     });
   } catch (error) {
-    if (isIdemError(error, 'PAYLOAD_MISMATCH')) {
-      await refuseTampered(ctx, tenantId, operationId);
-      return null;
-    }
-    if (isIdemError(error, 'SIGNER_UNAVAILABLE')) {
-      // Nothing was persisted: the withdrawal stays APPROVED, its funds held, and a later pass
-      // signs afresh. A late signature from this call is never used.
-      ctx.log.warn(
-        { tenantId, operationId, message: scrubbedError(error, 200) },
-        'the signer did not answer; nothing signed was kept, signing again on a later pass',
-      );
-      return null;
-    }
-    if (error instanceof IdemError && error.details.signerRefusal === 'FROZEN') {
-      if (await heldNow(ctx, tenantId, operationId)) {
-        // A freeze committed between our claim and the signer's read: the last line did its job.
-        // Nothing was signed; the claim skips the withdrawal until the freeze is lifted.
-        ctx.log.warn(
-          { tenantId, operationId },
-          'withdrawal held by a freeze placed while it was being signed; nothing signed',
-        );
-        return null;
-      }
-      // The signer sees a freeze this worker does not: the two disagree about the database.
-      ctx.log.error(
-        { alert: true, tenantId, operationId, message: scrubbedError(error) },
-        'ALERT the signer refuses a withdrawal as frozen that no freeze here covers',
-      );
-      return null;
-    }
-    if (isIdemError(error, 'VALIDATION')) {
-      // A configuration problem, not this withdrawal's: it stays APPROVED, funds held, and we alert.
-      ctx.log.error(
-        { alert: true, tenantId, operationId, message: scrubbedError(error) },
-        'ALERT cannot sign withdrawal',
-      );
-      return null;
-    }
-    throw error;
+    return afterRefusal(ctx, tenantId, operationId, error);
   }
+}
+
+/**
+ * What a failed signing leaves: nothing signed was kept (the transaction rolled back). A refusal the
+ * worker understands is logged or handed to a person, and the withdrawal waits, APPROVED and held;
+ * anything else is rethrown for the stage to log.
+ */
+async function afterRefusal(
+  ctx: WorkerContext,
+  tenantId: string,
+  operationId: string,
+  error: unknown,
+): Promise<null> {
+  if (isIdemError(error, 'PAYLOAD_MISMATCH')) {
+    await refuseTampered(ctx, tenantId, operationId);
+    return null;
+  }
+  if (isIdemError(error, 'SIGNER_UNAVAILABLE')) {
+    // Nothing was persisted: the withdrawal stays APPROVED, its funds held, and a later pass
+    // signs afresh. A late signature from this call is never used.
+    ctx.log.warn(
+      { tenantId, operationId, message: scrubbedError(error, 200) },
+      'the signer did not answer; nothing signed was kept, signing again on a later pass',
+    );
+    return null;
+  }
+  if (error instanceof IdemError && error.details.signerRefusal === 'FROZEN') {
+    if (await heldNow(ctx, tenantId, operationId)) {
+      // A freeze committed between our claim and the signer's read: the last line did its job.
+      // Nothing was signed; the claim skips the withdrawal until the freeze is lifted.
+      ctx.log.warn(
+        { tenantId, operationId },
+        'withdrawal held by a freeze placed while it was being signed; nothing signed',
+      );
+      return null;
+    }
+    // The signer sees a freeze this worker does not: the two disagree about the database.
+    ctx.log.error(
+      { alert: true, tenantId, operationId, message: scrubbedError(error) },
+      'ALERT the signer refuses a withdrawal as frozen that no freeze here covers',
+    );
+    return null;
+  }
+  if (isIdemError(error, 'VALIDATION')) {
+    // A configuration problem, not this withdrawal's: it stays APPROVED, funds held, and we alert.
+    ctx.log.error(
+      { alert: true, tenantId, operationId, message: scrubbedError(error) },
+      'ALERT cannot sign withdrawal',
+    );
+    return null;
+  }
+  throw error;
 }
 
 /** Whether a freeze in force covers the withdrawal now (the claim's own rule, core freeze/hold.ts). */
