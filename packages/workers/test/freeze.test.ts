@@ -4,7 +4,7 @@
  * APPROVED, held and shown, while one already broadcast goes on to its confirmation. Once another
  * admin has approved the lift and the governance step has applied it, the held withdrawal goes out.
  */
-import type { FreezeInput } from '@idem/contracts';
+import { type FreezeInput, IdemError } from '@idem/contracts';
 import {
   applyDueControlChanges,
   decideProposal,
@@ -20,7 +20,7 @@ import {
 import { staffMembers } from '@idem/testing/tenants';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Environment, ETH, startEnvironment } from './environment.ts';
+import { CHAIN_ID, type Environment, ETH, startEnvironment } from './environment.ts';
 
 let env: Environment;
 let operator: string;
@@ -126,4 +126,35 @@ describe('I33-FREEZE workers hold frozen work and settle what is on chain', () =
       await worker.runOnce();
     });
   }
+});
+
+describe('I33-FREEZE a FROZEN refusal that no freeze explains', () => {
+  it('I33-FREEZE the signer refuses a withdrawal as frozen while no freeze here covers it: nothing signed, the withdrawal stays APPROVED, and the worker alerts', async () => {
+    // A signer that disagrees with this database (its own read says frozen; here nothing is).
+    const worker = env.worker({
+      rails: {
+        evm: { rpcUrl: env.rpcUrl, chainId: CHAIN_ID, requestTimeoutMs: 2_000 },
+        decorateSigner: (signer) => ({
+          address: signer.address,
+          location: signer.location,
+          signDigest: () =>
+            Promise.reject(
+              new IdemError('VALIDATION', 'signer service refused (FROZEN): freeze in force', {
+                signerRefusal: 'FROZEN',
+              }),
+            ),
+        }),
+      },
+    });
+    const op = await env.withdraw(ETH / 9n);
+    const before = env.logLines.length;
+    await worker.runOnce();
+    const after = await env.operation(op.operationId);
+    expect(after.state).toBe('APPROVED');
+    expect(after.signedArtifact).toBeNull();
+    const mine = env.logLines.slice(before).filter((line) => line.includes(op.operationId));
+    expect(mine.some((line) => line.includes('"alert":true') && line.includes('no freeze here covers'))).toBe(
+      true,
+    );
+  });
 });
