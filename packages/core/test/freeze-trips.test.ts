@@ -125,6 +125,25 @@ describe('I33-TRIP the failures trip freezes the tenant', () => {
       ),
     );
     expect(notices).toHaveLength(2);
+    // And it is in the tenant's audit log, once, like a freeze a person made.
+    const audited = rowsOf<{
+      actor: string;
+      action: string;
+      outcome: string;
+      details: { freezeId?: string };
+    }>(
+      await asTenant((tx) =>
+        tx.execute(sql`select actor, action, outcome, details from audit_log where action = 'freeze.trip'`),
+      ),
+    );
+    expect(audited).toEqual([
+      {
+        actor: 'system:trip:failures',
+        action: 'freeze.trip',
+        outcome: 'ok',
+        details: expect.objectContaining({ freezeId: frozen?.freeze_id, scope: 'tenant' }),
+      },
+    ]);
     // It behaves as a manual freeze: listed, and lifted only by a freeze_lift control change.
     const view = await asTenant((tx) => core.listFreezes(tx, tenantId));
     expect(view.freezes.map((f) => f.frozenBy)).toEqual(['system:trip:failures']);

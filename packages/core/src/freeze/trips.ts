@@ -9,6 +9,7 @@ import {
   IdemError,
 } from '@idem/contracts';
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { recordAudit } from '../audit/audit-log.ts';
 import type { Tx } from '../db/connect.ts';
 import { rowsOf } from '../db/rows.ts';
 import { assets, freezeTrips, proposals } from '../db/schema/index.ts';
@@ -263,6 +264,14 @@ export async function checkFreezeTrips(tx: Tx, tenantId: string): Promise<Freeze
       topic: 'freeze_tripped',
       proposalId: null,
       message: `Automatic freeze (${crossing.scope === 'tenant' ? 'the whole tenant' : `asset ${crossing.assetCode}`}): ${crossing.reason}. Lifting it needs another admin's approval.`,
+    });
+    // In the audit log like a freeze a person made, with the system as its actor.
+    await recordAudit(tx, {
+      tenantId,
+      actor: TRIP_ACTOR_PREFIX + crossing.trip,
+      action: 'freeze.trip',
+      outcome: 'ok',
+      details: { freezeId, scope: crossing.scope, assetCode: crossing.assetCode, reason: crossing.reason },
     });
     fired.push({ ...crossing, freezeId });
   }
