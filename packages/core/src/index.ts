@@ -137,9 +137,15 @@ export {
   heldWithdrawals,
   liftFreeze,
   listFreezes,
+  OPERATOR_NAME,
   proposeUnfreeze,
 } from './freeze/freeze.ts';
-export { freezeCoversWhere, heldByFreeze, notHeldByFreeze } from './freeze/hold.ts';
+export {
+  freezeCoversWhere,
+  heldByFreeze,
+  notHeldByFreeze,
+  withdrawalHeldByFreeze,
+} from './freeze/hold.ts';
 export {
   applyFreezeTrip,
   checkFreezeTrips,

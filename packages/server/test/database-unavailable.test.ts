@@ -9,18 +9,12 @@ import { onPostgres } from '@idem/testing/database';
 import type { ServerProcess } from '@idem/testing/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PgProxy } from './support/pg-proxy.ts';
-import { ETH, evmAddress, type TenantFixture, uniqueId } from './support/provision.ts';
+import { ETH, type TenantFixture, withdrawalBody } from './support/provision.ts';
 import { type ProxiedServer, startProxiedServer } from './support/proxied-server.ts';
 import { restClient } from './support/rest.ts';
 
 function request() {
-  return {
-    withdrawalId: uniqueId('wd'),
-    accountId: 'cust-7',
-    asset: 'ETH',
-    destination: evmAddress(),
-    amountMinor: (ETH / 1000n).toString(),
-  };
+  return withdrawalBody({ amountMinor: (ETH / 1000n).toString() });
 }
 
 describe.skipIf(!onPostgres)('I16-UNAVAILABLE the database goes away under a running server', () => {

@@ -53,12 +53,15 @@ export async function freeze(
  * The actor is recorded as `cli:<who>`, so a freeze always says whether staff or the deployment
  * made it. Lifting stays a staff control change.
  */
+/** The operator names `freezeAsOperator` records (`cli:<name>`); the CLI audits any other as unnamed. */
+export const OPERATOR_NAME = /^[A-Za-z0-9._@-]{1,64}$/;
+
 export async function freezeAsOperator(
   tx: Tx,
   input: { tenantId: string; operator: string; request: FreezeInput },
 ): Promise<FreezeView> {
   const request = parseOrThrow(freezeInputSchema, input.request);
-  if (!/^[A-Za-z0-9._@-]{1,64}$/.test(input.operator)) {
+  if (!OPERATOR_NAME.test(input.operator)) {
     throw new IdemError('VALIDATION', 'the operator is 1..64 of letters, digits and . _ @ -');
   }
   return recordFreeze(tx, input.tenantId, `cli:${input.operator}`, request);

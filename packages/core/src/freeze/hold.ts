@@ -1,4 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
+import type { Tx } from '../db/connect.ts';
+import { rowsOf } from '../db/rows.ts';
 
 /**
  * Whether a freeze in force holds the withdrawal on the row being claimed (docs/GOVERNANCE.md
@@ -40,4 +42,18 @@ export function freezeCovers(tenantId: string, assetCode: string, accountRef: st
     assetCode: sql`${assetCode}`,
     accountRef: sql`${accountRef}`,
   })}) as frozen`;
+}
+
+/**
+ * Whether a freeze in force covers one stored withdrawal now, by the claims' rule: for a worker told
+ * by the signer service that it is frozen, to tell a freeze that raced its claim from a disagreement.
+ */
+export async function withdrawalHeldByFreeze(
+  tx: Tx,
+  tenantId: string,
+  operationId: string,
+): Promise<boolean> {
+  const rows = await tx.execute(sql`select 1 from operations
+    where tenant_id = ${tenantId}::uuid and operation_id = ${operationId}::uuid and ${heldByFreeze()}`);
+  return rowsOf(rows).length > 0;
 }

@@ -4,6 +4,7 @@ import {
   type Database,
   freezeAsOperator,
   listFreezes,
+  OPERATOR_NAME,
   runAudited,
   schema,
   settled,
@@ -110,6 +111,3 @@ export async function freezeCommand(
     ),
   );
 }
-
-/** The operator names freezeAsOperator accepts; any other is refused, and audited without it. */
-const OPERATOR_NAME = /^[A-Za-z0-9._@-]{1,64}$/;

@@ -5,18 +5,16 @@ import {
   assertPayloadIntact,
   clearWaiting,
   findOperation,
-  heldByFreeze,
   leaseForSigning,
   markWaiting,
   type Operation,
   recordSigned,
-  rowsOf,
   takeOverSigned,
   transition,
+  withdrawalHeldByFreeze,
   withTenant,
 } from '@idem/core';
 import { type FeeQuote, type Fees, feesWithinCap } from '@idem/rails';
-import { sql } from 'drizzle-orm';
 import { assetOf, candidateIds, lockOne } from '../candidates.ts';
 import type { WorkerContext } from '../context.ts';
 import { NATIVE_ASSETS, routeFor } from '../rails.ts';
@@ -200,7 +198,7 @@ async function afterRefusal(
     return null;
   }
   if (error instanceof IdemError && error.details.signerRefusal === 'FROZEN') {
-    if (await heldNow(ctx, tenantId, operationId)) {
+    if (await withTenant(ctx.db, tenantId, (tx) => withdrawalHeldByFreeze(tx, tenantId, operationId))) {
       // A freeze committed between our claim and the signer's read: the last line did its job.
       // Nothing was signed; the claim skips the withdrawal until the freeze is lifted.
       ctx.log.warn(
@@ -225,15 +223,6 @@ async function afterRefusal(
     return null;
   }
   throw error;
-}
-
-/** Whether a freeze in force covers the withdrawal now (the claim's own rule, core freeze/hold.ts). */
-async function heldNow(ctx: WorkerContext, tenantId: string, operationId: string): Promise<boolean> {
-  const rows = await withTenant(ctx.db, tenantId, (tx) =>
-    tx.execute(sql`select 1 from operations
-      where tenant_id = ${tenantId}::uuid and operation_id = ${operationId}::uuid and ${heldByFreeze()}`),
-  );
-  return rowsOf(rows).length > 0;
 }
 
 /** The stored payload does not hash to its approval: hold the funds, name an owner, alert. */
